@@ -1,0 +1,103 @@
+/**
+ * Byte helpers shared by every protocol module: hex, UTF-8, concatenation and
+ * constant-shape comparison. Pure; no platform APIs beyond TextEncoder.
+ */
+
+const HEX = '0123456789abcdef';
+const encoder = new TextEncoder();
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+export function toHex(bytes: Uint8Array): string {
+  let out = '';
+  for (const b of bytes) out += HEX[b >> 4]! + HEX[b & 15]!;
+  return out;
+}
+
+/** Parses lowercase or uppercase hex; returns undefined for anything else. */
+export function fromHex(hex: string): Uint8Array | undefined {
+  if (hex.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(hex)) return undefined;
+  const out = new Uint8Array(hex.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
+  return out;
+}
+
+export function utf8(text: string): Uint8Array {
+  return encoder.encode(text);
+}
+
+/** Strict UTF-8 decode; throws TypeError on invalid sequences. */
+export function fromUtf8(bytes: Uint8Array): string {
+  return decoder.decode(bytes);
+}
+
+export function concat(...parts: readonly Uint8Array[]): Uint8Array {
+  let length = 0;
+  for (const p of parts) length += p.length;
+  const out = new Uint8Array(length);
+  let offset = 0;
+  for (const p of parts) {
+    out.set(p, offset);
+    offset += p.length;
+  }
+  return out;
+}
+
+/** Length-checked equality that does not exit early on the first differing byte. */
+export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a[i]! ^ b[i]!;
+  return diff === 0;
+}
+
+/** Lexicographic order of byte strings (shorter prefix first). */
+export function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const d = a[i]! - b[i]!;
+    if (d !== 0) return d;
+  }
+  return a.length - b.length;
+}
+
+export function isBytes(value: unknown, length?: number): value is Uint8Array {
+  return value instanceof Uint8Array && (length === undefined || value.length === length);
+}
+
+const B64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+export function toBase64Url(bytes: Uint8Array): string {
+  let out = '';
+  let i = 0;
+  for (; i + 2 < bytes.length; i += 3) {
+    const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8) | bytes[i + 2]!;
+    out += B64URL[n >> 18]! + B64URL[(n >> 12) & 63]! + B64URL[(n >> 6) & 63]! + B64URL[n & 63]!;
+  }
+  const rest = bytes.length - i;
+  if (rest === 1) {
+    const n = bytes[i]! << 16;
+    out += B64URL[n >> 18]! + B64URL[(n >> 12) & 63]!;
+  } else if (rest === 2) {
+    const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8);
+    out += B64URL[n >> 18]! + B64URL[(n >> 12) & 63]! + B64URL[(n >> 6) & 63]!;
+  }
+  return out;
+}
+
+/** Decodes unpadded base64url; returns undefined for any other alphabet or a bad length. */
+export function fromBase64Url(text: string): Uint8Array | undefined {
+  if (!/^[A-Za-z0-9_-]*$/.test(text) || text.length % 4 === 1) return undefined;
+  const out = new Uint8Array(Math.floor((text.length * 3) / 4));
+  let bits = 0;
+  let value = 0;
+  let o = 0;
+  for (const ch of text) {
+    value = (value << 6) | B64URL.indexOf(ch);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[o++] = (value >> bits) & 255;
+    }
+  }
+  return out;
+}

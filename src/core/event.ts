@@ -1,0 +1,132 @@
+/**
+ * SSP/1 signed events.
+ *
+ * Wire layout (canonical CBOR):
+ *   EventBody   = {v:1, domain, signer: 32B, seq: uint ≥ 1, prev: 32B, table, row,
+ *                  op: "put", cols: {name: value}, hlc: {ms, counter}}
+ *   SignedEvent = [body: bytes, sig: 64B]        sig = Ed25519("sov/1/event" ‖ body)
+ *   EventId     = BLAKE3(SignedEvent bytes)
+ *
+ * `seq` and `prev` chain each signer's events (prev of seq 1 is 32 zero bytes), so
+ * a replica can tell a gap, a fork or a rewrite from a duplicate. The body is kept
+ * as the exact signed bytes; decoding refuses anything non-canonical, so an event
+ * has one byte string, one id and one signature.
+ */
+import { concat, isBytes, utf8 } from './bytes.js';
+import { decodeCbor, encodeCbor, isRecord } from './cbor.js';
+import { blake3 } from './hash.js';
+import { isHlc, type Hlc } from './hlc.js';
+import type { Signer, Verifier } from './ports.js';
+import { err, ok, type Result } from './result.js';
+import { isDomainName, tableSpec, type ColumnValue, type DomainName } from './schema.js';
+
+export const EVENT_VERSION = 1;
+export const MAX_EVENT_BYTES = 64 * 1024;
+export const MAX_COLUMNS = 64;
+export const MAX_VALUE_CHARS = 16 * 1024;
+export const MAX_NAME_CHARS = 128;
+export const ZERO_HASH = new Uint8Array(32);
+const SIGN_LABEL = utf8('sov/1/event');
+
+export type EventBody = {
+  readonly v: number;
+  readonly domain: DomainName;
+  readonly signer: Uint8Array;
+  readonly seq: number;
+  readonly prev: Uint8Array;
+  readonly table: string;
+  readonly row: string;
+  readonly op: 'put';
+  readonly cols: Readonly<Record<string, ColumnValue>>;
+  readonly hlc: Hlc;
+};
+
+export type SignedEvent = {
+  readonly body: EventBody;
+  readonly bodyBytes: Uint8Array;
+  readonly sig: Uint8Array;
+  readonly bytes: Uint8Array;
+  readonly id: Uint8Array;
+};
+
+export type EventError =
+  | { readonly type: 'MalformedEvent'; readonly reason: string }
+  | { readonly type: 'SignatureInvalid' };
+
+const malformed = (reason: string): Result<never, EventError> => err({ type: 'MalformedEvent', reason });
+
+function isName(value: unknown): value is string {
+  return typeof value === 'string' && value.length > 0 && value.length <= MAX_NAME_CHARS && /^[\w.:-]+$/.test(value);
+}
+
+function checkColumns(table: string, cols: unknown): string | undefined {
+  const spec = tableSpec(table);
+  if (!spec) return `unknown table ${table}`;
+  if (!isRecord(cols)) return 'cols is not a map';
+  const names = Object.keys(cols);
+  if (names.length === 0 || names.length > MAX_COLUMNS) return 'cols count out of range';
+  for (const name of names) {
+    const kind = spec.columns[name];
+    if (!kind) return `unknown column ${table}.${name}`;
+    const value = cols[name];
+    if (value === null) continue;
+    if (typeof value !== kind) return `column ${table}.${name} expects ${kind}`;
+    if (typeof value === 'string' && value.length > MAX_VALUE_CHARS) return `column ${table}.${name} too long`;
+    if (typeof value === 'number' && !Number.isFinite(value)) return `column ${table}.${name} not finite`;
+  }
+  return undefined;
+}
+
+/** Validates a decoded body; returns a reason string for the first problem found. */
+export function checkBody(body: unknown): string | undefined {
+  if (!isRecord(body)) return 'body is not a map';
+  const keys = Object.keys(body).sort().join(',');
+  if (keys !== 'cols,domain,hlc,op,prev,row,seq,signer,table,v') return `unexpected fields ${keys}`;
+  const b = body;
+  if (b['v'] !== EVENT_VERSION) return 'unsupported version';
+  if (!isDomainName(b['domain'])) return 'unknown domain';
+  if (!isBytes(b['signer'], 32)) return 'signer must be 32 bytes';
+  if (typeof b['seq'] !== 'number' || !Number.isSafeInteger(b['seq']) || b['seq'] < 1) return 'bad seq';
+  if (!isBytes(b['prev'], 32)) return 'prev must be 32 bytes';
+  if (!isName(b['table']) || !isName(b['row'])) return 'bad table or row name';
+  if (b['op'] !== 'put') return 'unsupported op';
+  if (!isHlc(b['hlc'])) return 'bad hlc';
+  if (tableSpec(b['table'])?.domain !== b['domain']) return `table ${b['table']} is not in domain ${b['domain']}`;
+  return checkColumns(b['table'], b['cols']);
+}
+
+export function signingPayload(bodyBytes: Uint8Array): Uint8Array {
+  return concat(SIGN_LABEL, bodyBytes);
+}
+
+/** Encodes, signs and names a new event. Throws if the body breaks an invariant (a bug, not input). */
+export async function signEvent(body: EventBody, signer: Signer): Promise<SignedEvent> {
+  const problem = checkBody(body);
+  if (problem) throw new Error(`event: refusing to sign invalid body: ${problem}`);
+  const bodyBytes = encodeCbor(body);
+  if (bodyBytes.length > MAX_EVENT_BYTES) throw new Error('event: body exceeds size limit');
+  const sig = await signer.sign(signingPayload(bodyBytes));
+  const bytes = encodeCbor([bodyBytes, sig]);
+  return { body, bodyBytes, sig, bytes, id: blake3(bytes) };
+}
+
+/** Decodes and checks shape only; the signature is checked by `verifyEvent`. */
+export function decodeEvent(bytes: Uint8Array): Result<SignedEvent, EventError> {
+  const outer = decodeCbor(bytes, MAX_EVENT_BYTES + 128);
+  if (!outer.ok) return malformed(outer.error.reason);
+  const pair = outer.value;
+  if (!Array.isArray(pair) || pair.length !== 2 || !isBytes(pair[0]) || !isBytes(pair[1], 64)) {
+    return malformed('signed event must be [body, sig]');
+  }
+  const [bodyBytes, sig] = pair as [Uint8Array, Uint8Array];
+  const inner = decodeCbor(bodyBytes, MAX_EVENT_BYTES);
+  if (!inner.ok) return malformed(inner.error.reason);
+  const problem = checkBody(inner.value);
+  if (problem) return malformed(problem);
+  return ok({ body: inner.value as EventBody, bodyBytes, sig, bytes, id: blake3(bytes) });
+}
+
+export async function verifyEvent(event: SignedEvent, verifier: Verifier): Promise<Result<SignedEvent, EventError>> {
+  const valid = await verifier.verify(event.body.signer, signingPayload(event.bodyBytes), event.sig);
+  return valid ? ok(event) : err({ type: 'SignatureInvalid' });
+}

@@ -1,0 +1,98 @@
+/**
+ * Messages between machines, carried as relay frame bodies (end-to-end sealed
+ * by `frame.ts`; the relay never sees these).
+ *
+ *   events       {t, upto: uint, events: [SealedEvent bytes]}   re-offer from the sender's cursor
+ *   ack          {t, upto: uint}                                 every envelope ≤ upto is durably
+ *                                                                applied, stored or rejected
+ *   join-request {t, inv: 16B, signer: 32B, endpoint: 32B, name}
+ *   join-accept  {t, inv: 16B, signer: 32B, keys: [{domain, gen, key: 32B}]}
+ *   join-refused {t, inv: 16B, reason}
+ *
+ * `upto` is a position in the sender's log, which only the sender interprets.
+ */
+import { isBytes } from './bytes.js';
+import { decodeCbor, encodeCbor, isRecord } from './cbor.js';
+import { MAX_SEALED_BYTES } from './seal.js';
+import { err, ok, type Result } from './result.js';
+import { isDomainName, type DomainName } from './schema.js';
+
+export const MAX_EVENTS_PER_FRAME = 256;
+export const MAX_PEER_MESSAGE = 900 * 1024;
+export const MAX_MACHINE_NAME = 64;
+
+export type DomainKeyGrant = { readonly domain: DomainName; readonly gen: number; readonly key: Uint8Array };
+
+export type PeerMessage =
+  | { readonly t: 'events'; readonly upto: number; readonly events: readonly Uint8Array[] }
+  | { readonly t: 'ack'; readonly upto: number }
+  | {
+      readonly t: 'join-request';
+      readonly inv: Uint8Array;
+      readonly signer: Uint8Array;
+      readonly endpoint: Uint8Array;
+      readonly name: string;
+    }
+  | { readonly t: 'join-accept'; readonly inv: Uint8Array; readonly signer: Uint8Array; readonly keys: readonly DomainKeyGrant[] }
+  | { readonly t: 'join-refused'; readonly inv: Uint8Array; readonly reason: string };
+
+export type PeerWireError = { readonly type: 'MalformedMessage'; readonly reason: string };
+
+const malformed = (reason: string): Result<never, PeerWireError> =>
+  err({ type: 'MalformedMessage', reason: `peer-wire: ${reason}` });
+
+export function encodePeerMessage(message: PeerMessage): Uint8Array {
+  return encodeCbor(message);
+}
+
+const isUint = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+const fieldsAre = (m: Record<string, unknown>, names: string): boolean => Object.keys(m).sort().join(',') === names;
+
+function decodeGrant(value: unknown): DomainKeyGrant | undefined {
+  if (!isRecord(value) || !fieldsAre(value, 'domain,gen,key')) return undefined;
+  const { domain, gen, key } = value;
+  if (!isDomainName(domain) || !isUint(gen) || gen < 1 || !isBytes(key, 32)) return undefined;
+  return { domain, gen, key };
+}
+
+export function decodePeerMessage(bytes: Uint8Array): Result<PeerMessage, PeerWireError> {
+  const decoded = decodeCbor(bytes, MAX_PEER_MESSAGE);
+  if (!decoded.ok) return malformed(decoded.error.reason);
+  const m = decoded.value;
+  if (!isRecord(m)) return malformed('not a map');
+  switch (m['t']) {
+    case 'events': {
+      const events = m['events'];
+      if (!fieldsAre(m, 'events,t,upto') || !isUint(m['upto']) || !Array.isArray(events)) return malformed('events: fields');
+      if (events.length > MAX_EVENTS_PER_FRAME) return malformed('events: too many');
+      if (!events.every((e) => isBytes(e) && e.length <= MAX_SEALED_BYTES)) return malformed('events: entries');
+      return ok({ t: 'events', upto: m['upto'], events: events as Uint8Array[] });
+    }
+    case 'ack':
+      if (!fieldsAre(m, 't,upto') || !isUint(m['upto'])) return malformed('ack: fields');
+      return ok({ t: 'ack', upto: m['upto'] });
+    case 'join-request': {
+      const { inv, signer, endpoint, name } = m;
+      if (!fieldsAre(m, 'endpoint,inv,name,signer,t')) return malformed('join-request: fields');
+      if (!isBytes(inv, 16) || !isBytes(signer, 32) || !isBytes(endpoint, 32)) return malformed('join-request: sizes');
+      if (typeof name !== 'string' || name.length > MAX_MACHINE_NAME) return malformed('join-request: name');
+      return ok({ t: 'join-request', inv, signer, endpoint, name });
+    }
+    case 'join-accept': {
+      const { inv, signer, keys } = m;
+      if (!fieldsAre(m, 'inv,keys,signer,t') || !isBytes(inv, 16) || !isBytes(signer, 32) || !Array.isArray(keys)) {
+        return malformed('join-accept: fields');
+      }
+      const grants = keys.map(decodeGrant);
+      if (grants.length > 64 || grants.some((g) => g === undefined)) return malformed('join-accept: keys');
+      return ok({ t: 'join-accept', inv, signer, keys: grants as DomainKeyGrant[] });
+    }
+    case 'join-refused':
+      if (!fieldsAre(m, 'inv,reason,t') || !isBytes(m['inv'], 16) || typeof m['reason'] !== 'string') {
+        return malformed('join-refused: fields');
+      }
+      return ok({ t: 'join-refused', inv: m['inv'], reason: m['reason'].slice(0, 256) });
+    default:
+      return malformed('unknown message type');
+  }
+}

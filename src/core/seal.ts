@@ -1,0 +1,93 @@
+/**
+ * The sealed envelope every event travels in.
+ *
+ *   SealedEvent = {domain, gen: uint ≥ 1, id: 32B, ct: bytes}      (canonical CBOR)
+ *   ct          = nonce(12) ‖ AES-256-GCM(domain key of `gen`, SignedEvent,
+ *                                         aad = "sov/1/seal" ‖ cbor([domain, gen]))
+ *   id          = outer_id = BLAKE3(ct)
+ *
+ * A machine outside the domain can store, forward and acknowledge an envelope by
+ * its outer id, and verify that id, without being able to read it. Only a member
+ * holding the key of that generation opens it. The domain and generation are
+ * bound into the AEAD, so an envelope cannot be relabelled; the signed event
+ * inside repeats its domain, so a member cannot re-seal it into another domain.
+ */
+import { gcm } from '@noble/ciphers/aes.js';
+import { bytesEqual, concat, isBytes, utf8 } from './bytes.js';
+import { decodeCbor, encodeCbor, isRecord } from './cbor.js';
+import { MAX_EVENT_BYTES } from './event.js';
+import { blake3 } from './hash.js';
+import type { Random } from './ports.js';
+import { err, ok, type Result } from './result.js';
+import { isDomainName, type DomainName } from './schema.js';
+
+export const MAX_SEALED_BYTES = MAX_EVENT_BYTES + 512;
+const AAD_LABEL = utf8('sov/1/seal');
+const NONCE_BYTES = 12;
+const TAG_BYTES = 16;
+
+export type SealedEvent = {
+  readonly domain: DomainName;
+  readonly gen: number;
+  readonly id: Uint8Array;
+  readonly ct: Uint8Array;
+};
+
+export type SealError =
+  | { readonly type: 'MalformedEnvelope'; readonly reason: string }
+  | { readonly type: 'OuterIdMismatch' }
+  | { readonly type: 'DomainKeyMissing'; readonly domain: DomainName; readonly gen: number }
+  | { readonly type: 'DecryptFailed'; readonly domain: DomainName; readonly gen: number };
+
+/** Looks up the key bytes of one generation of one domain, if this machine holds it. */
+export type DomainKeyLookup = (domain: DomainName, gen: number) => Uint8Array | undefined;
+
+function aad(domain: DomainName, gen: number): Uint8Array {
+  return concat(AAD_LABEL, encodeCbor([domain, gen]));
+}
+
+export function sealEvent(
+  signedEvent: Uint8Array,
+  domain: DomainName,
+  gen: number,
+  key: Uint8Array,
+  random: Random,
+): SealedEvent {
+  if (!isBytes(key, 32)) throw new Error('seal: domain key must be 32 bytes');
+  const nonce = random.bytes(NONCE_BYTES);
+  const ct = concat(nonce, gcm(key, nonce, aad(domain, gen)).encrypt(signedEvent));
+  return { domain, gen, id: blake3(ct), ct };
+}
+
+export function encodeSealed(sealed: SealedEvent): Uint8Array {
+  return encodeCbor({ domain: sealed.domain, gen: sealed.gen, id: sealed.id, ct: sealed.ct });
+}
+
+/** Decodes an envelope and checks its outer id; needs no key. */
+export function decodeSealed(bytes: Uint8Array): Result<SealedEvent, SealError> {
+  const decoded = decodeCbor(bytes, MAX_SEALED_BYTES);
+  if (!decoded.ok) return err({ type: 'MalformedEnvelope', reason: decoded.error.reason });
+  const m = decoded.value;
+  if (!isRecord(m) || Object.keys(m).length !== 4) return err({ type: 'MalformedEnvelope', reason: 'fields' });
+  const { domain, gen, id, ct } = m;
+  if (!isDomainName(domain) || typeof gen !== 'number' || !Number.isSafeInteger(gen) || gen < 1) {
+    return err({ type: 'MalformedEnvelope', reason: 'domain or generation' });
+  }
+  if (!isBytes(id, 32) || !isBytes(ct) || ct.length < NONCE_BYTES + TAG_BYTES) {
+    return err({ type: 'MalformedEnvelope', reason: 'id or ciphertext' });
+  }
+  if (!bytesEqual(blake3(ct), id)) return err({ type: 'OuterIdMismatch' });
+  return ok({ domain, gen, id, ct });
+}
+
+/** Opens an envelope with the key of its generation; returns the signed event bytes. */
+export function openSealed(sealed: SealedEvent, keys: DomainKeyLookup): Result<Uint8Array, SealError> {
+  const key = keys(sealed.domain, sealed.gen);
+  if (!key) return err({ type: 'DomainKeyMissing', domain: sealed.domain, gen: sealed.gen });
+  const nonce = sealed.ct.subarray(0, NONCE_BYTES);
+  try {
+    return ok(gcm(key, nonce, aad(sealed.domain, sealed.gen)).decrypt(sealed.ct.subarray(NONCE_BYTES)));
+  } catch {
+    return err({ type: 'DecryptFailed', domain: sealed.domain, gen: sealed.gen });
+  }
+}

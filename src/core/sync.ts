@@ -1,0 +1,122 @@
+/**
+ * Delivery (SSP/1 "Syncing mutable state"): at-least-once from durable per-peer
+ * cursors, idempotent apply on the receiving side.
+ *
+ * For each peer the sender offers log entries after the peer's acknowledged
+ * cursor, a bounded batch at a time, and re-offers everything unacknowledged on
+ * reconnect and whenever `resend` is called (the batch cycle). The receiver
+ * admits a batch in one transaction and only then acknowledges `upto`, so the
+ * watermark passes exactly what is durably applied, stored or rejected; a lost
+ * frame or ack is healed by the next offer, and a duplicate costs nothing.
+ * Realtime push is the same offer, made as soon as a local write lands.
+ */
+import type { IngestOutcome, Replica, Rejection } from './replica.js';
+import type { PeerMessage } from './peer-wire.js';
+import { MAX_EVENTS_PER_FRAME } from './peer-wire.js';
+import type { ReplicaStore } from './store.js';
+
+export interface PeerChannel {
+  /** Sends one message to the peer's endpoint (hex); resolves once handed to the transport. */
+  send(peer: string, message: PeerMessage): Promise<void>;
+}
+
+export type SyncListener = {
+  readonly onApplied?: (outcomes: readonly IngestOutcome[]) => void;
+  readonly onRejected?: (peer: string, error: Rejection) => void;
+};
+
+const MAX_BATCH_BYTES = 768 * 1024;
+
+export class SyncEngine {
+  readonly #replica: Replica;
+  readonly #store: ReplicaStore;
+  readonly #channel: PeerChannel;
+  readonly #listener: SyncListener;
+  /** Highest position offered per peer on the current connection (not durable). */
+  readonly #offered = new Map<string, number>();
+  readonly #peers = new Set<string>();
+  readonly #rejections = new Map<string, number>();
+  #online = false;
+
+  constructor(replica: Replica, store: ReplicaStore, channel: PeerChannel, listener: SyncListener = {}) {
+    this.#replica = replica;
+    this.#store = store;
+    this.#channel = channel;
+    this.#listener = listener;
+  }
+
+  /** Replaces the set of peers (endpoint ids, hex) this machine delivers to. */
+  setPeers(peers: Iterable<string>): void {
+    const next = new Set(peers);
+    for (const peer of next) if (!this.#peers.has(peer)) this.#peers.add(peer);
+    for (const peer of [...this.#peers]) if (!next.has(peer)) this.#peers.delete(peer);
+  }
+
+  get peers(): readonly string[] {
+    return [...this.#peers];
+  }
+
+  /** Counts of rejected envelopes by typed reason, for diagnostics. */
+  get rejections(): ReadonlyMap<string, number> {
+    return this.#rejections;
+  }
+
+  /** The transport came up: forget what was in flight and offer from the cursors. */
+  async connected(): Promise<void> {
+    this.#online = true;
+    this.#offered.clear();
+    await this.offerAll();
+  }
+
+  disconnected(): void {
+    this.#online = false;
+    this.#offered.clear();
+  }
+
+  /** Batch cycle: re-offer everything not acknowledged yet. */
+  async resend(): Promise<void> {
+    this.#offered.clear();
+    await this.offerAll();
+  }
+
+  /** Realtime push: offer whatever is new to every peer. */
+  async offerAll(): Promise<void> {
+    if (!this.#online) return;
+    for (const peer of this.#peers) await this.#offer(peer);
+  }
+
+  async #offer(peer: string): Promise<void> {
+    const from = Math.max(await this.#store.cursor(peer), this.#offered.get(peer) ?? 0);
+    const entries = await this.#store.entriesAfter(from, MAX_EVENTS_PER_FRAME);
+    if (entries.length === 0) return;
+    const events: Uint8Array[] = [];
+    let bytes = 0;
+    let upto = from;
+    for (const entry of entries) {
+      if (events.length > 0 && bytes + entry.sealed.length > MAX_BATCH_BYTES) break;
+      events.push(entry.sealed);
+      bytes += entry.sealed.length;
+      upto = entry.pos;
+    }
+    this.#offered.set(peer, upto);
+    await this.#channel.send(peer, { t: 'events', upto, events });
+  }
+
+  /** Handles a message from a peer; returns once its effects are durable. */
+  async receive(peer: string, message: PeerMessage): Promise<void> {
+    if (message.t === 'events') {
+      const outcomes = await this.#replica.ingest(message.events);
+      for (const outcome of outcomes) {
+        if (outcome.type !== 'Rejected') continue;
+        this.#rejections.set(outcome.error.type, (this.#rejections.get(outcome.error.type) ?? 0) + 1);
+        this.#listener.onRejected?.(peer, outcome.error);
+      }
+      this.#listener.onApplied?.(outcomes);
+      await this.#channel.send(peer, { t: 'ack', upto: message.upto });
+    } else if (message.t === 'ack') {
+      await this.#store.advanceCursor(peer, message.upto);
+      // Keep the pipe full: the ack may have freed room for the next batch.
+      if (this.#online && this.#peers.has(peer)) await this.#offer(peer);
+    }
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * Pairing tickets (SSP/1 "Adding a machine", seed 004 "P2P endpoint lifecycle").
+ *
+ *   text   = "sov1." ‖ base64url(cbor(Ticket))
+ *   Ticket = {v:1, secret: 32B group secret, endpoint: 32B inviter endpoint id,
+ *             fp: 16B inviter signing-key fingerprint, relay: URL, inv: 16B invitation id}
+ *
+ * The ticket is a bearer secret: it must never be logged or persisted in clear
+ * outside the key store. `inv` names one invitation, so the inviter can accept
+ * each ticket once and refuse stale ones. (Short authentication strings and QR
+ * arrive with the trust ceremonies; this is the copy/paste form.)
+ */
+import { fromBase64Url, isBytes, toBase64Url } from './bytes.js';
+import { decodeCbor, encodeCbor, isRecord } from './cbor.js';
+import { err, ok, type Result } from './result.js';
+
+export const TICKET_PREFIX = 'sov1.';
+export const MAX_TICKET_CHARS = 2048;
+
+export type Ticket = {
+  readonly v: 1;
+  readonly secret: Uint8Array;
+  readonly endpoint: Uint8Array;
+  readonly fp: Uint8Array;
+  readonly relay: string;
+  readonly inv: Uint8Array;
+};
+
+export type TicketError = { readonly type: 'InvalidTicket'; readonly reason: string };
+
+const invalid = (reason: string): Result<never, TicketError> => err({ type: 'InvalidTicket', reason });
+
+export function encodeTicket(ticket: Ticket): string {
+  return TICKET_PREFIX + toBase64Url(encodeCbor(ticket));
+}
+
+function isRelayUrl(value: unknown): value is string {
+  if (typeof value !== 'string' || value.length > 512) return false;
+  try {
+    const url = new URL(value);
+    return url.protocol === 'ws:' || url.protocol === 'wss:';
+  } catch {
+    return false;
+  }
+}
+
+export function decodeTicket(text: string): Result<Ticket, TicketError> {
+  const trimmed = text.trim();
+  if (trimmed.length > MAX_TICKET_CHARS) return invalid('too long');
+  if (!trimmed.startsWith(TICKET_PREFIX)) return invalid('not a sov1 ticket');
+  const bytes = fromBase64Url(trimmed.slice(TICKET_PREFIX.length));
+  if (!bytes) return invalid('not base64url');
+  const decoded = decodeCbor(bytes, MAX_TICKET_CHARS);
+  if (!decoded.ok) return invalid(decoded.error.reason);
+  const t = decoded.value;
+  if (!isRecord(t) || Object.keys(t).length !== 6 || t['v'] !== 1) return invalid('unsupported version or fields');
+  if (!isBytes(t['secret'], 32) || !isBytes(t['endpoint'], 32) || !isBytes(t['fp'], 16) || !isBytes(t['inv'], 16)) {
+    return invalid('field sizes');
+  }
+  if (!isRelayUrl(t['relay'])) return invalid('relay must be a ws: or wss: URL');
+  return ok({ v: 1, secret: t['secret'], endpoint: t['endpoint'], fp: t['fp'], relay: t['relay'], inv: t['inv'] });
+}

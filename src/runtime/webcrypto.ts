@@ -1,0 +1,78 @@
+/**
+ * WebCrypto-backed implementations of the core's ports, identical in browsers,
+ * workers and Node 20: non-extractable Ed25519 signing keys, verification with
+ * cached public keys, randomness, and AES-GCM wrapping of secrets under a
+ * non-extractable machine key (secrets that must be handed on later are kept as
+ * wrapped bytes, never as non-extractable keys that could not be re-shared).
+ */
+import type { Random, Signer, Verifier } from '../core/ports.js';
+import { toHex } from '../core/bytes.js';
+
+export const webRandom: Random = {
+  bytes: (length) => crypto.getRandomValues(new Uint8Array(length)),
+};
+
+/** Copies into a fresh ArrayBuffer-backed array, as WebCrypto's typings require. */
+const buf = (bytes: Uint8Array): Uint8Array<ArrayBuffer> => new Uint8Array(bytes);
+
+export type SigningIdentity = { readonly keys: CryptoKeyPair; readonly publicKey: Uint8Array };
+
+export async function generateSigningIdentity(): Promise<SigningIdentity> {
+  const keys = (await crypto.subtle.generateKey({ name: 'Ed25519' }, false, ['sign', 'verify'])) as CryptoKeyPair;
+  const publicKey = new Uint8Array(await crypto.subtle.exportKey('raw', keys.publicKey));
+  return { keys, publicKey };
+}
+
+export function webSigner(identity: SigningIdentity): Signer {
+  return {
+    publicKey: identity.publicKey,
+    sign: async (message) =>
+      new Uint8Array(await crypto.subtle.sign({ name: 'Ed25519' }, identity.keys.privateKey, buf(message))),
+  };
+}
+
+export function webVerifier(cacheSize = 1024): Verifier {
+  const cache = new Map<string, Promise<CryptoKey | undefined>>();
+  const importKey = (publicKey: Uint8Array): Promise<CryptoKey | undefined> => {
+    const id = toHex(publicKey);
+    let key = cache.get(id);
+    if (!key) {
+      if (cache.size >= cacheSize) cache.delete(cache.keys().next().value!);
+      key = crypto.subtle.importKey('raw', buf(publicKey), { name: 'Ed25519' }, false, ['verify']).catch(() => undefined);
+      cache.set(id, key);
+    }
+    return key;
+  };
+  return {
+    async verify(publicKey, message, signature) {
+      if (publicKey.length !== 32 || signature.length !== 64) return false;
+      const key = await importKey(publicKey);
+      if (!key) return false;
+      try {
+        return await crypto.subtle.verify({ name: 'Ed25519' }, key, buf(signature), buf(message));
+      } catch {
+        return false;
+      }
+    },
+  };
+}
+
+export function generateWrappingKey(): Promise<CryptoKey> {
+  return crypto.subtle.generateKey({ name: 'AES-GCM', length: 256 }, false, ['encrypt', 'decrypt']);
+}
+
+export type WrappedSecret = { readonly iv: Uint8Array; readonly ct: Uint8Array };
+
+/** Wraps secret bytes under the machine key; `label` is bound as associated data. */
+export async function wrapSecret(key: CryptoKey, label: string, secret: Uint8Array): Promise<WrappedSecret> {
+  const iv = webRandom.bytes(12);
+  const additionalData = new TextEncoder().encode(`sov/1/wrap/${label}`);
+  const ct = await crypto.subtle.encrypt({ name: 'AES-GCM', iv: buf(iv), additionalData }, key, buf(secret));
+  return { iv, ct: new Uint8Array(ct) };
+}
+
+export async function unwrapSecret(key: CryptoKey, label: string, wrapped: WrappedSecret): Promise<Uint8Array> {
+  const additionalData = new TextEncoder().encode(`sov/1/wrap/${label}`);
+  const plain = await crypto.subtle.decrypt({ name: 'AES-GCM', iv: buf(wrapped.iv), additionalData }, key, buf(wrapped.ct));
+  return new Uint8Array(plain);
+}

@@ -1,0 +1,102 @@
+/**
+ * IndexedDB (Dexie 4) adapter of the replica store, one database per machine
+ * and origin. Every `transact` is one readwrite IndexedDB transaction over all
+ * replica tables, so an admitted batch, its chain heads, clock and rows commit
+ * together or not at all. Callbacks must await only Dexie operations inside it
+ * (IndexedDB auto-commits on any other await), which the core guarantees.
+ */
+import { Dexie, type Table } from 'dexie';
+import type { Hlc } from '../core/hlc.js';
+import type { RowState } from '../core/merge.js';
+import type { ChainHead, LogEntry, NewLogEntry, ReplicaStore, ReplicaTx } from '../core/store.js';
+
+type HeadRecord = ChainHead & { readonly signer: string };
+type CursorRecord = { readonly peer: string; readonly pos: number };
+type MetaRecord = { readonly key: string; readonly value: unknown };
+
+export class NodeDatabase extends Dexie {
+  log!: Table<LogEntry, number>;
+  heads!: Table<HeadRecord, string>;
+  rows!: Table<RowState, [string, string]>;
+  cursors!: Table<CursorRecord, string>;
+  meta!: Table<MetaRecord, string>;
+
+  constructor(name: string) {
+    super(name);
+    this.version(1).stores({
+      log: '++pos, &outerId, eventId',
+      heads: 'signer',
+      rows: '[table+row], table',
+      cursors: 'peer',
+      meta: 'key',
+    });
+  }
+}
+
+const HLC_KEY = 'hlc';
+
+export class DexieReplicaStore implements ReplicaStore {
+  readonly db: NodeDatabase;
+
+  constructor(db: NodeDatabase) {
+    this.db = db;
+  }
+
+  transact<T>(fn: (tx: ReplicaTx) => Promise<T>): Promise<T> {
+    const { db } = this;
+    return db.transaction('rw', [db.log, db.heads, db.rows, db.meta], () => fn(this.#tx()));
+  }
+
+  #tx(): ReplicaTx {
+    const { db } = this;
+    return {
+      getHlc: async () => (await db.meta.get(HLC_KEY))?.value as Hlc | undefined,
+      setHlc: async (hlc) => void (await db.meta.put({ key: HLC_KEY, value: hlc })),
+      head: async (signer) => {
+        const record = await db.heads.get(signer);
+        return record && { seq: record.seq, eventId: record.eventId };
+      },
+      setHead: async (signer, head) => void (await db.heads.put({ signer, ...head })),
+      hasOuterId: async (id) => (await db.log.where('outerId').equals(id).count()) > 0,
+      hasEventId: async (id) => (await db.log.where('eventId').equals(id).count()) > 0,
+      append: async (entry: NewLogEntry) => (await db.log.add(entry as LogEntry)) as number,
+      getRow: (table, row) => db.rows.get([table, row]),
+      putRow: async (state) => void (await db.rows.put(state)),
+    };
+  }
+
+  entriesAfter(after: number, limit: number): Promise<LogEntry[]> {
+    return this.db.log.where('pos').above(after).limit(limit).toArray();
+  }
+
+  async lastPos(): Promise<number> {
+    return ((await this.db.log.orderBy('pos').lastKey()) as number | undefined) ?? 0;
+  }
+
+  async cursor(peer: string): Promise<number> {
+    return (await this.db.cursors.get(peer))?.pos ?? 0;
+  }
+
+  async advanceCursor(peer: string, pos: number): Promise<void> {
+    await this.db.transaction('rw', this.db.cursors, async () => {
+      const current = (await this.db.cursors.get(peer))?.pos ?? 0;
+      if (pos > current) await this.db.cursors.put({ peer, pos });
+    });
+  }
+
+  rows(table: string): Promise<RowState[]> {
+    return this.db.rows.where('table').equals(table).toArray();
+  }
+
+  row(table: string, row: string): Promise<RowState | undefined> {
+    return this.db.rows.get([table, row]);
+  }
+
+  async getMeta<T>(key: string): Promise<T | undefined> {
+    return (await this.db.meta.get(key))?.value as T | undefined;
+  }
+
+  async setMeta(key: string, value: unknown): Promise<void> {
+    await this.db.meta.put({ key, value });
+  }
+}
