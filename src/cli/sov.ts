@@ -1,0 +1,171 @@
+/**
+ * The `sov` command. Subcommands live in SUBCOMMANDS: each maps a name to a loader that
+ * imports its module on demand (so `sov help` stays fast and one subcommand's
+ * dependencies never load for another) and returns a `main(argv)` resolving to an exit code.
+ *
+ *   sov relay [--port N] [--host ADDR] [--data DIR] [--static DIR] [--tls-cert FILE --tls-key FILE]
+ *   sov bench ...            (bench/run.ts, maintained with the benchmarks)
+ *   sov help
+ *
+ * Exit codes: 0 success, 1 runtime failure, 2 usage error (also `sov help`).
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { basename, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+/** Resolves to the exit code; anything that is not a number counts as 0. */
+type SubcommandMain = (argv: readonly string[]) => unknown;
+
+interface Subcommand {
+  readonly usage: string;
+  readonly load: () => Promise<SubcommandMain>;
+}
+
+// ---- subcommands: add new ones here -------------------------------------------------
+
+const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
+  relay: {
+    usage: 'relay [--port N] [--host ADDR] [--data DIR] [--static DIR] [--tls-cert FILE --tls-key FILE]',
+    load: () => Promise.resolve(relayMain),
+  },
+  bench: {
+    usage: 'bench [options]      run the benchmarks (see bench/)',
+    load: () => loadMain(new URL('../../bench/run.ts', import.meta.url).href),
+  },
+};
+
+// --------------------------------------------------------------------------------------
+
+async function loadMain(specifier: string): Promise<SubcommandMain> {
+  const mod: unknown = await import(specifier);
+  const main = typeof mod === 'object' && mod !== null ? (mod as { main?: unknown }).main : undefined;
+  if (typeof main !== 'function') throw new Error(`sov: ${specifier} does not export main(argv)`);
+  return main as SubcommandMain;
+}
+
+function usage(): string {
+  const lines = Object.values(SUBCOMMANDS).map((c) => `  sov ${c.usage}`);
+  return ['usage:', ...lines, '  sov help'].join('\n') + '\n';
+}
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  const command = name === undefined ? undefined : SUBCOMMANDS[name];
+  if (command === undefined) {
+    if (name !== undefined && name !== 'help' && name !== '--help' && name !== '-h') {
+      process.stderr.write(`sov: unknown command '${name}'\n`);
+    }
+    process.stderr.write(usage());
+    return 2;
+  }
+  try {
+    const run = await command.load();
+    const code = await run(rest);
+    return typeof code === 'number' ? code : 0;
+  } catch (e) {
+    process.stderr.write(`sov ${name}: ${(e as Error).message}\n`);
+    return 1;
+  }
+}
+
+// ---- sov relay ----------------------------------------------------------------------
+
+const RELAY_OPTIONS = {
+  port: { type: 'string' },
+  host: { type: 'string' },
+  data: { type: 'string' },
+  static: { type: 'string' },
+  'tls-cert': { type: 'string' },
+  'tls-key': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+function defaultDataDir(): string {
+  const env = process.env['SOV_DATA_DIR'];
+  if (env) return env;
+  const xdg = process.env['XDG_DATA_HOME'] || join(homedir(), '.local', 'share');
+  return join(xdg, 'sovereign-mesh');
+}
+
+function parsePort(text: string | undefined): number | undefined {
+  if (text === undefined || text === '') return undefined;
+  const port = Number(text);
+  if (!/^\d+$/.test(text) || port > 65535) throw new Error(`bad port '${text}'`);
+  return port;
+}
+
+interface RelayArgs {
+  readonly port: number;
+  readonly host: string;
+  readonly dataDir: string;
+  readonly staticDir: string;
+  readonly tls: { readonly cert: Buffer; readonly key: Buffer } | undefined;
+}
+
+function parseRelayArgs(argv: readonly string[]): RelayArgs | 'help' {
+  const { values } = parseArgs({ args: [...argv], options: RELAY_OPTIONS, allowPositionals: false, strict: true });
+  if (values.help) return 'help';
+  const certFile = values['tls-cert'];
+  const keyFile = values['tls-key'];
+  if ((certFile === undefined) !== (keyFile === undefined)) throw new Error('--tls-cert and --tls-key go together');
+  return {
+    port: parsePort(values.port) ?? parsePort(process.env['SOV_PORT']) ?? 8787,
+    host: values.host ?? '127.0.0.1',
+    dataDir: resolve(values.data ?? defaultDataDir()),
+    staticDir: resolve(values.static ?? fileURLToPath(new URL('../../dist', import.meta.url))),
+    tls: certFile && keyFile ? { cert: readFileSync(certFile), key: readFileSync(keyFile) } : undefined,
+  };
+}
+
+/** Resolves on the first SIGINT/SIGTERM; a second one exits at once. */
+function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const onSignal = (signal: NodeJS.Signals): void => {
+      process.once('SIGINT', () => process.exit(130));
+      process.once('SIGTERM', () => process.exit(143));
+      resolve(signal);
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+  });
+}
+
+async function relayMain(argv: readonly string[]): Promise<number> {
+  let args: RelayArgs | 'help';
+  try {
+    args = parseRelayArgs(argv);
+  } catch (e) {
+    process.stderr.write(`sov relay: ${(e as Error).message}\n${usage()}`);
+    return 2;
+  }
+  if (args === 'help') {
+    process.stdout.write(usage());
+    return 0;
+  }
+  const { startRelay } = await import('../relay/server.js');
+  const relay = await startRelay({
+    host: args.host,
+    port: args.port,
+    dataDir: args.dataDir,
+    staticDir: args.staticDir,
+    tls: args.tls,
+  });
+  process.stdout.write(`sov relay listening on ${relay.url} (data: ${args.dataDir})\n`);
+  if (!existsSync(args.staticDir)) process.stdout.write(`sov relay: no web app at ${args.staticDir} (npm run build)\n`);
+  const signal = await untilSignal();
+  process.stdout.write(`sov relay: ${signal}, closing\n`);
+  await relay.close();
+  return 0;
+}
+
+// ---- entry point ----------------------------------------------------------------------
+
+/** True when run directly (`tsx src/cli/sov.ts`); the sov.mjs shim calls main itself. */
+function isDirectRun(): boolean {
+  const script = process.argv[1];
+  return script !== undefined && basename(script) === 'sov.ts';
+}
+
+if (isDirectRun()) process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,342 @@
+/**
+ * The relay's connection state machine and router (sov-relay/1, see core/relay-wire.ts).
+ * No HTTP here: server.ts owns sockets and hands each upgraded WebSocket to `accept`.
+ *
+ *   connect → challenge{nonce}   (32 random bytes, fresh per connection)
+ *   auth{topic, endpoint, sig}   within `authTimeoutMs`; sig verifies under `endpoint`
+ *                                (the endpoint id IS its Ed25519 public key) over
+ *                                relayAuthPayload(nonce, topic, endpoint), strict RFC 8032
+ *   → ready, then every stored frame of (topic, endpoint) in id order
+ *   send{to, body}               stored durably under (topic, to) BEFORE anything else;
+ *                                forwarded at once if `to` is online under the same topic
+ *   ack{ids}                     deletes those frames of this (topic, endpoint) only
+ *
+ * Invariants:
+ *   - routing never crosses topics: a session is keyed by (topic, endpoint) and a send is
+ *     stored and delivered under the sender's authenticated topic only;
+ *   - at most one live session per (topic, endpoint): a newer one closes the older;
+ *   - each session receives its frames in ascending id order without gaps or duplicates;
+ *     frames stay stored until acked, so a reconnect redelivers what was not acked;
+ *   - memory per session is bounded: stored frames are pumped in pages, the next page only
+ *     after the previous one reached the socket, and live frames wait in the mailbox
+ *     whenever the socket is backed up.
+ *
+ * Errors: `malformed`, `auth-failed`, `not-authenticated` and sustained `rate-limited` are
+ * fatal (error message, then close 1008). `frame-too-large`, `mailbox-full`,
+ * `unknown-recipient` and a single `rate-limited` drop only the offending message.
+ * A message larger than MAX_RELAY_MESSAGE never gets here: `ws` closes with 1009.
+ *
+ * Threats: bodies are opaque and never logged; ids are logged shortened to 8 hex digits.
+ * Unknown recipients are refused unless allowed, so a group member cannot open mailboxes
+ * for arbitrary ids to fill the disk (membership comes from authenticating once).
+ */
+import { ed25519 } from '@noble/curves/ed25519.js';
+import type { RawData, WebSocket } from 'ws';
+import { isBytes, toHex } from '../core/bytes.js';
+import { decodeCbor, isRecord } from '../core/cbor.js';
+import {
+  MAX_FRAME_BODY,
+  MAX_RELAY_MESSAGE,
+  RELAY_PROTOCOL_VERSION,
+  decodeEndpointMessage,
+  encodeRelayMessage,
+  relayAuthPayload,
+  type EndpointToRelay,
+  type RelayErrorCode,
+  type RelayToEndpoint,
+} from '../core/relay-wire.js';
+import type { MailboxStore } from './mailbox.js';
+import { RateLimiter, type RateLimitOptions } from './rate-limit.js';
+
+export interface HubOptions {
+  readonly store: MailboxStore;
+  readonly now: () => number;
+  readonly randomBytes: (length: number) => Uint8Array;
+  readonly log: (line: string) => void;
+  readonly rateLimit: RateLimitOptions;
+  readonly authTimeoutMs: number;
+  readonly allowUnknownRecipients: boolean;
+}
+
+type SendMessage = Extract<EndpointToRelay, { t: 'send' }>;
+type AuthMessage = Extract<EndpointToRelay, { t: 'auth' }>;
+
+interface Peer {
+  readonly key: string;
+  readonly topicHex: string;
+  readonly topic: Uint8Array;
+  readonly endpoint: Uint8Array;
+  readonly label: string;
+}
+
+interface Connection {
+  readonly serial: number;
+  readonly ws: WebSocket;
+  readonly nonce: Uint8Array;
+  readonly limiter: RateLimiter;
+  readonly authTimer: ReturnType<typeof setTimeout>;
+  peer: Peer | undefined;
+  /** Highest frame id written to this socket. */
+  cursor: number;
+  pumping: boolean;
+  closed: boolean;
+  alive: boolean;
+  endReason: string;
+}
+
+/** Frames per mailbox page, and bytes after which a page ends early. */
+const PAGE_FRAMES = 64;
+const PAGE_BYTES = 4 * 1024 * 1024;
+/** Above this many buffered bytes a live frame waits in the mailbox instead. */
+const HIGH_WATER = 8 * 1024 * 1024;
+const CLOSE_POLICY = 1008;
+const CLOSE_INTERNAL = 1011;
+const CLOSE_REPLACED = 4000;
+
+const short = (bytes: Uint8Array): string => toHex(bytes.subarray(0, 4));
+
+function verifyAuth(nonce: Uint8Array, msg: AuthMessage): boolean {
+  try {
+    return ed25519.verify(msg.sig, relayAuthPayload(nonce, msg.topic, msg.endpoint), msg.endpoint, { zip215: false });
+  } catch {
+    return false;
+  }
+}
+
+function toBytes(data: RawData): Uint8Array {
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return data instanceof ArrayBuffer ? new Uint8Array(data) : data;
+}
+
+/** Tells an oversize `send` (non-fatal `frame-too-large`) apart from other malformed input. */
+function isOversizeSend(bytes: Uint8Array): boolean {
+  const decoded = decodeCbor(bytes, MAX_RELAY_MESSAGE);
+  if (!decoded.ok || !isRecord(decoded.value) || decoded.value['t'] !== 'send') return false;
+  const body = decoded.value['body'];
+  return isBytes(body) && body.length > MAX_FRAME_BODY;
+}
+
+export class RelayHub {
+  readonly #opts: HubOptions;
+  readonly #sessions = new Map<string, Connection>();
+  readonly #connections = new Set<Connection>();
+  #serial = 0;
+  #closing = false;
+
+  constructor(options: HubOptions) {
+    this.#opts = options;
+  }
+
+  sessionCount(): number {
+    return this.#sessions.size;
+  }
+
+  connectionCount(): number {
+    return this.#connections.size;
+  }
+
+  isOnline(topic: Uint8Array, endpoint: Uint8Array): boolean {
+    return this.#sessions.has(`${toHex(topic)}:${toHex(endpoint)}`);
+  }
+
+  accept(ws: WebSocket): void {
+    if (this.#closing) {
+      ws.close(1001, 'relay shutting down');
+      return;
+    }
+    const nonce = this.#opts.randomBytes(32);
+    if (nonce.length !== 32) throw new Error('relay: randomBytes returned the wrong length');
+    const c: Connection = {
+      serial: ++this.#serial,
+      ws,
+      nonce,
+      limiter: new RateLimiter(this.#opts.rateLimit, this.#opts.now),
+      authTimer: setTimeout(
+        () => this.#fail(c, 'not-authenticated', 'relay: no auth in time'),
+        this.#opts.authTimeoutMs,
+      ),
+      peer: undefined,
+      cursor: 0,
+      pumping: false,
+      closed: false,
+      alive: true,
+      endReason: 'peer',
+    };
+    this.#connections.add(c);
+    ws.on('message', (data, isBinary) => this.#onMessage(c, data, isBinary));
+    ws.on('close', (code) => this.#onClose(c, code));
+    ws.on('error', (e) => (c.endReason = `socket error: ${e.message}`));
+    ws.on('pong', () => (c.alive = true));
+    this.#opts.log(`relay: #${c.serial} connect`);
+    this.#write(c, { t: 'challenge', v: RELAY_PROTOCOL_VERSION, nonce });
+  }
+
+  /** One heartbeat round: terminate sockets that missed the previous ping, ping the rest. */
+  heartbeat(): void {
+    for (const c of this.#connections) {
+      if (!c.alive) {
+        c.endReason = 'heartbeat timeout';
+        c.ws.terminate();
+        continue;
+      }
+      c.alive = false;
+      c.ws.ping();
+    }
+  }
+
+  /** Closes every connection (1001); sockets that do not finish the handshake in time are cut. */
+  async closeAll(graceMs = 1000): Promise<void> {
+    this.#closing = true;
+    const closed = [...this.#connections].map(
+      (c) => new Promise<void>((resolve) => c.ws.once('close', () => resolve())),
+    );
+    for (const c of this.#connections) {
+      c.endReason = 'relay shutting down';
+      c.ws.close(1001, 'relay shutting down');
+    }
+    const timer = setTimeout(() => this.#connections.forEach((c) => c.ws.terminate()), graceMs);
+    await Promise.all(closed);
+    clearTimeout(timer);
+  }
+
+  #onMessage(c: Connection, data: RawData, isBinary: boolean): void {
+    if (c.closed || this.#closing) return;
+    try {
+      this.#handle(c, data, isBinary);
+    } catch (e) {
+      this.#opts.log(`relay: #${c.serial} internal error: ${(e as Error).message}`);
+      c.endReason = 'internal error';
+      this.#close(c, CLOSE_INTERNAL, 'internal error');
+    }
+  }
+
+  #handle(c: Connection, data: RawData, isBinary: boolean): void {
+    if (!isBinary) return this.#fail(c, 'malformed', 'relay: text messages are not sov-relay/1');
+    if (c.peer) {
+      const decision = c.limiter.check();
+      if (decision === 'close') return this.#fail(c, 'rate-limited', 'relay: sustained rate limit violation');
+      if (decision === 'drop') return this.#reject(c, 'rate-limited', 'relay: rate limit exceeded, message dropped');
+    }
+    const bytes = toBytes(data);
+    const decoded = decodeEndpointMessage(bytes);
+    if (!decoded.ok) return this.#onUndecodable(c, bytes, decoded.error.reason);
+    const msg = decoded.value;
+    if (!c.peer) {
+      return msg.t === 'auth' ? this.#auth(c, msg) : this.#fail(c, 'not-authenticated', 'relay: auth first');
+    }
+    if (msg.t === 'auth') return this.#fail(c, 'malformed', 'relay: already authenticated');
+    if (msg.t === 'send') return this.#send(c, c.peer, msg);
+    this.#opts.store.ack(c.peer.topic, c.peer.endpoint, msg.ids);
+  }
+
+  #onUndecodable(c: Connection, bytes: Uint8Array, reason: string): void {
+    if (!isOversizeSend(bytes)) return this.#fail(c, 'malformed', reason);
+    if (!c.peer) return this.#fail(c, 'not-authenticated', 'relay: auth first');
+    this.#reject(c, 'frame-too-large', `relay: frame body exceeds ${MAX_FRAME_BODY} bytes`);
+  }
+
+  #auth(c: Connection, msg: AuthMessage): void {
+    clearTimeout(c.authTimer);
+    if (!verifyAuth(c.nonce, msg)) return this.#fail(c, 'auth-failed', 'relay: auth signature does not verify');
+    const topic = msg.topic.slice();
+    const endpoint = msg.endpoint.slice();
+    const topicHex = toHex(topic);
+    const peer: Peer = { key: `${topicHex}:${toHex(endpoint)}`, topicHex, topic, endpoint, label: short(endpoint) };
+    c.peer = peer;
+    this.#replaceSession(peer.key, c);
+    this.#opts.store.noteMember(topic, endpoint);
+    this.#opts.log(`relay: #${c.serial} auth endpoint=${peer.label} topic=${short(topic)}`);
+    this.#write(c, { t: 'ready', endpoint });
+    this.#pump(c);
+  }
+
+  #replaceSession(key: string, c: Connection): void {
+    const old = this.#sessions.get(key);
+    this.#sessions.set(key, c);
+    if (old === undefined || old === c) return;
+    old.endReason = `replaced by #${c.serial}`;
+    this.#close(old, CLOSE_REPLACED, 'replaced by a newer session');
+  }
+
+  #send(c: Connection, peer: Peer, msg: SendMessage): void {
+    const { store } = this.#opts;
+    if (!this.#opts.allowUnknownRecipients && !store.isMember(peer.topic, msg.to)) {
+      return this.#reject(c, 'unknown-recipient', 'relay: recipient never connected under this topic');
+    }
+    const stored = store.enqueue(peer.topic, msg.to, peer.endpoint, msg.body);
+    if (!stored.ok) return this.#reject(c, 'mailbox-full', stored.error.reason);
+    const target = this.#sessions.get(`${peer.topicHex}:${toHex(msg.to)}`);
+    if (target) this.#deliver(target, { t: 'frame', id: stored.value, from: peer.endpoint, body: msg.body });
+  }
+
+  #deliver(c: Connection, frame: Extract<RelayToEndpoint, { t: 'frame' }>): void {
+    if (c.closed) return;
+    if (c.pumping || c.ws.bufferedAmount > HIGH_WATER) return this.#pump(c);
+    c.cursor = frame.id;
+    this.#write(c, frame);
+  }
+
+  #pump(c: Connection): void {
+    if (c.pumping || c.closed) return;
+    c.pumping = true;
+    this.#pumpPage(c);
+  }
+
+  /** Writes one page of stored frames; the last write's callback fetches the next page. */
+  #pumpPage(c: Connection): void {
+    if (c.closed || this.#closing || !c.peer) return;
+    const frames = this.#opts.store.pending(c.peer.topic, c.peer.endpoint, c.cursor, PAGE_FRAMES);
+    if (frames.length === 0) {
+      c.pumping = false;
+      return;
+    }
+    let bytes = 0;
+    for (const [i, f] of frames.entries()) {
+      bytes += f.body.length;
+      const last = i === frames.length - 1 || bytes >= PAGE_BYTES;
+      c.cursor = f.id;
+      this.#write(c, { t: 'frame', id: f.id, from: f.sender, body: f.body }, last ? this.#afterPage(c) : undefined);
+      if (last) return;
+    }
+  }
+
+  #afterPage(c: Connection): (e?: Error | null) => void {
+    return (e) => {
+      if (!e) this.#pumpPage(c);
+    };
+  }
+
+  #write(c: Connection, msg: RelayToEndpoint, done?: (e?: Error | null) => void): void {
+    if (c.closed) return;
+    c.ws.send(encodeRelayMessage(msg), { binary: true }, done);
+  }
+
+  /** Non-fatal: tell the endpoint, keep the connection. */
+  #reject(c: Connection, code: RelayErrorCode, message: string): void {
+    this.#write(c, { t: 'error', code, message });
+  }
+
+  /** Fatal: tell the endpoint, then close. */
+  #fail(c: Connection, code: RelayErrorCode, message: string): void {
+    if (c.closed) return;
+    this.#write(c, { t: 'error', code, message });
+    c.endReason = code;
+    this.#close(c, CLOSE_POLICY, code);
+  }
+
+  #close(c: Connection, code: number, reason: string): void {
+    if (c.closed) return;
+    c.closed = true;
+    clearTimeout(c.authTimer);
+    c.ws.close(code, reason);
+  }
+
+  #onClose(c: Connection, code: number): void {
+    c.closed = true;
+    clearTimeout(c.authTimer);
+    this.#connections.delete(c);
+    if (c.peer && this.#sessions.get(c.peer.key) === c) this.#sessions.delete(c.peer.key);
+    const who = c.peer ? ` endpoint=${c.peer.label}` : '';
+    this.#opts.log(`relay: #${c.serial} disconnect${who} code=${code} reason=${c.endReason}`);
+  }
+}

@@ -1,0 +1,187 @@
+/**
+ * Relay mailboxes: the durable store-and-forward state of a relay.
+ *
+ * A mailbox is keyed by (topic, recipient endpoint id), both 32 bytes. It holds opaque,
+ * end-to-end sealed frames in id order until the recipient acknowledges them, so delivery
+ * is at-least-once and survives relay restarts. The store also remembers which endpoints
+ * have authenticated under a topic (`noteMember`), so the relay can refuse to open
+ * mailboxes for endpoints nobody has seen (a cheap disk-fill defence).
+ *
+ * Invariants every implementation keeps (checked by test/relay/mailbox.test.ts, one shared
+ * acceptance suite):
+ *   - frame ids are positive, unique and strictly increasing across the whole store, and are
+ *     never reused, even after the newest frame is acknowledged or the store is reopened;
+ *   - `pending` returns only the frames of that exact (topic, recipient), ascending by id;
+ *   - `ack` deletes only frames of that exact (topic, recipient): an endpoint cannot drop
+ *     another endpoint's (or another topic's) frames by guessing ids;
+ *   - a mailbox never exceeds its limits: `enqueue` returns a `MailboxFull` error value and
+ *     stores nothing instead.
+ *
+ * The interface is deliberately narrow (bytes and integers in, bytes and integers out) so a
+ * PostgreSQL (mailboxes, membership) or S3-backed implementation can be slotted in when a
+ * deployment outgrows one machine (DESIGN §1). It is synchronous because the embedded
+ * default (better-sqlite3) is, which keeps the relay's per-message handling free of
+ * interleavings; a networked engine would need an async twin of this interface.
+ */
+import { toHex } from '../core/bytes.js';
+import { err, ok, type Result } from '../core/result.js';
+
+export interface MailboxFrame {
+  readonly id: number;
+  readonly sender: Uint8Array;
+  readonly body: Uint8Array;
+}
+
+export type MailboxError = {
+  readonly type: 'MailboxFull';
+  readonly reason: string;
+  readonly frames: number;
+  readonly bytes: number;
+};
+
+export interface MailboxLimits {
+  /** Most frames one (topic, recipient) mailbox may hold. */
+  readonly maxFrames: number;
+  /** Most body bytes one (topic, recipient) mailbox may hold. */
+  readonly maxBytes: number;
+}
+
+export const DEFAULT_MAILBOX_LIMITS: MailboxLimits = { maxFrames: 10_000, maxBytes: 64 * 1024 * 1024 };
+
+/** Largest page `pending` returns, whatever the caller asks for. */
+export const MAX_PENDING_PAGE = 1000;
+
+export interface MailboxStore {
+  /** Stores a frame durably; the id is returned only once the frame is persisted. */
+  enqueue(topic: Uint8Array, recipient: Uint8Array, sender: Uint8Array, body: Uint8Array): Result<number, MailboxError>;
+  /** Up to `limit` frames with id > `afterId`, ascending. */
+  pending(topic: Uint8Array, recipient: Uint8Array, afterId: number, limit: number): readonly MailboxFrame[];
+  /** Deletes the listed frames of this mailbox; returns how many existed. Unknown ids are ignored. */
+  ack(topic: Uint8Array, recipient: Uint8Array, ids: readonly number[]): number;
+  countFor(topic: Uint8Array, recipient: Uint8Array): number;
+  bytesFor(topic: Uint8Array, recipient: Uint8Array): number;
+  /** Records that `endpoint` authenticated under `topic`. Idempotent. */
+  noteMember(topic: Uint8Array, endpoint: Uint8Array): void;
+  isMember(topic: Uint8Array, endpoint: Uint8Array): boolean;
+  close(): void;
+}
+
+/** Argument checks shared by implementations; a violation is a caller bug, so it throws. */
+export function checkId(value: Uint8Array, name: string): void {
+  if (!(value instanceof Uint8Array) || value.length !== 32) {
+    throw new TypeError(`mailbox: ${name} must be 32 bytes`);
+  }
+}
+
+export function checkPage(afterId: number, limit: number): number {
+  if (!Number.isSafeInteger(afterId) || afterId < 0) throw new RangeError('mailbox: afterId must be a uint');
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError('mailbox: limit must be a positive integer');
+  return Math.min(limit, MAX_PENDING_PAGE);
+}
+
+export function checkLimits(limits: MailboxLimits): MailboxLimits {
+  const valid = (n: number): boolean => Number.isSafeInteger(n) && n > 0;
+  if (!valid(limits.maxFrames) || !valid(limits.maxBytes)) {
+    throw new RangeError('mailbox: limits must be positive integers');
+  }
+  return limits;
+}
+
+/** The typed refusal both implementations return when a frame would overflow a mailbox. */
+export function overLimit(
+  limits: MailboxLimits,
+  frames: number,
+  bytes: number,
+  size: number,
+): Result<never, MailboxError> | undefined {
+  if (frames + 1 <= limits.maxFrames && bytes + size <= limits.maxBytes) return undefined;
+  const reason = `mailbox: full (${frames} frames, ${bytes} bytes; limits ${limits.maxFrames} frames, ${limits.maxBytes} bytes)`;
+  return err({ type: 'MailboxFull', reason, frames, bytes });
+}
+
+interface MemoryMailbox {
+  readonly frames: MailboxFrame[];
+  bytes: number;
+}
+
+/** In-memory store for tests and ephemeral relays; same contract, no durability. */
+export class MemoryMailboxStore implements MailboxStore {
+  readonly #limits: MailboxLimits;
+  readonly #boxes = new Map<string, MemoryMailbox>();
+  readonly #members = new Set<string>();
+  #lastId = 0;
+  #closed = false;
+
+  constructor(limits: MailboxLimits = DEFAULT_MAILBOX_LIMITS) {
+    this.#limits = checkLimits(limits);
+  }
+
+  enqueue(
+    topic: Uint8Array,
+    recipient: Uint8Array,
+    sender: Uint8Array,
+    body: Uint8Array,
+  ): Result<number, MailboxError> {
+    checkId(sender, 'sender');
+    const box = this.#box(topic, recipient, true);
+    const full = overLimit(this.#limits, box.frames.length, box.bytes, body.length);
+    if (full) return full;
+    const id = ++this.#lastId;
+    box.frames.push({ id, sender: sender.slice(), body: body.slice() });
+    box.bytes += body.length;
+    return ok(id);
+  }
+
+  pending(topic: Uint8Array, recipient: Uint8Array, afterId: number, limit: number): readonly MailboxFrame[] {
+    const max = checkPage(afterId, limit);
+    const frames = this.#box(topic, recipient, false).frames;
+    return frames.filter((f) => f.id > afterId).slice(0, max);
+  }
+
+  ack(topic: Uint8Array, recipient: Uint8Array, ids: readonly number[]): number {
+    const box = this.#box(topic, recipient, false);
+    const drop = new Set(ids);
+    const before = box.frames.length;
+    const kept = box.frames.filter((f) => !drop.has(f.id));
+    box.bytes = kept.reduce((sum, f) => sum + f.body.length, 0);
+    box.frames.splice(0, box.frames.length, ...kept);
+    if (kept.length === 0) this.#boxes.delete(this.#key(topic, recipient));
+    return before - kept.length;
+  }
+
+  countFor(topic: Uint8Array, recipient: Uint8Array): number {
+    return this.#box(topic, recipient, false).frames.length;
+  }
+
+  bytesFor(topic: Uint8Array, recipient: Uint8Array): number {
+    return this.#box(topic, recipient, false).bytes;
+  }
+
+  noteMember(topic: Uint8Array, endpoint: Uint8Array): void {
+    this.#members.add(this.#key(topic, endpoint));
+  }
+
+  isMember(topic: Uint8Array, endpoint: Uint8Array): boolean {
+    return this.#members.has(this.#key(topic, endpoint));
+  }
+
+  close(): void {
+    this.#closed = true;
+  }
+
+  #key(topic: Uint8Array, endpoint: Uint8Array): string {
+    if (this.#closed) throw new Error('mailbox: store is closed');
+    checkId(topic, 'topic');
+    checkId(endpoint, 'endpoint');
+    return `${toHex(topic)}:${toHex(endpoint)}`;
+  }
+
+  #box(topic: Uint8Array, recipient: Uint8Array, create: boolean): MemoryMailbox {
+    const key = this.#key(topic, recipient);
+    const found = this.#boxes.get(key);
+    if (found) return found;
+    const box: MemoryMailbox = { frames: [], bytes: 0 };
+    if (create) this.#boxes.set(key, box);
+    return box;
+  }
+}

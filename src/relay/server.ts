@@ -1,0 +1,224 @@
+/**
+ * Relay composition root: one HTTP(S) server carrying
+ *   GET /ws                  WebSocket upgrade, sov-relay/1 (behaviour in hub.ts)
+ *   GET /api/health          {ok, protocol: 'sov-relay/1', sessions, uptimeMs}
+ *   GET /api/presence?topic=<hex32>&endpoint=<hex32>   {online, pending}
+ *   GET anything else        the built PWA from `staticDir` (static.ts)
+ * Durable state lives in `<dataDir>/relay.sqlite` (storage/sqlite-mailbox.ts).
+ *
+ * TLS: `tls.cert` and `tls.key` are PEM *contents* (string or bytes), not paths; the CLI
+ * reads the files. Without `tls` the relay speaks plain HTTP/WS (behind a TLS proxy or on
+ * loopback).
+ *
+ * Threats: WebSocket messages are capped at MAX_RELAY_MESSAGE by `ws` itself
+ * (permessage-deflate off, so no decompression bombs); connections are capped at
+ * `maxConnections`; sockets that stop answering pings are cut. No Origin check: nothing
+ * rides on ambient credentials, every session proves its endpoint key by signature.
+ * Presence answers only callers that already know both the topic and the endpoint id.
+ */
+import { randomBytes as nodeRandomBytes } from 'node:crypto';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer } from 'ws';
+import { fromHex } from '../core/bytes.js';
+import { MAX_RELAY_MESSAGE } from '../core/relay-wire.js';
+import { SqliteMailboxStore } from '../storage/sqlite-mailbox.js';
+import { RelayHub } from './hub.js';
+import { DEFAULT_MAILBOX_LIMITS, type MailboxLimits, type MailboxStore } from './mailbox.js';
+import { DEFAULT_RATE_LIMIT, type RateLimitOptions } from './rate-limit.js';
+import { applySecurityHeaders, resolveStaticRoot, sendText, serveStatic } from './static.js';
+
+export const RELAY_PROTOCOL = 'sov-relay/1';
+export const DEFAULT_RELAY_PORT = 8787;
+
+export interface RelayOptions {
+  readonly host?: string | undefined;
+  /** 0 picks an ephemeral port. */
+  readonly port?: number | undefined;
+  readonly dataDir: string;
+  /** The built PWA (usually dist/); omitted or missing → 404 with a hint. */
+  readonly staticDir?: string | undefined;
+  /** PEM contents, not file paths. */
+  readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer } | undefined;
+  readonly now?: (() => number) | undefined;
+  readonly randomBytes?: ((length: number) => Uint8Array) | undefined;
+  readonly log?: ((line: string) => void) | undefined;
+  readonly rateLimit?: Partial<RateLimitOptions> | undefined;
+  readonly mailboxLimits?: MailboxLimits | undefined;
+  readonly authTimeoutMs?: number | undefined;
+  /** Ping interval; a socket that misses one full interval is terminated. 0 disables. */
+  readonly heartbeatMs?: number | undefined;
+  readonly maxConnections?: number | undefined;
+  /** Accept sends to endpoints that never authenticated under the topic (default false). */
+  readonly allowUnknownRecipients?: boolean | undefined;
+}
+
+export interface RelayHandle {
+  /** http(s)://host:port */
+  readonly url: string;
+  /** ws(s)://host:port/ws */
+  readonly wsUrl: string;
+  readonly port: number;
+  close(): Promise<void>;
+  sessionCount(): number;
+}
+
+interface Context {
+  readonly hub: RelayHub;
+  readonly store: MailboxStore;
+  readonly staticRoot: string | undefined;
+  readonly now: () => number;
+  readonly startedAt: number;
+}
+
+function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' });
+  res.end(JSON.stringify(value));
+}
+
+function hexId(value: string | null): Uint8Array | undefined {
+  if (value === null || value.length !== 64) return undefined;
+  return fromHex(value);
+}
+
+function handleApi(ctx: Context, url: URL, res: ServerResponse): void {
+  if (url.pathname === '/api/health') {
+    const body = {
+      ok: true,
+      protocol: RELAY_PROTOCOL,
+      sessions: ctx.hub.sessionCount(),
+      uptimeMs: ctx.now() - ctx.startedAt,
+    };
+    return sendJson(res, 200, body);
+  }
+  if (url.pathname === '/api/presence') {
+    const topic = hexId(url.searchParams.get('topic'));
+    const endpoint = hexId(url.searchParams.get('endpoint'));
+    if (!topic || !endpoint) return sendJson(res, 400, { error: 'topic and endpoint must be 64 hex digits' });
+    return sendJson(res, 200, {
+      online: ctx.hub.isOnline(topic, endpoint),
+      pending: ctx.store.countFor(topic, endpoint),
+    });
+  }
+  sendJson(res, 404, { error: 'not found' });
+}
+
+async function handleHttp(ctx: Context, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  applySecurityHeaders(res);
+  if (req.method !== 'GET' && req.method !== 'HEAD')
+    return sendText(res, 405, 'sov relay: method not allowed\n', { Allow: 'GET, HEAD' });
+  const url = requestUrl(req);
+  if (url === undefined) return sendText(res, 400, 'sov relay: bad request\n');
+  if (url.pathname === '/api' || url.pathname.startsWith('/api/')) return handleApi(ctx, url, res);
+  if (url.pathname === '/ws')
+    return sendText(res, 426, 'sov relay: WebSocket upgrade required\n', { Upgrade: 'websocket' });
+  await serveStatic(ctx.staticRoot, url.pathname, req, res);
+}
+
+function requestUrl(req: IncomingMessage): URL | undefined {
+  try {
+    return new URL(req.url ?? '/', 'http://relay.invalid');
+  } catch {
+    return undefined;
+  }
+}
+
+function refuseUpgrade(socket: Duplex, status: string): void {
+  socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+}
+
+function listen(server: Server, host: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
+function formatHost(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+function checkPort(port: number): number {
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`relay: bad port ${port}`);
+  return port;
+}
+
+export async function startRelay(options: RelayOptions): Promise<RelayHandle> {
+  const host = options.host ?? '127.0.0.1';
+  const port = checkPort(options.port ?? DEFAULT_RELAY_PORT);
+  const now = options.now ?? Date.now;
+  const log = options.log ?? ((line: string) => console.log(line));
+  const store = SqliteMailboxStore.open(options.dataDir, options.mailboxLimits ?? DEFAULT_MAILBOX_LIMITS);
+  const hub = new RelayHub({
+    store,
+    now,
+    log,
+    randomBytes: options.randomBytes ?? ((n) => new Uint8Array(nodeRandomBytes(n))),
+    rateLimit: { ...DEFAULT_RATE_LIMIT, ...options.rateLimit },
+    authTimeoutMs: options.authTimeoutMs ?? 10_000,
+    allowUnknownRecipients: options.allowUnknownRecipients ?? false,
+  });
+  const ctx: Context = { hub, store, staticRoot: resolveStaticRoot(options.staticDir), now, startedAt: now() };
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    handleHttp(ctx, req, res).catch((e: unknown) => {
+      log(`relay: http error: ${(e as Error).message}`);
+      if (!res.headersSent) sendText(res, 500, 'sov relay: internal error\n');
+      else res.destroy();
+    });
+  };
+  const server = options.tls
+    ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key }, onRequest)
+    : createHttpServer(onRequest);
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: MAX_RELAY_MESSAGE,
+    perMessageDeflate: false,
+    clientTracking: false,
+  });
+  const maxConnections = options.maxConnections ?? 4096;
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    if (requestUrl(req)?.pathname !== '/ws') return refuseUpgrade(socket, '404 Not Found');
+    if (hub.connectionCount() >= maxConnections) return refuseUpgrade(socket, '503 Service Unavailable');
+    wss.handleUpgrade(req, socket, head, (ws) => hub.accept(ws));
+  });
+  let bound: number;
+  try {
+    bound = await listen(server, host, port);
+  } catch (e) {
+    store.close();
+    throw e;
+  }
+  const heartbeatMs = options.heartbeatMs ?? 30_000;
+  const heartbeat = heartbeatMs > 0 ? setInterval(() => hub.heartbeat(), heartbeatMs) : undefined;
+  heartbeat?.unref();
+  let closing: Promise<void> | undefined;
+  const close = async (): Promise<void> => {
+    clearInterval(heartbeat);
+    await hub.closeAll();
+    wss.close();
+    await closeServer(server);
+    store.close();
+  };
+  const scheme = options.tls ? 'https' : 'http';
+  const authority = `${formatHost(host)}:${bound}`;
+  return {
+    url: `${scheme}://${authority}`,
+    wsUrl: `${options.tls ? 'wss' : 'ws'}://${authority}/ws`,
+    port: bound,
+    close: () => (closing ??= close()),
+    sessionCount: () => hub.sessionCount(),
+  };
+}
