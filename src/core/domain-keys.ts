@@ -15,9 +15,10 @@ export class DomainKeyring {
   readonly #keys = new Map<DomainName, Map<number, Uint8Array>>();
 
   add(domain: DomainName, gen: number, key: Uint8Array): void {
-    if (!isBytes(key, 32) || !Number.isSafeInteger(gen) || gen < 1) throw new Error('domain-keys: bad key or generation');
+    if (!isBytes(key, 32) || !Number.isSafeInteger(gen) || gen < 1)
+      throw new Error('domain-keys: bad key or generation');
     let gens = this.#keys.get(domain);
-    if (!gens) this.#keys.set(domain, (gens = new Map()));
+    if (!gens) this.#keys.set(domain, (gens = new Map<number, Uint8Array>()));
     gens.set(gen, key);
   }
 

@@ -50,8 +50,7 @@ export type SignedEvent = {
 };
 
 export type EventError =
-  | { readonly type: 'MalformedEvent'; readonly reason: string }
-  | { readonly type: 'SignatureInvalid' };
+  { readonly type: 'MalformedEvent'; readonly reason: string } | { readonly type: 'SignatureInvalid' };
 
 const malformed = (reason: string): Result<never, EventError> => err({ type: 'MalformedEvent', reason });
 

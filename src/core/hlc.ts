@@ -61,6 +61,7 @@ export function isHlc(value: unknown): value is Hlc {
   if (typeof value !== 'object' || value === null) return false;
   const { ms, counter } = value as Record<string, unknown>;
   return (
+    Object.keys(value).length === 2 &&
     typeof ms === 'number' &&
     Number.isSafeInteger(ms) &&
     ms >= 0 &&

@@ -33,7 +33,12 @@ export type PeerMessage =
       readonly endpoint: Uint8Array;
       readonly name: string;
     }
-  | { readonly t: 'join-accept'; readonly inv: Uint8Array; readonly signer: Uint8Array; readonly keys: readonly DomainKeyGrant[] }
+  | {
+      readonly t: 'join-accept';
+      readonly inv: Uint8Array;
+      readonly signer: Uint8Array;
+      readonly keys: readonly DomainKeyGrant[];
+    }
   | { readonly t: 'join-refused'; readonly inv: Uint8Array; readonly reason: string };
 
 export type PeerWireError = { readonly type: 'MalformedMessage'; readonly reason: string };
@@ -63,7 +68,8 @@ export function decodePeerMessage(bytes: Uint8Array): Result<PeerMessage, PeerWi
   switch (m['t']) {
     case 'events': {
       const events = m['events'];
-      if (!fieldsAre(m, 'events,t,upto') || !isUint(m['upto']) || !Array.isArray(events)) return malformed('events: fields');
+      if (!fieldsAre(m, 'events,t,upto') || !isUint(m['upto']) || !Array.isArray(events))
+        return malformed('events: fields');
       if (events.length > MAX_EVENTS_PER_FRAME) return malformed('events: too many');
       if (!events.every((e) => isBytes(e) && e.length <= MAX_SEALED_BYTES)) return malformed('events: entries');
       return ok({ t: 'events', upto: m['upto'], events: events as Uint8Array[] });

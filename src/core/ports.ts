@@ -22,5 +22,3 @@ export interface Signer {
 export interface Verifier {
   verify(publicKey: Uint8Array, message: Uint8Array, signature: Uint8Array): Promise<boolean>;
 }
-
-export const systemClock: Clock = { now: () => Date.now() };

@@ -97,7 +97,7 @@ export function decodeEndpointMessage(bytes: Uint8Array): Result<EndpointToRelay
       if (!keys(m, ['t', 'ids'])) return malformed('ack: fields');
       const ids = m['ids'];
       if (!Array.isArray(ids) || ids.length > MAX_ACK_IDS || !ids.every(isUint)) return malformed('ack: ids');
-      return ok({ t: 'ack', ids: ids as number[] });
+      return ok({ t: 'ack', ids });
     }
     default:
       return malformed(`unknown message type`);

@@ -9,7 +9,15 @@
  * transaction per batch, so a batch and its effects land together.
  */
 import { fromHex, toHex } from './bytes.js';
-import { decodeEvent, signEvent, verifyEvent, ZERO_HASH, type EventBody, type EventError, type SignedEvent } from './event.js';
+import {
+  decodeEvent,
+  signEvent,
+  verifyEvent,
+  ZERO_HASH,
+  type EventBody,
+  type EventError,
+  type SignedEvent,
+} from './event.js';
 import { DEFAULT_MAX_SKEW_MS, receive, tick, HLC_ZERO, type ClockSkewError } from './hlc.js';
 import { admitEvent, recordEvent, type Admission } from './ingest.js';
 import type { RowState } from './merge.js';
@@ -78,7 +86,11 @@ export class Replica {
   }
 
   /** Signs, seals and records one local edit; per-column LWW applies to it like any other event. */
-  async write(table: string, row: string, cols: Record<string, ColumnValue>): Promise<Result<IngestOutcome, WriteError>> {
+  async write(
+    table: string,
+    row: string,
+    cols: Record<string, ColumnValue>,
+  ): Promise<Result<IngestOutcome, WriteError>> {
     const spec = tableSpec(table);
     if (!spec) return err({ type: 'UnknownTable', table });
     const run = () => this.#writeLocked(spec.domain, table, row, cols);
@@ -178,7 +190,11 @@ export class Replica {
     if (!decoded.ok) return { kind: 'rejected', outerId, error: decoded.error };
     const event = decoded.value;
     if (event.body.domain !== sealed.value.domain) {
-      return { kind: 'rejected', outerId, error: { type: 'DomainMismatch', envelope: sealed.value.domain, event: event.body.domain } };
+      return {
+        kind: 'rejected',
+        outerId,
+        error: { type: 'DomainMismatch', envelope: sealed.value.domain, event: event.body.domain },
+      };
     }
     const verified = await verifyEvent(event, this.#deps.verifier);
     if (!verified.ok) return { kind: 'rejected', outerId, error: verified.error };

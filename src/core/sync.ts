@@ -15,9 +15,12 @@ import type { PeerMessage } from './peer-wire.js';
 import { MAX_EVENTS_PER_FRAME } from './peer-wire.js';
 import type { ReplicaStore } from './store.js';
 
+/** The two messages delivery speaks; pairing messages travel beside it. */
+export type DeliveryMessage = Extract<PeerMessage, { t: 'events' | 'ack' }>;
+
 export interface PeerChannel {
   /** Sends one message to the peer's endpoint (hex); resolves once handed to the transport. */
-  send(peer: string, message: PeerMessage): Promise<void>;
+  send(peer: string, message: DeliveryMessage): Promise<void>;
 }
 
 export type SyncListener = {
@@ -86,7 +89,10 @@ export class SyncEngine {
   }
 
   async #offer(peer: string): Promise<void> {
-    const from = Math.max(await this.#store.cursor(peer), this.#offered.get(peer) ?? 0);
+    // One offer in flight per peer, always from the durable cursor: an ack names a
+    // position, so acknowledging a later batch must never skip an earlier one that was lost.
+    const from = await this.#store.cursor(peer);
+    if ((this.#offered.get(peer) ?? 0) > from) return;
     const entries = await this.#store.entriesAfter(from, MAX_EVENTS_PER_FRAME);
     if (entries.length === 0) return;
     const events: Uint8Array[] = [];
@@ -103,7 +109,7 @@ export class SyncEngine {
   }
 
   /** Handles a message from a peer; returns once its effects are durable. */
-  async receive(peer: string, message: PeerMessage): Promise<void> {
+  async receive(peer: string, message: DeliveryMessage): Promise<void> {
     if (message.t === 'events') {
       const outcomes = await this.#replica.ingest(message.events);
       for (const outcome of outcomes) {
@@ -113,7 +119,7 @@ export class SyncEngine {
       }
       this.#listener.onApplied?.(outcomes);
       await this.#channel.send(peer, { t: 'ack', upto: message.upto });
-    } else if (message.t === 'ack') {
+    } else {
       await this.#store.advanceCursor(peer, message.upto);
       // Keep the pipe full: the ack may have freed room for the next batch.
       if (this.#online && this.#peers.has(peer)) await this.#offer(peer);

@@ -18,7 +18,7 @@ const buf = (bytes: Uint8Array): Uint8Array<ArrayBuffer> => new Uint8Array(bytes
 export type SigningIdentity = { readonly keys: CryptoKeyPair; readonly publicKey: Uint8Array };
 
 export async function generateSigningIdentity(): Promise<SigningIdentity> {
-  const keys = (await crypto.subtle.generateKey({ name: 'Ed25519' }, false, ['sign', 'verify'])) as CryptoKeyPair;
+  const keys = await crypto.subtle.generateKey({ name: 'Ed25519' }, false, ['sign', 'verify']);
   const publicKey = new Uint8Array(await crypto.subtle.exportKey('raw', keys.publicKey));
   return { keys, publicKey };
 }
@@ -38,7 +38,9 @@ export function webVerifier(cacheSize = 1024): Verifier {
     let key = cache.get(id);
     if (!key) {
       if (cache.size >= cacheSize) cache.delete(cache.keys().next().value!);
-      key = crypto.subtle.importKey('raw', buf(publicKey), { name: 'Ed25519' }, false, ['verify']).catch(() => undefined);
+      key = crypto.subtle
+        .importKey('raw', buf(publicKey), { name: 'Ed25519' }, false, ['verify'])
+        .catch(() => undefined);
       cache.set(id, key);
     }
     return key;
@@ -73,6 +75,10 @@ export async function wrapSecret(key: CryptoKey, label: string, secret: Uint8Arr
 
 export async function unwrapSecret(key: CryptoKey, label: string, wrapped: WrappedSecret): Promise<Uint8Array> {
   const additionalData = new TextEncoder().encode(`sov/1/wrap/${label}`);
-  const plain = await crypto.subtle.decrypt({ name: 'AES-GCM', iv: buf(wrapped.iv), additionalData }, key, buf(wrapped.ct));
+  const plain = await crypto.subtle.decrypt(
+    { name: 'AES-GCM', iv: buf(wrapped.iv), additionalData },
+    key,
+    buf(wrapped.ct),
+  );
   return new Uint8Array(plain);
 }

@@ -4,8 +4,10 @@
  * replica tables, so an admitted batch, its chain heads, clock and rows commit
  * together or not at all. Callbacks must await only Dexie operations inside it
  * (IndexedDB auto-commits on any other await), which the core guarantees.
+ * Real IndexedDB is stricter than fake-indexeddb here: the browser tests are
+ * what prove this adapter.
  */
-import { Dexie, type Table } from 'dexie';
+import { Dexie, type Table, type Transaction } from 'dexie';
 import type { Hlc } from '../core/hlc.js';
 import type { RowState } from '../core/merge.js';
 import type { ChainHead, LogEntry, NewLogEntry, ReplicaStore, ReplicaTx } from '../core/store.js';
@@ -44,24 +46,40 @@ export class DexieReplicaStore implements ReplicaStore {
 
   transact<T>(fn: (tx: ReplicaTx) => Promise<T>): Promise<T> {
     const { db } = this;
-    return db.transaction('rw', [db.log, db.heads, db.rows, db.meta], () => fn(this.#tx()));
+    return db.transaction('rw', [db.log, db.heads, db.rows, db.meta], (trans) => fn(DexieReplicaStore.#tx(trans)));
   }
 
-  #tx(): ReplicaTx {
-    const { db } = this;
+  /**
+   * Tables bound to the transaction object itself, not to Dexie's ambient zone:
+   * the core's nested native async functions lose that zone, and an operation
+   * outside it would run in a separate implicit transaction.
+   */
+  static #tx(trans: Transaction): ReplicaTx {
+    const db = {
+      log: trans.table<LogEntry, number>('log'),
+      heads: trans.table<HeadRecord, string>('heads'),
+      rows: trans.table<RowState, [string, string]>('rows'),
+      meta: trans.table<MetaRecord, string>('meta'),
+    };
     return {
       getHlc: async () => (await db.meta.get(HLC_KEY))?.value as Hlc | undefined,
-      setHlc: async (hlc) => void (await db.meta.put({ key: HLC_KEY, value: hlc })),
+      setHlc: async (hlc) => {
+        await db.meta.put({ key: HLC_KEY, value: hlc });
+      },
       head: async (signer) => {
         const record = await db.heads.get(signer);
         return record && { seq: record.seq, eventId: record.eventId };
       },
-      setHead: async (signer, head) => void (await db.heads.put({ signer, ...head })),
+      setHead: async (signer, head) => {
+        await db.heads.put({ signer, ...head });
+      },
       hasOuterId: async (id) => (await db.log.where('outerId').equals(id).count()) > 0,
       hasEventId: async (id) => (await db.log.where('eventId').equals(id).count()) > 0,
-      append: async (entry: NewLogEntry) => (await db.log.add(entry as LogEntry)) as number,
+      append: (entry: NewLogEntry) => db.log.add(entry as LogEntry),
       getRow: (table, row) => db.rows.get([table, row]),
-      putRow: async (state) => void (await db.rows.put(state)),
+      putRow: async (state) => {
+        await db.rows.put(state);
+      },
     };
   }
 

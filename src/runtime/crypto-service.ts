@@ -1,0 +1,289 @@
+/**
+ * The crypto worker's service: the only code that touches private keys, the
+ * group secret and domain keys. Everything it hands back is public (ids,
+ * signatures, ciphertext) or a typed error; secrets leave it only sealed inside
+ * frames to a specific peer. Comlink exposes an instance of this class in
+ * `workers/crypto.worker.ts`; unit tests drive it directly in Node.
+ */
+import { bytesEqual, fromHex, toHex } from '../core/bytes.js';
+import { decodeCbor, encodeCbor } from '../core/cbor.js';
+import { DomainKeyring } from '../core/domain-keys.js';
+import { frameKey, openFrame, sealFrame, type FrameError } from '../core/frame.js';
+import { blake3 } from '../core/hash.js';
+import { fingerprint, shortFingerprint, topicOf } from '../core/identity.js';
+import { decodePeerMessage, encodePeerMessage, type PeerMessage, type PeerWireError } from '../core/peer-wire.js';
+import type { Clock } from '../core/ports.js';
+import { relayAuthPayload } from '../core/relay-wire.js';
+import { err, ok, type Result } from '../core/result.js';
+import { DOMAINS, type DomainName } from '../core/schema.js';
+import type { SealedEvent, SealError } from '../core/seal.js';
+import { decodeTicket, encodeTicket, type TicketError } from '../core/ticket.js';
+import type { KeyDatabase, IdentityRecord } from '../storage/key-store.js';
+import {
+  generateSigningIdentity,
+  generateWrappingKey,
+  unwrapSecret,
+  webRandom,
+  webSigner,
+  webVerifier,
+  wrapSecret,
+} from './webcrypto.js';
+
+export type IdentityView = {
+  readonly signer: string;
+  readonly endpoint: string;
+  readonly fingerprint: string;
+  readonly topic: string | undefined;
+  readonly member: boolean;
+};
+
+export type JoinStart = { readonly topic: string; readonly relay: string; readonly inviter: string };
+
+export type JoinError =
+  | TicketError
+  | { readonly type: 'AlreadyInMesh' }
+  | { readonly type: 'NoPendingJoin' }
+  | { readonly type: 'InviterMismatch' }
+  | { readonly type: 'InvitationUnknown' }
+  | { readonly type: 'InvitationExpired' };
+
+export type InboundMessage =
+  | Exclude<PeerMessage, { t: 'join-accept' }>
+  | { readonly t: 'join-accept'; readonly inv: Uint8Array; readonly signer: Uint8Array };
+
+type PendingJoin = { inviter: Uint8Array; fp: Uint8Array; inv: Uint8Array };
+
+const GROUP_SECRET = 'group';
+const PENDING_JOIN = 'pending-join';
+const domainSecretName = (domain: DomainName, gen: number): string => `domain/${domain}/${gen}`;
+export const INVITATION_TTL_MS = 24 * 60 * 60 * 1000;
+
+export class CryptoService {
+  readonly #db: KeyDatabase;
+  readonly #clock: Clock;
+  readonly #verifier = webVerifier();
+  readonly #domains = new DomainKeyring();
+  #identity: IdentityRecord | undefined;
+  #group: { secret: Uint8Array; topic: Uint8Array; frameKey: Uint8Array } | undefined;
+
+  constructor(db: KeyDatabase, clock: Clock) {
+    this.#db = db;
+    this.#clock = clock;
+  }
+
+  /** Loads this machine's identity, creating it on first launch, and unwraps held secrets. */
+  async init(): Promise<IdentityView> {
+    this.#identity = (await this.#db.identity.get('self')) ?? (await this.#createIdentity());
+    const group = await this.#loadSecret(GROUP_SECRET);
+    if (group) this.#setGroup(group);
+    for (const record of await this.#db.secrets.where('name').startsWith('domain/').toArray()) {
+      const [, domain, gen] = record.name.split('/');
+      this.#domains.add(domain as DomainName, Number(gen), await this.#unwrap(record.name, record));
+    }
+    return this.view();
+  }
+
+  view(): IdentityView {
+    const id = this.#id();
+    return {
+      signer: toHex(id.signingPublic),
+      endpoint: toHex(id.endpointPublic),
+      fingerprint: shortFingerprint(id.signingPublic),
+      topic: this.#group && toHex(this.#group.topic),
+      member: this.#domains.list().length > 0,
+    };
+  }
+
+  async #createIdentity(): Promise<IdentityRecord> {
+    const signing = await generateSigningIdentity();
+    const endpoint = await generateSigningIdentity();
+    const record: IdentityRecord = {
+      id: 'self',
+      signing: signing.keys,
+      signingPublic: signing.publicKey,
+      endpoint: endpoint.keys,
+      endpointPublic: endpoint.publicKey,
+      wrapping: await generateWrappingKey(),
+      createdAt: this.#clock.now(),
+    };
+    // add() refuses to overwrite: if another tab won the race, use its identity.
+    try {
+      await this.#db.identity.add(record);
+      return record;
+    } catch {
+      return (await this.#db.identity.get('self'))!;
+    }
+  }
+
+  #id(): IdentityRecord {
+    if (!this.#identity) throw new Error('crypto: init() first');
+    return this.#identity;
+  }
+
+  #setGroup(secret: Uint8Array): void {
+    this.#group = { secret, topic: topicOf(secret), frameKey: frameKey(secret) };
+  }
+
+  async #storeSecret(name: string, secret: Uint8Array): Promise<void> {
+    await this.#db.secrets.put({ name, ...(await wrapSecret(this.#id().wrapping, name, secret)) });
+  }
+
+  async #loadSecret(name: string): Promise<Uint8Array | undefined> {
+    const record = await this.#db.secrets.get(name);
+    return record && this.#unwrap(name, record);
+  }
+
+  #unwrap(name: string, record: { iv: Uint8Array; ct: Uint8Array }): Promise<Uint8Array> {
+    return unwrapSecret(this.#id().wrapping, name, record);
+  }
+
+  async #addDomainKey(domain: DomainName, gen: number, key: Uint8Array): Promise<void> {
+    await this.#storeSecret(domainSecretName(domain, gen), key);
+    this.#domains.add(domain, gen, key);
+  }
+
+  /** Founds a new mesh: group secret and generation 1 of every domain key. */
+  async createMesh(): Promise<Result<IdentityView, { type: 'AlreadyInMesh' }>> {
+    if (this.#group) return err({ type: 'AlreadyInMesh' });
+    const secret = webRandom.bytes(32);
+    await this.#storeSecret(GROUP_SECRET, secret);
+    for (const domain of DOMAINS) await this.#addDomainKey(domain, 1, webRandom.bytes(32));
+    this.#setGroup(secret);
+    return ok(this.view());
+  }
+
+  /** Issues a pairing ticket for one joiner; the ticket itself is returned once and never stored. */
+  async createInvitation(relay: string, ttlMs = INVITATION_TTL_MS): Promise<string> {
+    if (!this.#group || !this.view().member) throw new Error('crypto: not in a mesh');
+    const inv = webRandom.bytes(16);
+    await this.#db.invitations.put({ inv: toHex(inv), expiresAt: this.#clock.now() + ttlMs });
+    const id = this.#id();
+    return encodeTicket({
+      v: 1,
+      secret: this.#group.secret,
+      endpoint: id.endpointPublic,
+      fp: fingerprint(id.signingPublic),
+      relay,
+      inv,
+    });
+  }
+
+  /** Takes a pasted ticket: keeps the group secret (wrapped) and remembers whom we expect keys from. */
+  async beginJoin(text: string): Promise<Result<JoinStart, JoinError>> {
+    if (this.view().member) return err({ type: 'AlreadyInMesh' });
+    const ticket = decodeTicket(text);
+    if (!ticket.ok) return ticket;
+    const { secret, endpoint, fp, inv, relay } = ticket.value;
+    await this.#storeSecret(GROUP_SECRET, secret);
+    await this.#storeSecret(PENDING_JOIN, encodeCbor({ inviter: endpoint, fp, inv }));
+    this.#setGroup(secret);
+    return ok({ topic: toHex(this.#group!.topic), relay, inviter: toHex(endpoint) });
+  }
+
+  /** The join request to send to the inviter named by the pending ticket. */
+  async joinRequest(name: string): Promise<Result<{ to: string; body: Uint8Array }, JoinError>> {
+    const pending = await this.#pendingJoin();
+    if (!pending) return err({ type: 'NoPendingJoin' });
+    const id = this.#id();
+    const message: PeerMessage = {
+      t: 'join-request',
+      inv: pending.inv,
+      signer: id.signingPublic,
+      endpoint: id.endpointPublic,
+      name,
+    };
+    return ok({ to: toHex(pending.inviter), body: this.#seal(pending.inviter, message) });
+  }
+
+  async #pendingJoin(): Promise<PendingJoin | undefined> {
+    const raw = await this.#loadSecret(PENDING_JOIN);
+    if (!raw) return undefined;
+    const decoded = decodeCbor(raw, 512);
+    return decoded.ok ? (decoded.value as PendingJoin) : undefined;
+  }
+
+  /** Inviter side: consumes the invitation and seals the domain keys to the joiner's endpoint. */
+  async admitJoin(request: { inv: Uint8Array; endpoint: Uint8Array }): Promise<Result<Uint8Array, JoinError>> {
+    const inv = toHex(request.inv);
+    const invitation = await this.#db.invitations.get(inv);
+    if (!invitation) return err({ type: 'InvitationUnknown' });
+    await this.#db.invitations.delete(inv);
+    if (invitation.expiresAt < this.#clock.now()) return err({ type: 'InvitationExpired' });
+    const keys = this.#domains.list();
+    return ok(
+      this.#seal(request.endpoint, { t: 'join-accept', inv: request.inv, signer: this.#id().signingPublic, keys }),
+    );
+  }
+
+  /** Signs a relay challenge with the endpoint key. */
+  async relayAuth(nonce: Uint8Array): Promise<{ topic: Uint8Array; endpoint: Uint8Array; sig: Uint8Array }> {
+    if (!this.#group) throw new Error('crypto: no group');
+    const id = this.#id();
+    const payload = relayAuthPayload(nonce, this.#group.topic, id.endpointPublic);
+    const sig = await webSigner({ keys: id.endpoint, publicKey: id.endpointPublic }).sign(payload);
+    return { topic: this.#group.topic, endpoint: id.endpointPublic, sig };
+  }
+
+  #seal(to: Uint8Array, message: PeerMessage): Uint8Array {
+    if (!this.#group) throw new Error('crypto: no group');
+    const { frameKey: key, topic } = this.#group;
+    return sealFrame(key, topic, this.#id().endpointPublic, to, encodePeerMessage(message), webRandom);
+  }
+
+  /** Seals a delivery message (events, ack, refusal) to one peer endpoint. */
+  sealMessage(to: string, message: Exclude<PeerMessage, { t: 'join-accept' }>): Uint8Array {
+    const endpoint = fromHex(to);
+    if (!endpoint || endpoint.length !== 32) throw new Error('crypto: bad endpoint id');
+    return this.#seal(endpoint, message);
+  }
+
+  /** Opens a frame from a peer; a join-accept installs its keys here and comes back without them. */
+  async openMessage(
+    from: string,
+    body: Uint8Array,
+  ): Promise<Result<InboundMessage, FrameError | PeerWireError | JoinError>> {
+    const sender = fromHex(from);
+    if (!this.#group || !sender || sender.length !== 32) return err({ type: 'FrameUndecryptable' });
+    const plain = openFrame(this.#group.frameKey, this.#group.topic, sender, this.#id().endpointPublic, body);
+    if (!plain.ok) return plain;
+    const message = decodePeerMessage(plain.value);
+    if (!message.ok) return message;
+    if (message.value.t !== 'join-accept') return ok(message.value);
+    return this.#acceptKeys(sender, message.value);
+  }
+
+  async #acceptKeys(
+    sender: Uint8Array,
+    message: Extract<PeerMessage, { t: 'join-accept' }>,
+  ): Promise<Result<InboundMessage, JoinError>> {
+    const pending = await this.#pendingJoin();
+    if (!pending || !bytesEqual(pending.inv, message.inv)) return err({ type: 'NoPendingJoin' });
+    if (!bytesEqual(pending.inviter, sender) || !bytesEqual(pending.fp, fingerprint(message.signer))) {
+      return err({ type: 'InviterMismatch' });
+    }
+    for (const grant of message.keys) await this.#addDomainKey(grant.domain, grant.gen, grant.key);
+    await this.#db.secrets.delete(PENDING_JOIN);
+    return ok({ t: 'join-accept', inv: message.inv, signer: message.signer });
+  }
+
+  async sign(message: Uint8Array): Promise<Uint8Array> {
+    const id = this.#id();
+    return webSigner({ keys: id.signing, publicKey: id.signingPublic }).sign(message);
+  }
+
+  verify(publicKey: Uint8Array, message: Uint8Array, signature: Uint8Array): Promise<boolean> {
+    return this.#verifier.verify(publicKey, message, signature);
+  }
+
+  blake3(data: Uint8Array): Uint8Array {
+    return blake3(data);
+  }
+
+  sealEvent(domain: DomainName, signedEvent: Uint8Array): Promise<SealedEvent> {
+    return this.#domains.envelopes(webRandom).seal(domain, signedEvent);
+  }
+
+  openEvent(sealed: SealedEvent): Promise<Result<Uint8Array, SealError>> {
+    return this.#domains.envelopes(webRandom).open(sealed);
+  }
+}

@@ -1,0 +1,35 @@
+/**
+ * The machine's protected key store (IndexedDB, opened only inside the crypto
+ * worker). It holds the non-extractable signing, endpoint and wrapping keys as
+ * CryptoKey objects (structured-cloned by IndexedDB, never exportable), and every
+ * secret that must be handed on later (group secret, domain key generations) as
+ * bytes wrapped under the wrapping key.
+ */
+import { Dexie, type Table } from 'dexie';
+import type { WrappedSecret } from '../runtime/webcrypto.js';
+
+export type IdentityRecord = {
+  readonly id: 'self';
+  readonly signing: CryptoKeyPair;
+  readonly signingPublic: Uint8Array;
+  readonly endpoint: CryptoKeyPair;
+  readonly endpointPublic: Uint8Array;
+  readonly wrapping: CryptoKey;
+  readonly createdAt: number;
+};
+
+export type SecretRecord = { readonly name: string } & WrappedSecret;
+
+/** An invitation this machine issued and has not yet seen used. */
+export type InvitationRecord = { readonly inv: string; readonly expiresAt: number };
+
+export class KeyDatabase extends Dexie {
+  identity!: Table<IdentityRecord, 'self'>;
+  secrets!: Table<SecretRecord, string>;
+  invitations!: Table<InvitationRecord, string>;
+
+  constructor(name = 'sov-keys') {
+    super(name);
+    this.version(1).stores({ identity: 'id', secrets: 'name', invitations: 'inv' });
+  }
+}
