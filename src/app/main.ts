@@ -1,0 +1,13 @@
+/** Browser entry point: mounts the UI, starts the machine, registers the service worker. */
+import { mount } from 'svelte';
+import App from './App.svelte';
+import { NodeStore } from './node.svelte.ts';
+import './app.css';
+
+const store = new NodeStore();
+mount(App, { target: document.getElementById('app')!, props: { store } });
+void store.start();
+
+if ('serviceWorker' in navigator && import.meta.env.PROD) {
+  void import('workbox-window').then(({ Workbox }) => new Workbox('/sw.js').register());
+}

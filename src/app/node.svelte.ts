@@ -1,0 +1,80 @@
+/**
+ * UI state for this machine: owns the crypto worker and the MeshNode, and
+ * mirrors the node's snapshots into runes for the components. Components call
+ * its methods; they never reach the worker or the database themselves.
+ */
+import { wrap } from 'comlink';
+import type { CryptoService } from '../runtime/crypto-service.js';
+import { defaultRelayUrl, MeshNode, type NodeSnapshot } from '../runtime/mesh-node.js';
+import type { ColumnValue } from '../core/schema.js';
+
+export class NodeStore {
+  snapshot = $state<NodeSnapshot | undefined>(undefined);
+  error = $state('');
+  persisted = $state<boolean | undefined>(undefined);
+  #node: MeshNode | undefined;
+
+  async start(): Promise<void> {
+    if (!isSecureContext) {
+      this.error = 'This page needs a secure context (https:// or http://127.0.0.1) for its keys and offline mode.';
+      return;
+    }
+    try {
+      // eslint-disable-next-line svelte/prefer-svelte-reactivity -- Vite's worker URL idiom, not state
+      const worker = new Worker(new URL('../../workers/crypto.worker.ts', import.meta.url), {
+        type: 'module',
+        name: 'crypto',
+      });
+      this.#node = await MeshNode.open(wrap<CryptoService>(worker));
+      this.#node.subscribe((s) => (this.snapshot = s));
+      this.persisted = 'storage' in navigator ? await navigator.storage.persist().catch(() => false) : false;
+    } catch (e) {
+      this.error = `Could not start this machine: ${(e as Error).message}`;
+    }
+  }
+
+  #require(): MeshNode {
+    if (!this.#node) throw new Error('node not started');
+    return this.#node;
+  }
+
+  async createMesh(name: string): Promise<void> {
+    await this.#guard(() => this.#require().createMesh(name, defaultRelayUrl(location)));
+  }
+
+  async join(ticket: string, name: string): Promise<void> {
+    await this.#guard(async () => {
+      const joined = await this.#require().join(ticket, name);
+      if (!joined.ok) throw new Error(describe(joined.error));
+    });
+  }
+
+  async invite(): Promise<string> {
+    let ticket = '';
+    await this.#guard(async () => void (ticket = await this.#require().invite()));
+    return ticket;
+  }
+
+  async saveProfile(row: string, cols: Record<string, ColumnValue>): Promise<boolean> {
+    let saved = false;
+    await this.#guard(async () => {
+      const result = await this.#require().editProfile(row, cols);
+      if (!result.ok) throw new Error(describe(result.error));
+      saved = true;
+    });
+    return saved;
+  }
+
+  async #guard(action: () => Promise<void>): Promise<void> {
+    this.error = '';
+    try {
+      await action();
+    } catch (e) {
+      this.error = (e as Error).message;
+    }
+  }
+}
+
+function describe(error: { type: string; reason?: string }): string {
+  return error.reason ? `${error.type}: ${error.reason}` : error.type;
+}
