@@ -1,0 +1,74 @@
+/**
+ * Benchmark harness (DESIGN §8): `sov bench [NAME…]` runs the named benchmarks,
+ * or all of them, and writes each result to `bench/results/NAME.json` as
+ * `{name, date, machine, figures, anchors, ratios}`. Figures are ours, anchors
+ * are a reference measured in the same run, ratios are figure ÷ anchor with the
+ * direction in the key. Results are reproducible output, never hand-edited.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { cpus, totalmem } from 'node:os';
+import { fileURLToPath } from 'node:url';
+
+export type Numbers = Record<string, number>;
+export type BenchResult = { readonly figures: Numbers; readonly anchors: Numbers; readonly ratios: Numbers };
+export type Benchmark = { run(): Promise<BenchResult> };
+
+/** name → module; each module loads only when its benchmark runs. */
+const BENCHMARKS: Readonly<Record<string, () => Promise<Benchmark>>> = {
+  events: () => import('./events.ts'),
+};
+
+const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
+
+export function machineInfo(): { cpus: number; model: string; memGiB: number; node: string; platform: string } {
+  const list = cpus();
+  return {
+    cpus: list.length,
+    model: list[0]?.model.trim() ?? 'unknown',
+    memGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
+    node: process.version,
+    platform: `${process.platform}-${process.arch}`,
+  };
+}
+
+function checkNumbers(name: string, part: string, values: Numbers): void {
+  for (const [key, value] of Object.entries(values)) {
+    if (!Number.isFinite(value)) throw new Error(`bench ${name}: ${part}.${key} is not a finite number`);
+  }
+}
+
+const round = (n: number): number => Number(n.toPrecision(4));
+
+function summary(name: string, result: BenchResult): string {
+  const show = (values: Numbers) => Object.entries(values).map(([k, v]) => `${k}=${round(v)}`);
+  return `${name}: ${[...show(result.figures), ...show(result.anchors), ...show(result.ratios)].join(' ')}`;
+}
+
+async function runOne(name: string, load: () => Promise<Benchmark>): Promise<void> {
+  const result = await (await load()).run();
+  checkNumbers(name, 'figures', result.figures);
+  checkNumbers(name, 'anchors', result.anchors);
+  checkNumbers(name, 'ratios', result.ratios);
+  const record = { name, date: new Date().toISOString(), machine: machineInfo(), ...result };
+  await mkdir(RESULTS_DIR, { recursive: true });
+  await writeFile(`${RESULTS_DIR}${name}.json`, JSON.stringify(record, null, 2) + '\n');
+  process.stdout.write(summary(name, result) + '\n');
+}
+
+const USAGE = `usage: sov bench [NAME…]   (known: ${Object.keys(BENCHMARKS).join(', ')}; none named runs all)\n`;
+
+/** Returns the process exit code: 0 done, 2 usage error (an unknown name). */
+export async function main(argv: readonly string[]): Promise<number> {
+  if (argv.some((a) => a === '-h' || a === '--help')) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const names = argv.length > 0 ? [...new Set(argv)] : Object.keys(BENCHMARKS);
+  const unknown = names.filter((n) => !Object.hasOwn(BENCHMARKS, n));
+  if (unknown.length > 0) {
+    process.stderr.write(`bench: unknown benchmark ${unknown.map((n) => `'${n}'`).join(', ')}\n${USAGE}`);
+    return 2;
+  }
+  for (const name of names) await runOne(name, BENCHMARKS[name]!);
+  return 0;
+}

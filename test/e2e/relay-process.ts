@@ -1,0 +1,72 @@
+/**
+ * Starts the real relay as a child process (`sov relay`), on a fixed port so
+ * the app's origin survives a restart, with its own temporary data directory.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+export class RelayProcess {
+  readonly port: number;
+  readonly dataDir: string;
+  #child: ChildProcess | undefined;
+
+  constructor(port: number, dataDir = mkdtempSync(join(tmpdir(), 'sov-e2e-'))) {
+    this.port = port;
+    this.dataDir = dataDir;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    const child = spawn(
+      process.execPath,
+      ['src/cli/sov.mjs', 'relay', '--port', String(this.port), '--data', this.dataDir],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    this.#child = child;
+    child.stderr.on('data', (d: Buffer) => process.stderr.write(`[relay] ${d.toString()}`));
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('relay did not start in 20 s')), 20_000);
+      child.stdout.on('data', (d: Buffer) => {
+        if (d.toString().includes('listening')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      child.once('exit', (code) => reject(new Error(`relay exited early with ${code}`)));
+    });
+  }
+
+  async stop(): Promise<void> {
+    const child = this.#child;
+    if (!child || child.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    });
+    this.#child = undefined;
+  }
+
+  async presence(topic: string, endpoint: string): Promise<{ online: boolean; pending: number }> {
+    const response = await fetch(`${this.url}/api/presence?topic=${topic}&endpoint=${endpoint}`);
+    return (await response.json()) as { online: boolean; pending: number };
+  }
+}
