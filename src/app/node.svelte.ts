@@ -49,6 +49,10 @@ export class NodeStore {
     });
   }
 
+  async cancelJoin(): Promise<void> {
+    await this.#guard(() => this.#require().cancelJoin());
+  }
+
   async invite(): Promise<string> {
     let ticket = '';
     await this.#guard(async () => void (ticket = await this.#require().invite()));

@@ -180,6 +180,14 @@ export class CryptoService {
     return ok({ topic: toHex(this.#group!.topic), relay, inviter: toHex(endpoint) });
   }
 
+  /** Forgets an unfinished join: the group secret and the pending ticket. Refused once keys arrived. */
+  async abandonJoin(): Promise<Result<true, { type: 'AlreadyInMesh' }>> {
+    if (this.view().member) return err({ type: 'AlreadyInMesh' });
+    await this.#db.secrets.bulkDelete([GROUP_SECRET, PENDING_JOIN]);
+    this.#group = undefined;
+    return ok(true);
+  }
+
   /** The join request to send to the inviter named by the pending ticket. */
   async joinRequest(name: string): Promise<Result<{ to: string; body: Uint8Array }, JoinError>> {
     const pending = await this.#pendingJoin();

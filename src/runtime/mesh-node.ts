@@ -41,7 +41,8 @@ export type NodeSnapshot = {
   readonly identity: IdentityView;
   readonly status: MeshStatus;
   readonly name: string;
-  readonly relay: RelayState;
+  /** `standby`: another tab of this browser holds the relay session for this machine. */
+  readonly relay: RelayState | 'standby';
   readonly relayDetail: string;
   readonly pending: number;
   readonly profiles: readonly ProfileRow[];
@@ -66,7 +67,9 @@ export class MeshNode {
   #identity: IdentityView;
   #meta: MeshMeta | undefined;
   #relay: RelayConnection | undefined;
-  #relayState: RelayState = 'offline';
+  #relayState: RelayState | 'standby' = 'offline';
+  #sessionRequested = false;
+  readonly #tabs = new BroadcastChannel('sov-node');
   #relayDetail = '';
   #frames: Promise<void> = Promise.resolve();
   #cycle: ReturnType<typeof setInterval> | undefined;
@@ -94,6 +97,10 @@ export class MeshNode {
       clock: systemClock,
       withWriteLock: (fn) => navigator.locks.request('sov-write', fn) as ReturnType<typeof fn>,
     });
+    this.#tabs.onmessage = (event: MessageEvent<{ t: string }>) => {
+      if (event.data.t === 'reload') location.reload();
+      else void this.#otherTabChanged();
+    };
     this.#sync = new SyncEngine(
       this.#replica,
       store,
@@ -133,6 +140,7 @@ export class MeshNode {
       role: 'admin',
     });
     if (!self.ok) throw new Error(`mesh: could not record this machine in the keyring (${self.error.type})`);
+    this.#announce();
     await this.#startRelay();
   }
 
@@ -154,13 +162,28 @@ export class MeshNode {
       anchorEndpoints: [started.value.inviter],
     });
     this.#identity = await this.#crypto.view();
+    this.#announce();
     await this.#startRelay();
     return started;
+  }
+
+  /**
+   * Gives up a join that has not completed (wrong or expired ticket, inviter
+   * gone): forgets the group secret and the pending ticket. Every tab of this
+   * browser reloads, so no relay session for the abandoned group survives.
+   */
+  async cancelJoin(): Promise<void> {
+    if (this.#meta?.status !== 'joining') return;
+    await this.#crypto.abandonJoin();
+    await this.#store.deleteMeta(META_KEY);
+    this.#tabs.postMessage({ t: 'reload' });
+    location.reload();
   }
 
   async editProfile(row: string, cols: Record<string, ColumnValue>): Promise<Result<unknown, WriteError>> {
     const written = await this.#replica.write('device_profiles', row, cols);
     if (written.ok) {
+      this.#announce();
       await this.#sync.offerAll();
       await this.#publish();
     }
@@ -181,9 +204,23 @@ export class MeshNode {
 
   #machinesCache: Machine[] = [];
 
+  /**
+   * One tab per browser holds the relay session (a Web Lock elects it): the relay
+   * admits one session per endpoint, and two tabs would keep displacing each
+   * other. Other tabs write to the shared IndexedDB and tell the leader over a
+   * BroadcastChannel; the leader tells them when peers' events land.
+   */
   async #startRelay(): Promise<void> {
-    if (!this.#meta || this.#relay) return;
+    if (!this.#meta || this.#sessionRequested) return;
+    this.#sessionRequested = true;
     await this.#refreshPeers();
+    this.#relayState = 'standby';
+    void navigator.locks.request('sov-relay-session', () => this.#lead());
+  }
+
+  /** Runs for as long as this tab leads; the lock is released when the tab goes away. */
+  #lead(): Promise<never> {
+    if (!this.#meta) throw new Error('mesh: no mesh to connect');
     const relay = new RelayConnection(this.#meta.relay, {
       authenticate: (nonce) => this.#crypto.relayAuth(nonce),
       onState: (state, detail) => this.#relayChanged(state, detail ?? ''),
@@ -198,12 +235,27 @@ export class MeshNode {
     addEventListener('online', () => relay.resume());
     relay.start();
     this.#cycle = setInterval(() => void this.#sync.resend().then(() => this.#publish()), BATCH_CYCLE_MS);
+    return new Promise<never>(() => undefined);
+  }
+
+  #announce(): void {
+    this.#tabs.postMessage({ t: 'changed' });
+  }
+
+  async #otherTabChanged(): Promise<void> {
+    this.#meta = await this.#store.getMeta<MeshMeta>(META_KEY);
+    this.#identity = await this.#crypto.init();
+    await this.#startRelay();
+    await this.#refreshPeers();
+    if (this.#relay) await this.#sync.offerAll();
+    await this.#publish();
   }
 
   /** Stops the relay session and the batch cycle (tests and page teardown). */
   close(): void {
     clearInterval(this.#cycle);
     this.#relay?.stop();
+    this.#tabs.close();
   }
 
   #relayChanged(state: RelayState, detail: string): void {
@@ -248,7 +300,8 @@ export class MeshNode {
       case 'join-accept':
         return this.#joined(from, toHex(message.signer));
       case 'join-refused':
-        return this.#notice(`join refused: ${message.reason}`);
+        if (this.#meta?.status === 'joining') this.#notice(`join refused: ${message.reason}`);
+        return;
       case 'events':
       case 'ack':
         if (this.#meta?.status !== 'member') return this.#count('NotYetMember');
@@ -272,6 +325,7 @@ export class MeshNode {
     const added = await this.#replica.write('keyring', toHex(request.signer), { endpoint: from, name, role: 'member' });
     if (!added.ok) return refuse(added.error.type);
     this.#sendTo(from, accept.value);
+    this.#announce();
     this.#notice(`${name} joined the mesh`);
     await this.#refreshPeers();
     await this.#sync.offerAll();
@@ -281,6 +335,7 @@ export class MeshNode {
     if (!this.#meta) return;
     await this.#saveMeta({ ...this.#meta, status: 'member', anchors: [inviter], anchorEndpoints: [from] });
     this.#identity = await this.#crypto.view();
+    this.#announce();
     this.#notice('joined the mesh');
     await this.#refreshPeers();
     await this.#sync.connected();
@@ -296,6 +351,7 @@ export class MeshNode {
   }
 
   #applied(outcomes: readonly IngestOutcome[]): void {
+    if (outcomes.some((o) => o.type === 'Applied')) this.#announce();
     if (outcomes.some((o) => o.type === 'Applied' && o.body.table === 'keyring')) {
       void this.#refreshPeers().then(() => this.#sync.offerAll());
     }

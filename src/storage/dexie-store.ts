@@ -117,4 +117,8 @@ export class DexieReplicaStore implements ReplicaStore {
   async setMeta(key: string, value: unknown): Promise<void> {
     await this.db.meta.put({ key, value });
   }
+
+  async deleteMeta(key: string): Promise<void> {
+    await this.db.meta.delete(key);
+  }
 }

@@ -1,0 +1,120 @@
+/**
+ * Real-user edges of the walking skeleton: two tabs of one machine share a
+ * single relay session and one local state; a garbage ticket is refused with a
+ * typed error; a ticket is single-use, so a second joiner is refused and can
+ * start over; the app is an installable PWA.
+ */
+import { chromium, expect, test, type Page } from '@playwright/test';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { RelayProcess, freePort } from './relay-process.ts';
+
+let relay: RelayProcess;
+
+test.beforeEach(async () => {
+  relay = new RelayProcess(await freePort());
+  await relay.start();
+});
+
+test.afterEach(async () => {
+  await relay.stop();
+});
+
+const profile = (page: Page, name: string) => page.locator(`[data-testid="profile"][data-name="${name}"]`);
+
+async function found(page: Page, name: string): Promise<string> {
+  await page.goto(relay.url);
+  await page.getByTestId('machine-name').fill(name);
+  await page.getByTestId('create-mesh').click();
+  await expect(page.getByTestId('relay-state')).toHaveText('ready');
+  await page.getByTestId('invite').click();
+  return page.getByTestId('ticket').inputValue();
+}
+
+async function sessions(): Promise<number> {
+  const health = (await (await fetch(`${relay.url}/api/health`)).json()) as { sessions: number };
+  return health.sessions;
+}
+
+test('two tabs of one machine share one relay session and one state', async ({ browser }) => {
+  const contextA = await browser.newContext();
+  const first = await contextA.newPage();
+  const ticket = await found(first, 'workstation');
+  const second = await contextA.newPage();
+  await second.goto(relay.url);
+  await expect(second.getByTestId('relay-state')).toHaveText('standby');
+  await expect(second.getByTestId('fingerprint')).toHaveText((await first.getByTestId('fingerprint').textContent())!);
+
+  const contextB = await browser.newContext();
+  const b = await contextB.newPage();
+  await b.goto(relay.url);
+  await b.getByTestId('ticket-input').fill(ticket);
+  await b.getByTestId('join-mesh').click();
+  await expect(b.getByTestId('relay-state')).toHaveText('ready');
+  await expect(second.getByTestId('machine')).toHaveCount(2);
+
+  // An edit in the standby tab reaches the other machine through the leading tab.
+  await second.getByTestId('new-profile-name').fill('Gate sensor');
+  await second.getByTestId('add-profile').click();
+  await expect(profile(first, 'Gate sensor')).toBeVisible();
+  await expect(profile(b, 'Gate sensor')).toBeVisible();
+  expect(await sessions()).toBe(2);
+
+  // Closing the leading tab hands the session to the other one.
+  await first.close();
+  await expect(second.getByTestId('relay-state')).toHaveText('ready');
+  await b.getByTestId('new-profile-name').fill('Pump 7');
+  await b.getByTestId('add-profile').click();
+  await expect(profile(second, 'Pump 7')).toBeVisible();
+  await contextA.close();
+  await contextB.close();
+});
+
+test('bad tickets are refused and a used ticket admits nobody else', async ({ browser }) => {
+  const a = await (await browser.newContext()).newPage();
+  const ticket = await found(a, 'workstation');
+
+  const b = await (await browser.newContext()).newPage();
+  await b.goto(relay.url);
+  await b.getByTestId('ticket-input').fill('sov1.not-a-real-ticket');
+  await b.getByTestId('join-mesh').click();
+  await expect(b.getByTestId('error')).toContainText('InvalidTicket');
+  await expect(b.getByTestId('create-mesh')).toBeVisible();
+  await b.getByTestId('ticket-input').fill(ticket);
+  await b.getByTestId('join-mesh').click();
+  await expect(b.getByTestId('new-profile-name')).toBeVisible();
+
+  const c = await (await browser.newContext()).newPage();
+  await c.goto(relay.url);
+  await c.getByTestId('ticket-input').fill(ticket);
+  await c.getByTestId('join-mesh').click();
+  await expect(c.getByTestId('joining')).toContainText('join refused: InvitationUnknown');
+  await expect(a.getByTestId('machine')).toHaveCount(2);
+  await c.getByTestId('cancel-join').click();
+  await expect(c.getByTestId('create-mesh')).toBeVisible();
+});
+
+test('the app is an installable PWA', async () => {
+  const context = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), 'sov-profile-')), {
+    executablePath: process.env['SOV_CHROMIUM'] ?? '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  await page.goto(relay.url);
+  await page.evaluate(async () => {
+    await navigator.serviceWorker.ready;
+  });
+  const cdp = await context.newCDPSession(page);
+  await expect
+    .poll(async () => {
+      const result = (await cdp.send('Page.getInstallabilityErrors')) as { installabilityErrors: unknown[] };
+      return result.installabilityErrors;
+    })
+    .toEqual([]);
+  const manifest = (await (await fetch(`${relay.url}/manifest.webmanifest`)).json()) as {
+    icons: { purpose?: string }[];
+  };
+  expect(manifest.icons.some((icon) => icon.purpose === 'maskable')).toBe(true);
+  await context.close();
+});
