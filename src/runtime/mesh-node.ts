@@ -17,6 +17,7 @@ import { systemClock } from './clock.js';
 import { DexieReplicaStore, NodeDatabase } from '../storage/dexie-store.js';
 import type { CryptoService, IdentityView, InboundMessage, JoinError } from './crypto-service.js';
 import { RelayConnection, type RelayState } from './relay-connection.js';
+import { TabSession } from './tab-session.js';
 
 export type MeshStatus = 'new' | 'joining' | 'member';
 
@@ -68,8 +69,7 @@ export class MeshNode {
   #meta: MeshMeta | undefined;
   #relay: RelayConnection | undefined;
   #relayState: RelayState | 'standby' = 'offline';
-  #sessionRequested = false;
-  readonly #tabs = new BroadcastChannel('sov-node');
+  readonly #tabs = new TabSession(() => void this.#otherTabChanged());
   #relayDetail = '';
   #frames: Promise<void> = Promise.resolve();
   #cycle: ReturnType<typeof setInterval> | undefined;
@@ -97,10 +97,6 @@ export class MeshNode {
       clock: systemClock,
       withWriteLock: (fn) => navigator.locks.request('sov-write', fn) as ReturnType<typeof fn>,
     });
-    this.#tabs.onmessage = (event: MessageEvent<{ t: string }>) => {
-      if (event.data.t === 'reload') location.reload();
-      else void this.#otherTabChanged();
-    };
     this.#sync = new SyncEngine(
       this.#replica,
       store,
@@ -176,8 +172,7 @@ export class MeshNode {
     if (this.#meta?.status !== 'joining') return;
     await this.#crypto.abandonJoin();
     await this.#store.deleteMeta(META_KEY);
-    this.#tabs.postMessage({ t: 'reload' });
-    location.reload();
+    this.#tabs.reloadAll();
   }
 
   async editProfile(row: string, cols: Record<string, ColumnValue>): Promise<Result<unknown, WriteError>> {
@@ -204,23 +199,17 @@ export class MeshNode {
 
   #machinesCache: Machine[] = [];
 
-  /**
-   * One tab per browser holds the relay session (a Web Lock elects it): the relay
-   * admits one session per endpoint, and two tabs would keep displacing each
-   * other. Other tabs write to the shared IndexedDB and tell the leader over a
-   * BroadcastChannel; the leader tells them when peers' events land.
-   */
+  /** Joins the queue for the relay session; other tabs of this browser stay on standby meanwhile. */
   async #startRelay(): Promise<void> {
-    if (!this.#meta || this.#sessionRequested) return;
-    this.#sessionRequested = true;
+    if (!this.#meta) return;
     await this.#refreshPeers();
-    this.#relayState = 'standby';
-    void navigator.locks.request('sov-relay-session', () => this.#lead());
+    if (!this.#relay) this.#relayState = 'standby';
+    this.#tabs.requestLeadership(() => this.#lead());
   }
 
-  /** Runs for as long as this tab leads; the lock is released when the tab goes away. */
-  #lead(): Promise<never> {
-    if (!this.#meta) throw new Error('mesh: no mesh to connect');
+  /** This tab was elected: connect to the relay and run the batch cycle. */
+  #lead(): void {
+    if (!this.#meta) return;
     const relay = new RelayConnection(this.#meta.relay, {
       authenticate: (nonce) => this.#crypto.relayAuth(nonce),
       onState: (state, detail) => this.#relayChanged(state, detail ?? ''),
@@ -235,20 +224,6 @@ export class MeshNode {
     addEventListener('online', () => relay.resume());
     relay.start();
     this.#cycle = setInterval(() => void this.#sync.resend().then(() => this.#publish()), BATCH_CYCLE_MS);
-    return new Promise<never>(() => undefined);
-  }
-
-  #announce(): void {
-    this.#tabs.postMessage({ t: 'changed' });
-  }
-
-  async #otherTabChanged(): Promise<void> {
-    this.#meta = await this.#store.getMeta<MeshMeta>(META_KEY);
-    this.#identity = await this.#crypto.init();
-    await this.#startRelay();
-    await this.#refreshPeers();
-    if (this.#relay) await this.#sync.offerAll();
-    await this.#publish();
   }
 
   /** Stops the relay session and the batch cycle (tests and page teardown). */
@@ -256,6 +231,18 @@ export class MeshNode {
     clearInterval(this.#cycle);
     this.#relay?.stop();
     this.#tabs.close();
+  }
+
+  #announce(): void {
+    this.#tabs.announceChange();
+  }
+
+  async #otherTabChanged(): Promise<void> {
+    this.#meta = await this.#store.getMeta<MeshMeta>(META_KEY);
+    this.#identity = await this.#crypto.init();
+    await this.#startRelay();
+    if (this.#relay) await this.#sync.offerAll();
+    await this.#publish();
   }
 
   #relayChanged(state: RelayState, detail: string): void {
