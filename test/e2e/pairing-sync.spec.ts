@@ -4,19 +4,8 @@
  * (the relay sees it leave), edits, reloads offline from the service worker,
  * the relay restarts with frames stored for B, and both machines converge.
  */
-import { expect, test, type Page } from '@playwright/test';
-import { RelayProcess, freePort } from './relay-process.ts';
-
-let relay: RelayProcess;
-
-test.beforeEach(async () => {
-  relay = new RelayProcess(await freePort());
-  await relay.start();
-});
-
-test.afterEach(async () => {
-  await relay.stop();
-});
+import type { Page } from '@playwright/test';
+import { expect, test } from './relay-process.ts';
 
 async function identity(page: Page): Promise<{ endpoint: string; topic: string }> {
   const badge = page.getByTestId('fingerprint');
@@ -34,7 +23,7 @@ async function editProfile(page: Page, name: string, field: string, value: strin
   await expect(card.getByTestId(`value-${field}`)).toHaveText(value);
 }
 
-test('pair, sync both ways, survive offline, reload and a relay restart', async ({ browser }) => {
+test('pair, sync both ways, survive offline, reload and a relay restart', async ({ browser, relay }) => {
   const contextA = await browser.newContext();
   const contextB = await browser.newContext();
   const a = await contextA.newPage();

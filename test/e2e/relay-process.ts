@@ -2,6 +2,7 @@
  * Starts the real relay as a child process (`sov relay`), on a fixed port so
  * the app's origin survives a restart, with its own temporary data directory.
  */
+import { test as base, expect } from '@playwright/test';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -70,3 +71,16 @@ export class RelayProcess {
     return (await response.json()) as { online: boolean; pending: number };
   }
 }
+
+/** Playwright fixture: a fresh relay process per test, stopped afterwards. */
+export const test = base.extend<{ relay: RelayProcess }>({
+  // Playwright requires the object-destructuring first parameter even when unused.
+  // eslint-disable-next-line no-empty-pattern
+  relay: async ({}, use) => {
+    const relay = new RelayProcess(await freePort());
+    await relay.start();
+    await use(relay);
+    await relay.stop();
+  },
+});
+export { expect };

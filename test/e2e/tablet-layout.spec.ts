@@ -2,19 +2,7 @@
  * A tablet is a first-class layout: at 768×1024 and 1024×768 nothing scrolls
  * sideways and every touch target is at least 44 px in both directions.
  */
-import { expect, test } from '@playwright/test';
-import { RelayProcess, freePort } from './relay-process.ts';
-
-let relay: RelayProcess;
-
-test.beforeAll(async () => {
-  relay = new RelayProcess(await freePort());
-  await relay.start();
-});
-
-test.afterAll(async () => {
-  await relay.stop();
-});
+import { expect, test } from './relay-process.ts';
 
 for (const viewport of [
   { width: 768, height: 1024 },
@@ -22,6 +10,7 @@ for (const viewport of [
 ]) {
   test(`no horizontal overflow and 44 px touch targets at ${viewport.width}×${viewport.height}`, async ({
     browser,
+    relay,
   }) => {
     const context = await browser.newContext({ viewport, hasTouch: true });
     const page = await context.newPage();

@@ -4,26 +4,15 @@
  * typed error; a ticket is single-use, so a second joiner is refused and can
  * start over; the app is an installable PWA.
  */
-import { chromium, expect, test, type Page } from '@playwright/test';
+import { chromium, type Page } from '@playwright/test';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RelayProcess, freePort } from './relay-process.ts';
-
-let relay: RelayProcess;
-
-test.beforeEach(async () => {
-  relay = new RelayProcess(await freePort());
-  await relay.start();
-});
-
-test.afterEach(async () => {
-  await relay.stop();
-});
+import { expect, test, type RelayProcess } from './relay-process.ts';
 
 const profile = (page: Page, name: string) => page.locator(`[data-testid="profile"][data-name="${name}"]`);
 
-async function found(page: Page, name: string): Promise<string> {
+async function found(relay: RelayProcess, page: Page, name: string): Promise<string> {
   await page.goto(relay.url);
   await page.getByTestId('machine-name').fill(name);
   await page.getByTestId('create-mesh').click();
@@ -32,15 +21,15 @@ async function found(page: Page, name: string): Promise<string> {
   return page.getByTestId('ticket').inputValue();
 }
 
-async function sessions(): Promise<number> {
+async function sessions(relay: RelayProcess): Promise<number> {
   const health = (await (await fetch(`${relay.url}/api/health`)).json()) as { sessions: number };
   return health.sessions;
 }
 
-test('two tabs of one machine share one relay session and one state', async ({ browser }) => {
+test('two tabs of one machine share one relay session and one state', async ({ browser, relay }) => {
   const contextA = await browser.newContext();
   const first = await contextA.newPage();
-  const ticket = await found(first, 'workstation');
+  const ticket = await found(relay, first, 'workstation');
   const second = await contextA.newPage();
   await second.goto(relay.url);
   await expect(second.getByTestId('relay-state')).toHaveText('standby');
@@ -59,7 +48,7 @@ test('two tabs of one machine share one relay session and one state', async ({ b
   await second.getByTestId('add-profile').click();
   await expect(profile(first, 'Gate sensor')).toBeVisible();
   await expect(profile(b, 'Gate sensor')).toBeVisible();
-  expect(await sessions()).toBe(2);
+  expect(await sessions(relay)).toBe(2);
 
   // Closing the leading tab hands the session to the other one.
   await first.close();
@@ -71,9 +60,9 @@ test('two tabs of one machine share one relay session and one state', async ({ b
   await contextB.close();
 });
 
-test('bad tickets are refused and a used ticket admits nobody else', async ({ browser }) => {
+test('bad tickets are refused and a used ticket admits nobody else', async ({ browser, relay }) => {
   const a = await (await browser.newContext()).newPage();
-  const ticket = await found(a, 'workstation');
+  const ticket = await found(relay, a, 'workstation');
 
   const b = await (await browser.newContext()).newPage();
   await b.goto(relay.url);
@@ -95,7 +84,7 @@ test('bad tickets are refused and a used ticket admits nobody else', async ({ br
   await expect(c.getByTestId('create-mesh')).toBeVisible();
 });
 
-test('the app is an installable PWA', async () => {
+test('the app is an installable PWA', async ({ relay }) => {
   const context = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), 'sov-profile-')), {
     executablePath: process.env['SOV_CHROMIUM'] ?? '/usr/bin/chromium',
     args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
