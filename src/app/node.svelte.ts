@@ -6,6 +6,7 @@
 import { wrap } from 'comlink';
 import type { CryptoService } from '../runtime/crypto-service.js';
 import { defaultRelayUrl, MeshNode, type NodeSnapshot } from '../runtime/mesh-node.js';
+import type { Result } from '../core/result.js';
 import type { ColumnValue } from '../core/schema.js';
 
 export class NodeStore {
@@ -59,14 +60,26 @@ export class NodeStore {
     return ticket;
   }
 
-  async saveProfile(row: string, cols: Record<string, ColumnValue>): Promise<boolean> {
-    let saved = false;
+  saveProfile(row: string, cols: Record<string, ColumnValue>): Promise<boolean> {
+    return this.#write(() => this.#require().editProfile(row, cols));
+  }
+
+  deleteProfile(row: string): Promise<boolean> {
+    return this.#write(() => this.#require().deleteProfile(row));
+  }
+
+  removeMachine(signer: string): Promise<boolean> {
+    return this.#write(() => this.#require().removeMachine(signer));
+  }
+
+  async #write(action: () => Promise<Result<unknown, { type: string; reason?: string }>>): Promise<boolean> {
+    let done = false;
     await this.#guard(async () => {
-      const result = await this.#require().editProfile(row, cols);
+      const result = await action();
       if (!result.ok) throw new Error(describe(result.error));
-      saved = true;
+      done = true;
     });
-    return saved;
+    return done;
   }
 
   async #guard(action: () => Promise<void>): Promise<void> {

@@ -3,7 +3,11 @@
  *
  * Wire layout (canonical CBOR):
  *   EventBody   = {v:1, domain, signer: 32B, seq: uint ≥ 1, prev: 32B, table, row,
- *                  op: "put", cols: {name: value}, hlc: {ms, counter}}
+ *                  op, cols, hlc: {ms, counter}}
+ *   op "put"    cols = {column: value, …}    per-column last-writer-wins
+ *   op "del"    cols = {}                    tombstones the row; a later put resurrects it
+ *   op "remove" cols = {hwm: uint}           keyring only: permanent removal that keeps the
+ *                                            removed signer's events with seq ≤ hwm
  *   SignedEvent = [body: bytes, sig: 64B]        sig = Ed25519("sov/1/event" ‖ body)
  *   EventId     = BLAKE3(SignedEvent bytes)
  *
@@ -18,7 +22,7 @@ import { blake3 } from './hash.js';
 import { isHlc, type Hlc } from './hlc.js';
 import type { Signer, Verifier } from './ports.js';
 import { err, ok, type Result } from './result.js';
-import { isDomainName, tableSpec, type ColumnValue, type DomainName } from './schema.js';
+import { isDomainName, tableSpec, type ColumnValue, type DomainName, type TableSpec } from './schema.js';
 
 export const EVENT_VERSION = 1;
 export const MAX_EVENT_BYTES = 64 * 1024;
@@ -36,10 +40,13 @@ export type EventBody = {
   readonly prev: Uint8Array;
   readonly table: string;
   readonly row: string;
-  readonly op: 'put';
+  readonly op: EventOp;
   readonly cols: Readonly<Record<string, ColumnValue>>;
   readonly hlc: Hlc;
 };
+
+export type EventOp = 'put' | 'del' | 'remove';
+export const EVENT_OPS: readonly EventOp[] = ['put', 'del', 'remove'];
 
 export type SignedEvent = {
   readonly body: EventBody;
@@ -58,10 +65,24 @@ function isName(value: unknown): value is string {
   return typeof value === 'string' && value.length > 0 && value.length <= MAX_NAME_CHARS && /^[\w.:-]+$/.test(value);
 }
 
-function checkColumns(table: string, cols: unknown): string | undefined {
+function checkOp(table: string, op: EventOp, cols: unknown): string | undefined {
   const spec = tableSpec(table);
   if (!spec) return `unknown table ${table}`;
   if (!isRecord(cols)) return 'cols is not a map';
+  if (op === 'del') {
+    if (!spec.deletable) return `rows of ${table} cannot be deleted`;
+    return Object.keys(cols).length === 0 ? undefined : 'a delete carries no columns';
+  }
+  if (op === 'remove') {
+    if (!spec.removable) return `rows of ${table} cannot be removed`;
+    const hwm = cols['hwm'];
+    const onlyHwm = Object.keys(cols).length === 1 && typeof hwm === 'number';
+    return onlyHwm && Number.isSafeInteger(hwm) && hwm >= 0 ? undefined : 'a removal carries only {hwm: uint}';
+  }
+  return checkColumns(table, spec, cols);
+}
+
+function checkColumns(table: string, spec: TableSpec, cols: Record<string, unknown>): string | undefined {
   const names = Object.keys(cols);
   if (names.length === 0 || names.length > MAX_COLUMNS) return 'cols count out of range';
   for (const name of names) {
@@ -72,6 +93,8 @@ function checkColumns(table: string, cols: unknown): string | undefined {
     if (typeof value !== kind) return `column ${table}.${name} expects ${kind}`;
     if (typeof value === 'string' && value.length > MAX_VALUE_CHARS) return `column ${table}.${name} too long`;
     if (typeof value === 'number' && !Number.isFinite(value)) return `column ${table}.${name} not finite`;
+    const ranks = spec.ranked?.[name];
+    if (ranks && !ranks.includes(value as string)) return `column ${table}.${name} expects one of ${ranks.join('|')}`;
   }
   return undefined;
 }
@@ -88,10 +111,10 @@ export function checkBody(body: unknown): string | undefined {
   if (typeof b['seq'] !== 'number' || !Number.isSafeInteger(b['seq']) || b['seq'] < 1) return 'bad seq';
   if (!isBytes(b['prev'], 32)) return 'prev must be 32 bytes';
   if (!isName(b['table']) || !isName(b['row'])) return 'bad table or row name';
-  if (b['op'] !== 'put') return 'unsupported op';
+  if (!EVENT_OPS.includes(b['op'] as EventOp)) return 'unsupported op';
   if (!isHlc(b['hlc'])) return 'bad hlc';
   if (tableSpec(b['table'])?.domain !== b['domain']) return `table ${b['table']} is not in domain ${b['domain']}`;
-  return checkColumns(b['table'], b['cols']);
+  return checkOp(b['table'], b['op'] as EventOp, b['cols']);
 }
 
 export function signingPayload(bodyBytes: Uint8Array): Uint8Array {

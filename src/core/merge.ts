@@ -1,14 +1,20 @@
 /**
- * Per-column last-writer-wins materialisation (SSP/1 "Syncing mutable state").
+ * Materialisation of rows from events (SSP/1 "Syncing mutable state", merge rules).
  *
- * A row is a map of cells; each cell remembers the value and the stamp
- * (HLC + signer) that wrote it. Applying an event replaces exactly the cells
- * whose stored stamp is lower than the event's. The result depends only on the
- * set of events applied, never on their order or repetition: the operation is
- * a join on a per-cell max, hence commutative, associative and idempotent.
+ * A row keeps, per column, the value and the stamp (HLC + signer) that wrote it;
+ * a put replaces exactly the cells whose stored stamp is lower. A delete keeps
+ * the highest delete stamp as the row's tombstone; the row is visible while no
+ * tombstone exists or some cell was written after it (a resurrection), and then
+ * shows every cell, including edits that arrived while it was tombstoned. A
+ * keyring removal is a permanent tombstone: nothing makes the row visible again,
+ * and concurrent removals keep the lowest high-water mark.
+ *
+ * Every rule is a join (per-cell max, max tombstone, min mark), so the state
+ * depends only on the set of events applied: commutative, associative and
+ * idempotent, whatever the delivery order or duplication.
  */
 import { compareStamps, type Stamp } from './hlc.js';
-import type { ColumnValue } from './schema.js';
+import { tableSpec, type ColumnValue } from './schema.js';
 
 export type Cell = { readonly value: ColumnValue; readonly stamp: Stamp };
 
@@ -16,26 +22,75 @@ export type RowState = {
   readonly table: string;
   readonly row: string;
   readonly cells: Readonly<Record<string, Cell>>;
+  /** Stamp of the newest delete, if any. */
+  readonly deleted?: Stamp;
+  /** Set once by a removal; the lowest mark of all removals seen. */
+  readonly removed?: { readonly hwm: number };
 };
 
-export type RowChange = {
-  readonly table: string;
-  readonly row: string;
-  readonly cols: Readonly<Record<string, ColumnValue>>;
-  readonly stamp: Stamp;
-};
+export type RowChange =
+  | {
+      readonly op: 'put';
+      readonly table: string;
+      readonly row: string;
+      readonly cols: Readonly<Record<string, ColumnValue>>;
+      readonly stamp: Stamp;
+    }
+  | { readonly op: 'del'; readonly table: string; readonly row: string; readonly stamp: Stamp }
+  | { readonly op: 'remove'; readonly table: string; readonly row: string; readonly hwm: number; readonly stamp: Stamp };
 
-/** Returns the merged row, or `undefined` when the change wins no cell. */
-export function applyChange(current: RowState | undefined, change: RowChange): RowState | undefined {
-  const cells: Record<string, Cell> = { ...current?.cells };
-  let changed = current === undefined;
-  for (const [column, value] of Object.entries(change.cols)) {
-    const existing = cells[column];
-    if (existing && compareStamps(existing.stamp, change.stamp) >= 0) continue;
-    cells[column] = { value, stamp: change.stamp };
-    changed = true;
+/** Orders two writes of one cell: rank first for ranked columns, then stamp. */
+function cellWins(table: string, column: string, incoming: Cell, existing: Cell): boolean {
+  const ranks = tableSpec(table)?.ranked?.[column];
+  if (ranks) {
+    const diff = ranks.indexOf(incoming.value as string) - ranks.indexOf(existing.value as string);
+    if (diff !== 0) return diff > 0;
   }
-  return changed ? { table: change.table, row: change.row, cells } : undefined;
+  return compareStamps(incoming.stamp, existing.stamp) > 0;
+}
+
+function empty(table: string, row: string): RowState {
+  return { table, row, cells: {} };
+}
+
+/** The merged row; returns `current` itself when the change alters nothing. */
+export function applyChange(current: RowState | undefined, change: RowChange): RowState {
+  const base = current ?? empty(change.table, change.row);
+  switch (change.op) {
+    case 'put': {
+      let cells: Record<string, Cell> | undefined;
+      for (const [column, value] of Object.entries(change.cols)) {
+        const incoming = { value, stamp: change.stamp };
+        const existing = base.cells[column];
+        if (existing && !cellWins(change.table, column, incoming, existing)) continue;
+        cells ??= { ...base.cells };
+        cells[column] = incoming;
+      }
+      return cells ? { ...base, cells } : current ?? base;
+    }
+    case 'del':
+      if (base.deleted && compareStamps(base.deleted, change.stamp) >= 0) return current ?? base;
+      return { ...base, deleted: change.stamp };
+    case 'remove':
+      if (base.removed && base.removed.hwm <= change.hwm) return current ?? base;
+      return { ...base, removed: { hwm: change.hwm } };
+  }
+}
+
+function newestCell(state: RowState): Stamp | undefined {
+  let newest: Stamp | undefined;
+  for (const cell of Object.values(state.cells)) {
+    if (!newest || compareStamps(cell.stamp, newest) > 0) newest = cell.stamp;
+  }
+  return newest;
+}
+
+/** Visible to the application: never removed, and not deleted unless written after the delete. */
+export function isAlive(state: RowState): boolean {
+  if (state.removed) return false;
+  if (!state.deleted) return true;
+  const newest = newestCell(state);
+  return newest !== undefined && compareStamps(newest, state.deleted) > 0;
 }
 
 /** The plain values of a row, as the application shows them. */

@@ -6,7 +6,8 @@
  *   ack          {t, upto: uint}                                 every envelope ≤ upto is durably
  *                                                                applied, stored or rejected
  *   join-request {t, inv: 16B, signer: 32B, endpoint: 32B, name}
- *   join-accept  {t, inv: 16B, signer: 32B, keys: [{domain, gen, key: 32B}]}
+ *   join-accept  {t, inv: 16B, signer: 32B, anchors: [32B], keys: [{domain, gen, key: 32B}]}
+ *                anchors: the admins the inviter trusts without a control record (the founder)
  *   join-refused {t, inv: 16B, reason}
  *
  * `upto` is a position in the sender's log, which only the sender interprets.
@@ -37,6 +38,7 @@ export type PeerMessage =
       readonly t: 'join-accept';
       readonly inv: Uint8Array;
       readonly signer: Uint8Array;
+      readonly anchors: readonly Uint8Array[];
       readonly keys: readonly DomainKeyGrant[];
     }
   | { readonly t: 'join-refused'; readonly inv: Uint8Array; readonly reason: string };
@@ -85,13 +87,17 @@ export function decodePeerMessage(bytes: Uint8Array): Result<PeerMessage, PeerWi
       return ok({ t: 'join-request', inv, signer, endpoint, name });
     }
     case 'join-accept': {
-      const { inv, signer, keys } = m;
-      if (!fieldsAre(m, 'inv,keys,signer,t') || !isBytes(inv, 16) || !isBytes(signer, 32) || !Array.isArray(keys)) {
+      const { inv, signer, anchors, keys } = m;
+      if (!fieldsAre(m, 'anchors,inv,keys,signer,t') || !isBytes(inv, 16) || !isBytes(signer, 32)) {
         return malformed('join-accept: fields');
       }
+      if (!Array.isArray(anchors) || anchors.length > 16 || !anchors.every((a) => isBytes(a, 32))) {
+        return malformed('join-accept: anchors');
+      }
+      if (!Array.isArray(keys)) return malformed('join-accept: keys');
       const grants = keys.map(decodeGrant);
       if (grants.length > 64 || grants.some((g) => g === undefined)) return malformed('join-accept: keys');
-      return ok({ t: 'join-accept', inv, signer, keys: grants as DomainKeyGrant[] });
+      return ok({ t: 'join-accept', inv, signer, anchors: anchors as Uint8Array[], keys: grants as DomainKeyGrant[] });
     }
     case 'join-refused':
       if (!fieldsAre(m, 'inv,reason,t') || !isBytes(m['inv'], 16) || typeof m['reason'] !== 'string') {

@@ -1,12 +1,19 @@
 /**
  * One machine's replica of the state plane: local writes, admission of events
- * from peers, and the log positions peers have acknowledged.
+ * from peers, parked events, and the watermarks of the delivery protocol.
  *
- * Local write: under the write lock read clock and chain head, stamp, sign, seal,
- * then record in one transaction that re-checks the head (another tab may have
- * written meanwhile; then it retries). Incoming envelopes are opened and
- * verified outside the transaction (crypto is asynchronous), then admitted in one
- * transaction per batch, so a batch and its effects land together.
+ * Local write: under the apply lock read clock, chain head and the writer's
+ * verdict, stamp, sign, seal, then record in one transaction that re-checks the
+ * head (another context may have written meanwhile; then it retries).
+ *
+ * Ingest: envelopes are opened and verified outside the transaction (crypto is
+ * asynchronous), then admitted in ONE transaction per batch together with the
+ * rejection records, the parked envelopes and the peer's inbound watermark, so a
+ * crash leaves either all of a batch or none of it. After a batch that applied
+ * anything, parked envelopes are retried in the same transaction: what waited
+ * for a keyring entry, a role or a missing predecessor gets in as soon as it can.
+ * Parked envelopes are kept opened (signature already checked), so a retry needs
+ * no crypto and stays inside the transaction.
  */
 import { fromHex, toHex } from './bytes.js';
 import {
@@ -16,17 +23,19 @@ import {
   ZERO_HASH,
   type EventBody,
   type EventError,
+  type EventOp,
   type SignedEvent,
 } from './event.js';
-import { DEFAULT_MAX_SKEW_MS, receive, tick, HLC_ZERO, type ClockSkewError } from './hlc.js';
-import { admitEvent, recordEvent, type Admission } from './ingest.js';
-import type { RowState } from './merge.js';
+import { blake3 } from './hash.js';
+import { DEFAULT_MAX_SKEW_MS, HLC_ZERO, receive, tick, type ClockSkewError } from './hlc.js';
+import { admitEvent, type FinalRejection, type OpenedEnvelope } from './ingest.js';
+import { recordEvent } from './materialize.js';
 import type { Clock, Signer, Verifier } from './ports.js';
 import { err, ok, type Result } from './result.js';
 import { decodeSealed, encodeSealed, type SealedEvent, type SealError } from './seal.js';
 import { tableSpec, type ColumnValue, type DomainName } from './schema.js';
-import type { ReplicaStore } from './store.js';
-import type { TrustPolicy } from './trust.js';
+import type { ParkReason, ReplicaStore, ReplicaTx, Resurrection } from './store.js';
+import { authorize, type TrustContext } from './trust.js';
 
 /** The sealing half of the crypto port: domain keys never leave its implementation. */
 export interface EnvelopeCrypto {
@@ -39,42 +48,56 @@ export type ReplicaDeps = {
   readonly signer: Signer;
   readonly verifier: Verifier;
   readonly envelopes: EnvelopeCrypto;
-  readonly trust: TrustPolicy;
+  readonly trust: TrustContext;
   readonly clock: Clock;
-  /** Serialises local writes across every context sharing the store. */
-  readonly withWriteLock?: <T>(fn: () => Promise<T>) => Promise<T>;
+  /** Serialises applying across every context sharing the store (Web Lock `sov-apply` in browsers). */
+  readonly withLock?: <T>(fn: () => Promise<T>) => Promise<T>;
   readonly maxSkewMs?: number;
+  /** Bound on parked envelopes; beyond it the oldest are rejected as `ParkingFull`. */
+  readonly maxParked?: number;
 };
 
 export type Rejection =
   | SealError
   | EventError
-  | ClockSkewError
-  | Exclude<Admission, { type: 'Applied' } | { type: 'Duplicate' }>
-  | { readonly type: 'DomainMismatch'; readonly envelope: DomainName; readonly event: DomainName };
+  | FinalRejection
+  | { readonly type: 'DomainMismatch'; readonly envelope: DomainName; readonly event: DomainName }
+  | { readonly type: 'ParkingFull' };
 
 export type IngestOutcome =
-  | { readonly type: 'Applied'; readonly outerId: string; readonly body: EventBody }
+  | {
+      readonly type: 'Applied';
+      readonly outerId: string;
+      readonly body: EventBody;
+      readonly revoked: boolean;
+      readonly resurrections: readonly Resurrection[];
+    }
   | { readonly type: 'StoredOpaque'; readonly outerId: string }
   | { readonly type: 'Duplicate'; readonly outerId: string }
-  | { readonly type: 'Rejected'; readonly outerId: string | undefined; readonly error: Rejection };
+  | { readonly type: 'Parked'; readonly outerId: string; readonly reason: ParkReason; readonly detail: string }
+  | { readonly type: 'Rejected'; readonly outerId: string; readonly error: Rejection };
 
 export type WriteError =
   | { readonly type: 'UnknownTable'; readonly table: string }
-  | { readonly type: 'NotAuthorized'; readonly signer: string; readonly table: string }
+  | { readonly type: 'NotAuthorized'; readonly table: string; readonly reason: string }
+  | { readonly type: 'Removed'; readonly signer: string }
   | { readonly type: 'InvalidEdit'; readonly reason: string };
 
+export type WriteOutcome = { readonly outerId: string; readonly resurrections: readonly Resurrection[] };
+
 type Opened =
-  | { readonly kind: 'event'; readonly sealed: SealedEvent; readonly bytes: Uint8Array; readonly event: SignedEvent }
+  | ({ readonly kind: 'event' } & OpenedEnvelope)
+  | { readonly kind: 'skewed'; readonly opened: OpenedEnvelope; readonly error: ClockSkewError }
   | { readonly kind: 'opaque'; readonly sealed: SealedEvent; readonly bytes: Uint8Array }
-  | { readonly kind: 'rejected'; readonly outerId: string | undefined; readonly error: Rejection };
+  | { readonly kind: 'rejected'; readonly outerId: string; readonly error: Rejection };
 
 const MAX_WRITE_RETRIES = 8;
+const DEFAULT_MAX_PARKED = 10_000;
 
 export class Replica {
   readonly #deps: ReplicaDeps;
   readonly #self: string;
-  #localQueue: Promise<unknown> = Promise.resolve();
+  #queue: Promise<unknown> = Promise.resolve();
 
   constructor(deps: ReplicaDeps) {
     this.#deps = deps;
@@ -85,49 +108,67 @@ export class Replica {
     return this.#self;
   }
 
-  /** Signs, seals and records one local edit; per-column LWW applies to it like any other event. */
-  async write(
-    table: string,
-    row: string,
-    cols: Record<string, ColumnValue>,
-  ): Promise<Result<IngestOutcome, WriteError>> {
-    const spec = tableSpec(table);
-    if (!spec) return err({ type: 'UnknownTable', table });
-    const run = () => this.#writeLocked(spec.domain, table, row, cols);
-    const locked = this.#deps.withWriteLock ? () => this.#deps.withWriteLock!(run) : run;
-    const result = this.#localQueue.then(locked, locked);
-    this.#localQueue = result.catch(() => undefined);
+  /** Runs `fn` alone: in this context through a queue, across contexts through the injected lock. */
+  #exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const locked = this.#deps.withLock ? () => this.#deps.withLock!(fn) : fn;
+    const result = this.#queue.then(locked, locked);
+    this.#queue = result.catch(() => undefined);
     return result;
   }
 
+  /** Signs, seals and records a put of some columns; per-column LWW applies to it like any other event. */
+  write(table: string, row: string, cols: Record<string, ColumnValue>): Promise<Result<WriteOutcome, WriteError>> {
+    return this.#local('put', table, row, cols);
+  }
+
+  /** Tombstones a row; a later edit (higher HLC) resurrects it. */
+  delete(table: string, row: string): Promise<Result<WriteOutcome, WriteError>> {
+    return this.#local('del', table, row, {});
+  }
+
+  /**
+   * Removes a machine from the keyring for good. The high-water mark is the last
+   * sequence number of the removed signer this replica holds: its events up to
+   * there stay, everything later is revoked on every replica.
+   */
+  async remove(signer: string): Promise<Result<WriteOutcome, WriteError>> {
+    const head = await this.#deps.store.transact((tx) => tx.head(signer));
+    return this.#local('remove', 'keyring', signer, { hwm: head?.seq ?? 0 });
+  }
+
+  #local(op: EventOp, table: string, row: string, cols: Record<string, ColumnValue>) {
+    if (!tableSpec(table)) return Promise.resolve(err({ type: 'UnknownTable' as const, table }));
+    return this.#exclusive(() => this.#writeLocked(op, table, row, cols));
+  }
+
   async #writeLocked(
-    domain: DomainName,
+    op: EventOp,
     table: string,
     row: string,
     cols: Record<string, ColumnValue>,
-  ): Promise<Result<IngestOutcome, WriteError>> {
+  ): Promise<Result<WriteOutcome, WriteError>> {
     const { store, signer, envelopes, trust, clock } = this.#deps;
+    const domain = tableSpec(table)!.domain;
     for (let attempt = 0; attempt < MAX_WRITE_RETRIES; attempt++) {
-      const before = await store.transact(async (tx) => ({
-        hlc: (await tx.getHlc()) ?? HLC_ZERO,
-        head: await tx.head(this.#self),
-        role: await trust.roleOf(tx, this.#self),
-      }));
-      if (tableSpec(table)?.adminOnly && before.role !== 'admin') {
-        return err({ type: 'NotAuthorized', signer: this.#self, table });
-      }
-      const body: EventBody = {
-        v: 1,
-        domain,
-        signer: signer.publicKey,
-        seq: (before.head?.seq ?? 0) + 1,
-        prev: before.head ? fromHex(before.head.eventId)! : ZERO_HASH,
-        table,
-        row,
-        op: 'put',
-        cols,
-        hlc: tick(before.hlc, clock.now()),
-      };
+      const prepared = await store.transact(async (tx) => {
+        const head = await tx.head(this.#self);
+        const body: EventBody = {
+          v: 1,
+          domain,
+          signer: signer.publicKey,
+          seq: (head?.seq ?? 0) + 1,
+          prev: head ? fromHex(head.eventId)! : ZERO_HASH,
+          table,
+          row,
+          op,
+          cols,
+          hlc: tick((await tx.getHlc()) ?? HLC_ZERO, clock.now()),
+        };
+        return { body, verdict: await authorize(tx, body, trust) };
+      });
+      const { body, verdict } = prepared;
+      if (verdict.type === 'Revoked') return err({ type: 'Removed', signer: this.#self });
+      if (verdict.type === 'NotAuthorized') return err({ type: 'NotAuthorized', table, reason: verdict.reason });
       let event: SignedEvent;
       try {
         event = await signEvent(body, signer);
@@ -135,50 +176,128 @@ export class Replica {
         return err({ type: 'InvalidEdit', reason: (e as Error).message });
       }
       const sealed = await envelopes.seal(domain, event.bytes);
-      const sealedBytes = encodeSealed(sealed);
       const recorded = await store.transact(async (tx) => {
-        const head = await tx.head(this.#self);
-        if ((head?.seq ?? 0) !== body.seq - 1) return false;
-        await recordEvent(tx, sealed, sealedBytes, event);
-        return true;
+        if (((await tx.head(this.#self))?.seq ?? 0) !== body.seq - 1) return undefined;
+        return recordEvent(tx, sealed, encodeSealed(sealed), event, false, trust, clock.now());
       });
-      if (recorded) return ok({ type: 'Applied', outerId: toHex(sealed.id), body });
+      if (recorded) return ok({ outerId: toHex(sealed.id), resurrections: recorded.resurrections });
     }
     throw new Error('replica: local write kept racing another writer');
   }
 
-  /** Opens, verifies and admits a batch of envelopes from a peer, in order, atomically. */
-  async ingest(envelopes: readonly Uint8Array[]): Promise<IngestOutcome[]> {
+  /**
+   * Opens, verifies and admits a batch of envelopes from a peer, atomically with
+   * the peer's inbound watermark `upto` (a position in the peer's log).
+   */
+  async ingest(peer: string, envelopes: readonly Uint8Array[], upto?: number): Promise<IngestOutcome[]> {
     const opened: Opened[] = [];
     for (const bytes of envelopes) opened.push(await this.#open(bytes));
-    return this.#deps.store.transact(async (tx) => {
-      const outcomes: IngestOutcome[] = [];
-      for (const item of opened) {
-        if (item.kind === 'rejected') {
-          outcomes.push({ type: 'Rejected', outerId: item.outerId, error: item.error });
-          continue;
-        }
+    return this.#exclusive(() =>
+      this.#deps.store.transact(async (tx) => {
+        const outcomes: IngestOutcome[] = [];
+        for (const item of opened) outcomes.push(await this.#admit(tx, peer, item));
+        if (outcomes.some((o) => o.type === 'Applied')) outcomes.push(...(await this.#retryParked(tx, peer)));
+        if (upto !== undefined) await tx.setWatermark(peer, upto);
+        return outcomes;
+      }),
+    );
+  }
+
+  /** Re-evaluates parked envelopes locally (the clock moved on, or control records arrived). */
+  reevaluate(): Promise<IngestOutcome[]> {
+    return this.#exclusive(() => this.#deps.store.transact((tx) => this.#retryParked(tx, 'local')));
+  }
+
+  async #admit(tx: ReplicaTx, peer: string, item: Opened): Promise<IngestOutcome> {
+    const now = this.#deps.clock.now();
+    switch (item.kind) {
+      case 'rejected':
+        return this.#reject(tx, peer, item.outerId, item.error);
+      case 'opaque': {
         const outerId = toHex(item.sealed.id);
-        if (item.kind === 'opaque') {
-          if (await tx.hasOuterId(outerId)) outcomes.push({ type: 'Duplicate', outerId });
-          else {
-            await tx.append({ outerId, domain: item.sealed.domain, sealed: item.bytes });
-            outcomes.push({ type: 'StoredOpaque', outerId });
-          }
-          continue;
-        }
-        const admission = await admitEvent(tx, item.sealed, item.bytes, item.event, this.#deps.trust);
-        if (admission.type === 'Applied') outcomes.push({ type: 'Applied', outerId, body: admission.body });
-        else if (admission.type === 'Duplicate') outcomes.push({ type: 'Duplicate', outerId });
-        else outcomes.push({ type: 'Rejected', outerId, error: admission });
+        if (await tx.hasOuterId(outerId)) return { type: 'Duplicate', outerId };
+        await tx.append({ outerId, domain: item.sealed.domain, sealed: item.bytes });
+        return { type: 'StoredOpaque', outerId };
       }
-      return outcomes;
+      case 'skewed': {
+        const detail = `${item.error.remoteMs - item.error.localMs} ms ahead (bound ${item.error.maxSkewMs} ms)`;
+        return this.#park(tx, peer, item.opened, 'ClockSkew', detail);
+      }
+      case 'event': {
+        const outerId = toHex(item.sealed.id);
+        if (await tx.isParked(outerId)) return { type: 'Duplicate', outerId };
+        const admission = await admitEvent(tx, item, this.#deps.trust, now);
+        switch (admission.type) {
+          case 'Applied': {
+            const { body, revoked, resurrections } = admission;
+            return { type: 'Applied', outerId, body, revoked, resurrections };
+          }
+          case 'Duplicate':
+            return { type: 'Duplicate', outerId };
+          case 'Parked':
+            return this.#park(tx, peer, item, admission.reason, admission.detail);
+          case 'Rejected':
+            return this.#reject(tx, peer, outerId, admission.error);
+        }
+      }
+    }
+  }
+
+  async #reject(tx: ReplicaTx, peer: string, outerId: string, error: Rejection): Promise<IngestOutcome> {
+    const detail = 'reason' in error ? error.reason : '';
+    await tx.recordRejection({ outerId, reason: error.type, detail, at: this.#deps.clock.now(), peer });
+    return { type: 'Rejected', outerId, error };
+  }
+
+  async #park(
+    tx: ReplicaTx,
+    peer: string,
+    opened: OpenedEnvelope,
+    reason: ParkReason,
+    detail: string,
+  ): Promise<IngestOutcome> {
+    const outerId = toHex(opened.sealed.id);
+    if ((await tx.parkedCount()) >= (this.#deps.maxParked ?? DEFAULT_MAX_PARKED)) {
+      return this.#reject(tx, peer, outerId, { type: 'ParkingFull' });
+    }
+    await tx.park({
+      outerId,
+      sealed: opened.bytes,
+      event: opened.event.bytes,
+      reason,
+      detail,
+      parkedAt: this.#deps.clock.now(),
+      signer: toHex(opened.event.body.signer),
+      seq: opened.event.body.seq,
     });
+    return { type: 'Parked', outerId, reason, detail };
+  }
+
+  /** Retries every parked envelope until a pass admits nothing new. */
+  async #retryParked(tx: ReplicaTx, peer: string): Promise<IngestOutcome[]> {
+    const outcomes: IngestOutcome[] = [];
+    const now = this.#deps.clock.now();
+    const maxSkew = this.#deps.maxSkewMs ?? DEFAULT_MAX_SKEW_MS;
+    for (let progress = true; progress; ) {
+      progress = false;
+      for (const parked of await tx.parkedAll()) {
+        const sealed = decodeSealed(parked.sealed);
+        const event = decodeEvent(parked.event);
+        if (!sealed.ok || !event.ok) throw new Error('replica: a parked envelope no longer decodes');
+        if (!receive(HLC_ZERO, event.value.body.hlc, now, maxSkew).ok) continue;
+        await tx.unpark(parked.outerId);
+        const opened: Opened = { kind: 'event', sealed: sealed.value, bytes: parked.sealed, event: event.value };
+        const outcome = await this.#admit(tx, peer, opened);
+        outcomes.push(outcome);
+        if (outcome.type === 'Applied') progress = true;
+      }
+    }
+    return outcomes.filter((o) => o.type !== 'Parked');
   }
 
   async #open(bytes: Uint8Array): Promise<Opened> {
     const sealed = decodeSealed(bytes);
-    if (!sealed.ok) return { kind: 'rejected', outerId: undefined, error: sealed.error };
+    if (!sealed.ok) return { kind: 'rejected', outerId: toHex(blake3(bytes)), error: sealed.error };
     const outerId = toHex(sealed.value.id);
     const plain = await this.#deps.envelopes.open(sealed.value);
     if (!plain.ok) {
@@ -190,20 +309,19 @@ export class Replica {
     if (!decoded.ok) return { kind: 'rejected', outerId, error: decoded.error };
     const event = decoded.value;
     if (event.body.domain !== sealed.value.domain) {
-      return {
-        kind: 'rejected',
-        outerId,
-        error: { type: 'DomainMismatch', envelope: sealed.value.domain, event: event.body.domain },
-      };
+      const error = { type: 'DomainMismatch' as const, envelope: sealed.value.domain, event: event.body.domain };
+      return { kind: 'rejected', outerId, error };
     }
     const verified = await verifyEvent(event, this.#deps.verifier);
     if (!verified.ok) return { kind: 'rejected', outerId, error: verified.error };
-    const skew = receive(HLC_ZERO, event.body.hlc, this.#deps.clock.now(), this.#deps.maxSkewMs ?? DEFAULT_MAX_SKEW_MS);
-    if (!skew.ok) return { kind: 'rejected', outerId, error: skew.error };
-    return { kind: 'event', sealed: sealed.value, bytes, event };
+    const opened = { sealed: sealed.value, bytes, event };
+    const now = this.#deps.clock.now();
+    const skew = receive(HLC_ZERO, event.body.hlc, now, this.#deps.maxSkewMs ?? DEFAULT_MAX_SKEW_MS);
+    if (!skew.ok) return { kind: 'skewed', opened, error: skew.error };
+    return { kind: 'event', ...opened };
   }
 
-  rows(table: string): Promise<RowState[]> {
+  rows(table: string) {
     return this.#deps.store.rows(table);
   }
 
@@ -213,3 +331,4 @@ export class Replica {
     return Math.max(0, last - cursor);
   }
 }
+

@@ -1,7 +1,15 @@
 /**
- * Which tables exist, which domain each belongs to, and which columns they take.
- * An event naming a table that is not registered here, or placing a table in the
- * wrong domain, is refused: no machine materialises state it was not built for.
+ * Which tables exist, which domain each belongs to, which columns they take and
+ * who may write them. An event naming a table that is not registered here, or
+ * placing a table in the wrong domain, is refused: no machine materialises state
+ * it was not built for.
+ *
+ * The CONTROL tables are the mesh's own records (SSP/1 "Revoking a machine"):
+ *   keyring   row = signer id (hex)    admitted machines; removal is permanent
+ *   roles     row = signer id (hex)    grow-only: a role is granted, never lowered
+ *                                     (taking power away is a keyring removal)
+ *   bindings  row = endpoint id (hex)  which signer speaks through which endpoint
+ *   vouches   row = voucher:candidate  a member vouching for a newcomer
  */
 
 export type DomainName = 'CONTROL' | 'GENERAL';
@@ -9,24 +17,60 @@ export const DOMAINS: readonly DomainName[] = ['CONTROL', 'GENERAL'];
 
 export type ColumnValue = string | number | boolean | null;
 
+/** Who may write a row: admins only, anyone trusted, or only the signer the row names. */
+export type WritePolicy = 'admin' | 'member' | 'self-or-admin' | 'own-prefix';
+
 export type TableSpec = {
   readonly domain: DomainName;
-  /** Only machines holding the admin role may write this table. */
-  readonly adminOnly: boolean;
+  readonly write: WritePolicy;
+  /** Rows may be deleted (tombstoned) with op "del". */
+  readonly deletable: boolean;
+  /** Rows leave only by op "remove": a permanent tombstone with a high-water mark. */
+  readonly removable: boolean;
   readonly columns: Readonly<Record<string, 'string' | 'number' | 'boolean'>>;
+  /** Columns merged by rank (higher wins, then stamp) instead of last-writer-wins. */
+  readonly ranked?: Readonly<Record<string, readonly string[]>>;
 };
 
+export const ROLE_RANK = ['member', 'admin'] as const;
+export type Role = (typeof ROLE_RANK)[number];
+
 export const TABLES = {
-  /** Trusted machines: row = signer id (hex); the mesh's own control record. */
   keyring: {
     domain: 'CONTROL',
-    adminOnly: true,
-    columns: { endpoint: 'string', name: 'string', role: 'string' },
+    write: 'admin',
+    deletable: false,
+    removable: true,
+    columns: { endpoint: 'string', name: 'string' },
+  },
+  roles: {
+    domain: 'CONTROL',
+    write: 'admin',
+    deletable: false,
+    removable: false,
+    columns: { role: 'string' },
+    ranked: { role: ROLE_RANK },
+  },
+  bindings: {
+    domain: 'CONTROL',
+    write: 'self-or-admin',
+    deletable: true,
+    removable: false,
+    columns: { signer: 'string' },
+  },
+  vouches: {
+    domain: 'CONTROL',
+    write: 'own-prefix',
+    deletable: true,
+    removable: false,
+    columns: { candidate: 'string', note: 'string' },
   },
   /** Field devices and their settings, edited by people in the UI. */
   device_profiles: {
     domain: 'GENERAL',
-    adminOnly: false,
+    write: 'member',
+    deletable: true,
+    removable: false,
     columns: { name: 'string', location: 'string', schedule: 'string', notes: 'string', active: 'boolean' },
   },
 } as const satisfies Record<string, TableSpec>;
@@ -39,4 +83,8 @@ export function tableSpec(name: string): TableSpec | undefined {
 
 export function isDomainName(value: unknown): value is DomainName {
   return typeof value === 'string' && (DOMAINS as readonly string[]).includes(value);
+}
+
+export function isRole(value: unknown): value is Role {
+  return typeof value === 'string' && (ROLE_RANK as readonly string[]).includes(value);
 }

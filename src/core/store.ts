@@ -6,6 +6,7 @@
  * never be split by a crash. Callbacks passed to `transact` touch only the
  * transaction (no other awaits), which is what IndexedDB requires.
  */
+import type { EventBody, EventOp } from './event.js';
 import type { Hlc } from './hlc.js';
 import type { RowState } from './merge.js';
 import type { DomainName } from './schema.js';
@@ -21,15 +22,52 @@ export type LogEntry = {
   readonly eventId?: string;
   readonly signer?: string;
   readonly seq?: number;
+  /** The opened body, kept so rows can be rebuilt when a removal revokes events. */
+  readonly body?: EventBody;
+  /** `${table}\u0000${row}` of the opened body, for per-row history. */
+  readonly rowKey?: string;
+  /** Set when a later removal of the signer revoked this event: kept for forwarding, never materialised. */
+  readonly revoked?: true;
 };
 
 export type NewLogEntry = Omit<LogEntry, 'pos'>;
 
 export type ChainHead = { readonly seq: number; readonly eventId: string };
 
-export type ReplicaMeta = {
-  hlc: Hlc;
+/** Why an envelope waits instead of being applied, and when to look again. */
+export type ParkReason = 'UnknownSigner' | 'NotAuthorized' | 'ChainGap' | 'ClockSkew';
+
+export type ParkedEnvelope = {
+  readonly outerId: string;
+  readonly sealed: Uint8Array;
+  /** The opened, signature-checked event, so a retry needs no key and no crypto. */
+  readonly event: Uint8Array;
+  readonly reason: ParkReason;
+  readonly detail: string;
+  readonly parkedAt: number;
+  readonly signer?: string;
+  readonly seq?: number;
 };
+
+export type RejectionRecord = {
+  readonly outerId: string;
+  readonly reason: string;
+  readonly detail: string;
+  readonly at: number;
+  readonly peer: string;
+};
+
+/** A delete overtaken by a later edit of the same row, reported once per pair. */
+export type Resurrection = {
+  readonly key: string;
+  readonly table: string;
+  readonly row: string;
+  readonly deleteId: string;
+  readonly editId: string;
+  readonly at: number;
+};
+
+export const rowKeyOf = (table: string, row: string): string => `${table}\u0000${row}`;
 
 export interface ReplicaTx {
   getHlc(): Promise<Hlc | undefined>;
@@ -39,8 +77,26 @@ export interface ReplicaTx {
   hasOuterId(outerId: string): Promise<boolean>;
   hasEventId(eventId: string): Promise<boolean>;
   append(entry: NewLogEntry): Promise<number>;
+  /** Opened entries of one row (revoked ones included), optionally of one op, in log order. */
+  rowEntries(rowKey: string, op?: EventOp): Promise<LogEntry[]>;
+  /** Opened entries of one signer with seq > `seq`, in log order. */
+  signerEntriesAbove(signer: string, seq: number): Promise<LogEntry[]>;
+  setRevoked(pos: number, revoked: boolean): Promise<void>;
   getRow(table: string, row: string): Promise<RowState | undefined>;
   putRow(state: RowState): Promise<void>;
+  deleteRow(table: string, row: string): Promise<void>;
+  park(envelope: ParkedEnvelope): Promise<void>;
+  unpark(outerId: string): Promise<void>;
+  isParked(outerId: string): Promise<boolean>;
+  parkedAll(): Promise<ParkedEnvelope[]>;
+  parkedCount(): Promise<number>;
+  recordRejection(record: RejectionRecord): Promise<void>;
+  isRejected(outerId: string): Promise<boolean>;
+  addResurrection(resurrection: Resurrection): Promise<void>;
+  hasResurrection(key: string): Promise<boolean>;
+  dropResurrectionsOf(eventId: string): Promise<void>;
+  /** The inbound watermark: the peer's log position up to which everything is applied or recorded. */
+  setWatermark(peer: string, upto: number): Promise<void>;
 }
 
 export interface ReplicaStore {
@@ -52,6 +108,12 @@ export interface ReplicaStore {
   cursor(peer: string): Promise<number>;
   /** Moves the peer's cursor forward; never backward. */
   advanceCursor(peer: string, pos: number): Promise<void>;
+  /** Highest position of the peer's log applied or recorded here (0 if none). */
+  watermark(peer: string): Promise<number>;
   rows(table: string): Promise<RowState[]>;
   row(table: string, row: string): Promise<RowState | undefined>;
+  parked(limit: number): Promise<ParkedEnvelope[]>;
+  parkedCount(): Promise<number>;
+  rejections(limit: number): Promise<RejectionRecord[]>;
+  resurrections(limit: number): Promise<Resurrection[]>;
 }

@@ -111,7 +111,9 @@ export class SyncEngine {
   /** Handles a message from a peer; returns once its effects are durable. */
   async receive(peer: string, message: DeliveryMessage): Promise<void> {
     if (message.t === 'events') {
-      const outcomes = await this.#replica.ingest(message.events);
+      // A batch wholly at or below the durable watermark was applied or recorded already.
+      const seen = (await this.#store.watermark(peer)) >= message.upto;
+      const outcomes = seen ? [] : await this.#replica.ingest(peer, message.events, message.upto);
       for (const outcome of outcomes) {
         if (outcome.type !== 'Rejected') continue;
         this.#rejections.set(outcome.error.type, (this.#rejections.get(outcome.error.type) ?? 0) + 1);

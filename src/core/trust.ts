@@ -1,26 +1,80 @@
 /**
- * Who may write: a signer is trusted when it is one of the trust anchors this
- * machine paired with, listed in the materialised keyring (CONTROL domain), or
- * this machine itself. Anchors act as admins: the founding machine trusts itself,
- * a joiner trusts whoever admitted it. Keyring rows come only from admins, so
- * trust flows from the anchors; local writes pass the same check as remote ones.
+ * Who may write what (SSP/1 "Revoking a machine"). Every event resolves its
+ * signer through the materialised keyring at admission time:
+ *
+ *  - removed with a high-water mark below the event's seq → revoked (kept in the
+ *    log for forwarding and for a later recount, never materialised);
+ *  - not known at all → parked until the keyring learns it;
+ *  - known but lacking the role the table demands → parked until a grant arrives.
+ *
+ * Roles only grow and removals are decided by sequence number, so every replica
+ * reaches the same verdict for every event once it holds the same control
+ * records, whatever order they came in. Anchors are the admins this machine
+ * trusts before any control record: the founder, and whoever admitted it.
  */
+import type { EventBody } from './event.js';
+import { toHex } from './bytes.js';
+import { isRole, tableSpec, type Role } from './schema.js';
 import type { ReplicaTx } from './store.js';
 
-export type Role = 'admin' | 'member';
+export type TrustContext = {
+  /** This machine's signer id (hex). */
+  readonly self: string;
+  readonly anchors: () => readonly string[];
+};
 
-export interface TrustPolicy {
-  roleOf(tx: ReplicaTx, signer: string): Promise<Role | undefined>;
+export type Verdict =
+  | { readonly type: 'Allowed'; readonly role: Role }
+  | { readonly type: 'Revoked'; readonly signer: string; readonly seq: number; readonly hwm: number }
+  | { readonly type: 'UnknownSigner'; readonly signer: string }
+  | {
+      readonly type: 'NotAuthorized';
+      readonly signer: string;
+      readonly table: string;
+      readonly reason: string;
+      /** A later role grant cannot change this verdict. */
+      readonly final: boolean;
+    };
+
+async function roleOf(tx: ReplicaTx, signer: string, trust: TrustContext): Promise<Role | undefined> {
+  if (trust.anchors().includes(signer)) return 'admin';
+  const granted = (await tx.getRow('roles', signer))?.cells['role']?.value;
+  if (isRole(granted)) return granted;
+  const known = (await tx.getRow('keyring', signer)) !== undefined;
+  return known || signer === trust.self ? 'member' : undefined;
 }
 
-export function keyringTrust(self: string, anchors: () => readonly string[]): TrustPolicy {
-  return {
-    async roleOf(tx, signer) {
-      if (anchors().includes(signer)) return 'admin';
-      const entry = await tx.getRow('keyring', signer);
-      const role = entry?.cells['role']?.value;
-      if (role === 'admin' || role === 'member') return role;
-      return signer === self ? 'member' : undefined;
-    },
-  };
+/** The verdict for one event body, from the control records this replica holds now. */
+export async function authorize(tx: ReplicaTx, body: EventBody, trust: TrustContext): Promise<Verdict> {
+  const signer = toHex(body.signer);
+  const removed = (await tx.getRow('keyring', signer))?.removed;
+  if (removed && body.seq > removed.hwm) return { type: 'Revoked', signer, seq: body.seq, hwm: removed.hwm };
+  const role = await roleOf(tx, signer, trust);
+  if (!role) return { type: 'UnknownSigner', signer };
+  const denied = (reason: string, final = false): Verdict => ({
+    type: 'NotAuthorized',
+    signer,
+    table: body.table,
+    reason,
+    final,
+  });
+  switch (tableSpec(body.table)?.write) {
+    case 'admin':
+      if (role !== 'admin') return denied('admin role required');
+      if (body.op === 'remove' && body.row === signer) return denied('a machine cannot remove itself', true);
+      break;
+    case 'self-or-admin':
+      if (role !== 'admin' && (body.op !== 'put' || body.cols['signer'] !== signer)) {
+        return denied('only the bound signer or an admin');
+      }
+      break;
+    case 'own-prefix':
+      if (!body.row.startsWith(`${signer}:`)) return denied('row must start with the writer id', true);
+      break;
+    case 'member':
+      break;
+    case undefined:
+      return denied('unknown table', true);
+  }
+  return { type: 'Allowed', role };
 }

@@ -49,7 +49,12 @@ export type JoinError =
 
 export type InboundMessage =
   | Exclude<PeerMessage, { t: 'join-accept' }>
-  | { readonly t: 'join-accept'; readonly inv: Uint8Array; readonly signer: Uint8Array };
+  | {
+      readonly t: 'join-accept';
+      readonly inv: Uint8Array;
+      readonly signer: Uint8Array;
+      readonly anchors: readonly Uint8Array[];
+    };
 
 type PendingJoin = { inviter: Uint8Array; fp: Uint8Array; inv: Uint8Array };
 
@@ -211,7 +216,10 @@ export class CryptoService {
   }
 
   /** Inviter side: consumes the invitation and seals the domain keys to the joiner's endpoint. */
-  async admitJoin(request: { inv: Uint8Array; endpoint: Uint8Array }): Promise<Result<Uint8Array, JoinError>> {
+  async admitJoin(
+    request: { inv: Uint8Array; endpoint: Uint8Array },
+    anchors: readonly Uint8Array[],
+  ): Promise<Result<Uint8Array, JoinError>> {
     const inv = toHex(request.inv);
     const invitation = await this.#db.invitations.get(inv);
     if (!invitation) return err({ type: 'InvitationUnknown' });
@@ -219,7 +227,13 @@ export class CryptoService {
     if (invitation.expiresAt < this.#clock.now()) return err({ type: 'InvitationExpired' });
     const keys = this.#domains.list();
     return ok(
-      this.#seal(request.endpoint, { t: 'join-accept', inv: request.inv, signer: this.#id().signingPublic, keys }),
+      this.#seal(request.endpoint, {
+        t: 'join-accept',
+        inv: request.inv,
+        signer: this.#id().signingPublic,
+        anchors,
+        keys,
+      }),
     );
   }
 
@@ -271,7 +285,7 @@ export class CryptoService {
     }
     for (const grant of message.keys) await this.#addDomainKey(grant.domain, grant.gen, grant.key);
     await this.#db.secrets.delete(PENDING_JOIN);
-    return ok({ t: 'join-accept', inv: message.inv, signer: message.signer });
+    return ok({ t: 'join-accept', inv: message.inv, signer: message.signer, anchors: message.anchors });
   }
 
   async sign(message: Uint8Array): Promise<Uint8Array> {

@@ -1,23 +1,24 @@
 /**
  * A browser machine of the mesh: the composition root that wires the crypto
  * worker, the IndexedDB replica, the delivery engine and the relay session,
- * plus the small amount of behaviour that belongs to none of them — founding a
- * mesh, the pairing exchange, and dispatching frames. The UI observes it through
- * `subscribe` and never sees a key.
+ * plus the behaviour that belongs to none of them — founding a mesh, the
+ * pairing exchange, machine removal, and dispatching frames. The UI observes it
+ * through `subscribe` and never sees a key.
  */
 import type { Remote } from 'comlink';
 import { fromHex, toHex } from '../core/bytes.js';
-import { rowValues, type RowState } from '../core/merge.js';
-import { Replica, type IngestOutcome, type Rejection, type WriteError } from '../core/replica.js';
+import type { IngestOutcome, WriteError, WriteOutcome } from '../core/replica.js';
+import { Replica } from '../core/replica.js';
 import type { Result } from '../core/result.js';
 import type { ColumnValue } from '../core/schema.js';
+import type { Resurrection } from '../core/store.js';
 import { SyncEngine } from '../core/sync.js';
-import { keyringTrust } from '../core/trust.js';
-import { systemClock } from './clock.js';
 import { DexieReplicaStore, NodeDatabase } from '../storage/dexie-store.js';
+import { systemClock } from './clock.js';
 import type { CryptoService, IdentityView, InboundMessage, JoinError } from './crypto-service.js';
 import { RelayConnection, type RelayState } from './relay-connection.js';
 import { TabSession } from './tab-session.js';
+import { countByReason, machinesView, rowView, type Machine, type RowView, type SyncView } from './views.js';
 
 export type MeshStatus = 'new' | 'joining' | 'member';
 
@@ -25,36 +26,39 @@ type MeshMeta = {
   readonly status: 'joining' | 'member';
   readonly relay: string;
   readonly name: string;
-  /** Signers this machine trusts as admins: itself when it founded the mesh, else its inviter. */
+  /** Signers this machine trusts as admins without a control record: the founder and its inviter. */
   readonly anchors: readonly string[];
   readonly anchorEndpoints: readonly string[];
 };
 
-export type Machine = {
-  readonly signer: string;
-  readonly endpoint: string;
-  readonly name: string;
-  readonly role: string;
+export type Notice = {
+  readonly id: number;
+  readonly at: number;
+  readonly kind: 'info' | 'warning' | 'resurrection';
+  readonly text: string;
 };
-export type ProfileRow = { readonly row: string; readonly values: Record<string, ColumnValue> };
 
 export type NodeSnapshot = {
   readonly identity: IdentityView;
   readonly status: MeshStatus;
   readonly name: string;
+  readonly isAdmin: boolean;
   /** `standby`: another tab of this browser holds the relay session for this machine. */
   readonly relay: RelayState | 'standby';
   readonly relayDetail: string;
   readonly pending: number;
-  readonly profiles: readonly ProfileRow[];
+  readonly profiles: readonly RowView[];
   readonly machines: readonly Machine[];
-  readonly rejections: Readonly<Record<string, number>>;
-  readonly notices: readonly string[];
+  readonly sync: SyncView;
+  readonly notices: readonly Notice[];
 };
+
+export type { Machine, RowView } from './views.js';
 
 const META_KEY = 'mesh';
 const BATCH_CYCLE_MS = 15_000;
-const MAX_NOTICES = 20;
+const REEVALUATE_MS = 30_000;
+const MAX_NOTICES = 30;
 
 export function defaultRelayUrl(location: Location): string {
   return `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`;
@@ -65,16 +69,19 @@ export class MeshNode {
   readonly #store: DexieReplicaStore;
   readonly #replica: Replica;
   readonly #sync: SyncEngine;
+  readonly #tabs = new TabSession(() => void this.#otherTabChanged());
   #identity: IdentityView;
   #meta: MeshMeta | undefined;
+  #machines: Machine[] = [];
   #relay: RelayConnection | undefined;
   #relayState: RelayState | 'standby' = 'offline';
-  readonly #tabs = new TabSession(() => void this.#otherTabChanged());
   #relayDetail = '';
+  #lastBatchAt: number | undefined;
   #frames: Promise<void> = Promise.resolve();
-  #cycle: ReturnType<typeof setInterval> | undefined;
-  readonly #counters: Record<string, number> = {};
-  readonly #notices: string[] = [];
+  #timers: ReturnType<typeof setInterval>[] = [];
+  readonly #transient: Record<string, number> = {};
+  readonly #notices: Notice[] = [];
+  #noticeId = 0;
   readonly #listeners = new Set<(snapshot: NodeSnapshot) => void>();
 
   private constructor(
@@ -87,21 +94,20 @@ export class MeshNode {
     this.#identity = identity;
     this.#store = store;
     this.#meta = meta;
-    const signerKey = fromHex(identity.signer)!;
     this.#replica = new Replica({
       store,
-      signer: { publicKey: signerKey, sign: (m) => crypto.sign(m) },
+      signer: { publicKey: fromHex(identity.signer)!, sign: (m) => crypto.sign(m) },
       verifier: { verify: (k, m, s) => crypto.verify(k, m, s) },
       envelopes: { seal: (d, e) => crypto.sealEvent(d, e), open: (s) => crypto.openEvent(s) },
-      trust: keyringTrust(identity.signer, () => this.#meta?.anchors ?? []),
+      trust: { self: identity.signer, anchors: () => this.#meta?.anchors ?? [] },
       clock: systemClock,
-      withWriteLock: (fn) => navigator.locks.request('sov-write', fn) as ReturnType<typeof fn>,
+      withLock: (fn) => navigator.locks.request('sov-apply', fn) as ReturnType<typeof fn>,
     });
     this.#sync = new SyncEngine(
       this.#replica,
       store,
       { send: async (peer, message) => this.#sendTo(peer, await crypto.sealMessage(peer, message)) },
-      { onApplied: (outcomes) => this.#applied(outcomes), onRejected: (_peer, error) => this.#rejected(error) },
+      { onApplied: (outcomes) => this.#applied(outcomes) },
     );
   }
 
@@ -129,13 +135,15 @@ export class MeshNode {
     const created = await this.#crypto.createMesh();
     if (!created.ok) throw new Error('mesh: this machine already belongs to a mesh');
     this.#identity = created.value;
-    await this.#saveMeta({ status: 'member', relay, name, anchors: [this.#identity.signer], anchorEndpoints: [] });
-    const self = await this.#replica.write('keyring', this.#identity.signer, {
-      endpoint: this.#identity.endpoint,
-      name,
-      role: 'admin',
-    });
-    if (!self.ok) throw new Error(`mesh: could not record this machine in the keyring (${self.error.type})`);
+    const self = this.#identity.signer;
+    await this.#saveMeta({ status: 'member', relay, name, anchors: [self], anchorEndpoints: [] });
+    for (const [table, cols] of [
+      ['keyring', { endpoint: this.#identity.endpoint, name }],
+      ['roles', { role: 'admin' }],
+    ] as const) {
+      const written = await this.#replica.write(table, self, cols);
+      if (!written.ok) throw new Error(`mesh: could not record this machine (${written.error.type})`);
+    }
     this.#announce();
     await this.#startRelay();
   }
@@ -150,13 +158,8 @@ export class MeshNode {
   async join(ticket: string, name: string): Promise<Result<unknown, JoinError>> {
     const started = await this.#crypto.beginJoin(ticket);
     if (!started.ok) return started;
-    await this.#saveMeta({
-      status: 'joining',
-      relay: started.value.relay,
-      name,
-      anchors: [],
-      anchorEndpoints: [started.value.inviter],
-    });
+    const { relay, inviter } = started.value;
+    await this.#saveMeta({ status: 'joining', relay, name, anchors: [], anchorEndpoints: [inviter] });
     this.#identity = await this.#crypto.view();
     this.#announce();
     await this.#startRelay();
@@ -175,9 +178,25 @@ export class MeshNode {
     this.#tabs.reloadAll();
   }
 
-  async editProfile(row: string, cols: Record<string, ColumnValue>): Promise<Result<unknown, WriteError>> {
-    const written = await this.#replica.write('device_profiles', row, cols);
+  editProfile(row: string, cols: Record<string, ColumnValue>): Promise<Result<WriteOutcome, WriteError>> {
+    return this.#local(() => this.#replica.write('device_profiles', row, cols));
+  }
+
+  deleteProfile(row: string): Promise<Result<WriteOutcome, WriteError>> {
+    return this.#local(() => this.#replica.delete('device_profiles', row));
+  }
+
+  /** Removes a machine for good: its later events, bindings and sessions fail closed everywhere. */
+  async removeMachine(signer: string): Promise<Result<WriteOutcome, WriteError>> {
+    const removed = await this.#local(() => this.#replica.remove(signer));
+    if (removed.ok) await this.#refreshPeers();
+    return removed;
+  }
+
+  async #local(write: () => Promise<Result<WriteOutcome, WriteError>>): Promise<Result<WriteOutcome, WriteError>> {
+    const written = await write();
     if (written.ok) {
+      this.#resurrected(written.value.resurrections);
       this.#announce();
       await this.#sync.offerAll();
       await this.#publish();
@@ -191,13 +210,11 @@ export class MeshNode {
   }
 
   #isAdmin(): boolean {
+    const self = this.#identity.signer;
     return (
-      this.#meta?.anchors.includes(this.#identity.signer) === true ||
-      this.#machinesCache.some((m) => m.signer === this.#identity.signer && m.role === 'admin')
+      this.#meta?.anchors.includes(self) === true || this.#machines.some((m) => m.signer === self && m.role === 'admin')
     );
   }
-
-  #machinesCache: Machine[] = [];
 
   /** Joins the queue for the relay session; other tabs of this browser stay on standby meanwhile. */
   async #startRelay(): Promise<void> {
@@ -207,7 +224,7 @@ export class MeshNode {
     this.#tabs.requestLeadership(() => this.#lead());
   }
 
-  /** This tab was elected: connect to the relay and run the batch cycle. */
+  /** This tab was elected: connect to the relay and run the batch cycle and re-evaluation. */
   #lead(): void {
     if (!this.#meta) return;
     const relay = new RelayConnection(this.#meta.relay, {
@@ -216,19 +233,35 @@ export class MeshNode {
       onFrame: (frame) => {
         this.#frames = this.#frames
           .then(() => this.#onFrame(frame.id, toHex(frame.from), frame.body))
-          .catch((e: unknown) => this.#notice(`frame handling failed: ${String(e)}`));
+          .catch((e: unknown) => this.#notice('warning', `frame handling failed: ${String(e)}`));
       },
     });
     this.#relay = relay;
     addEventListener('offline', () => relay.suspend('browser offline'));
     addEventListener('online', () => relay.resume());
     relay.start();
-    this.#cycle = setInterval(() => void this.#sync.resend().then(() => this.#publish()), BATCH_CYCLE_MS);
+    this.#timers.push(
+      setInterval(() => void this.#batchCycle(), BATCH_CYCLE_MS),
+      setInterval(() => void this.#reevaluate(), REEVALUATE_MS),
+    );
   }
 
-  /** Stops the relay session and the batch cycle (tests and page teardown). */
+  /** The correctness backstop behind realtime push: re-offer everything unacknowledged. */
+  async #batchCycle(): Promise<void> {
+    await this.#sync.resend();
+    if (this.#relayState === 'ready') this.#lastBatchAt = Date.now();
+    await this.#publish();
+  }
+
+  /** Parked envelopes whose reason may have passed (the clock moved on) get another look. */
+  async #reevaluate(): Promise<void> {
+    this.#applied(await this.#replica.reevaluate());
+    await this.#publish();
+  }
+
+  /** Stops the relay session and the timers (tests and page teardown). */
   close(): void {
-    clearInterval(this.#cycle);
+    for (const timer of this.#timers) clearInterval(timer);
     this.#relay?.stop();
     this.#tabs.close();
   }
@@ -248,11 +281,8 @@ export class MeshNode {
   #relayChanged(state: RelayState, detail: string): void {
     this.#relayState = state;
     this.#relayDetail = detail;
-    if (state === 'ready') {
-      void this.#onReady();
-    } else if (state === 'offline') {
-      this.#sync.disconnected();
-    }
+    if (state === 'ready') void this.#onReady();
+    else if (state === 'offline') this.#sync.disconnected();
     void this.#publish();
   }
 
@@ -260,7 +290,7 @@ export class MeshNode {
     if (this.#meta?.status === 'joining') {
       const request = await this.#crypto.joinRequest(this.#meta.name);
       if (request.ok) this.#sendTo(request.value.to, request.value.body);
-      else this.#notice(`join: ${request.error.type}`);
+      else this.#notice('warning', `join: ${request.error.type}`);
       return;
     }
     await this.#sync.connected();
@@ -285,13 +315,14 @@ export class MeshNode {
       case 'join-request':
         return this.#admit(from, message);
       case 'join-accept':
-        return this.#joined(from, toHex(message.signer));
+        return this.#joined(from, toHex(message.signer), message.anchors.map(toHex));
       case 'join-refused':
-        if (this.#meta?.status === 'joining') this.#notice(`join refused: ${message.reason}`);
+        if (this.#meta?.status === 'joining') this.#notice('warning', `join refused: ${message.reason}`);
         return;
       case 'events':
       case 'ack':
         if (this.#meta?.status !== 'member') return this.#count('NotYetMember');
+        // Removed machines are not peers: their frames fail closed here, before any import.
         if (!this.#sync.peers.includes(from)) return this.#count('UnknownEndpoint');
         return this.#sync.receive(from, message);
     }
@@ -299,95 +330,114 @@ export class MeshNode {
 
   async #admit(from: string, request: Extract<InboundMessage, { t: 'join-request' }>): Promise<void> {
     const refuse = (reason: string): void => {
-      this.#notice(`refused a join request: ${reason}`);
+      this.#notice('warning', `refused a join request: ${reason}`);
       void this.#crypto
         .sealMessage(from, { t: 'join-refused', inv: request.inv, reason })
         .then((b) => this.#sendTo(from, b));
     };
     if (toHex(request.endpoint) !== from) return refuse('endpoint does not match the sender');
-    if (!this.#isAdmin()) return refuse('this machine is not an admin');
-    const accept = await this.#crypto.admitJoin({ inv: request.inv, endpoint: request.endpoint });
+    if (!this.#isAdmin() || !this.#meta) return refuse('this machine is not an admin');
+    const anchors = this.#meta.anchors.map((a) => fromHex(a)!);
+    const accept = await this.#crypto.admitJoin({ inv: request.inv, endpoint: request.endpoint }, anchors);
     if (!accept.ok) return refuse(accept.error.type);
     const name = request.name || 'machine';
-    const added = await this.#replica.write('keyring', toHex(request.signer), { endpoint: from, name, role: 'member' });
+    const added = await this.#replica.write('keyring', toHex(request.signer), { endpoint: from, name });
     if (!added.ok) return refuse(added.error.type);
     this.#sendTo(from, accept.value);
     this.#announce();
-    this.#notice(`${name} joined the mesh`);
+    this.#notice('info', `${name} joined the mesh`);
     await this.#refreshPeers();
     await this.#sync.offerAll();
   }
 
-  async #joined(from: string, inviter: string): Promise<void> {
-    if (!this.#meta) return;
-    await this.#saveMeta({ ...this.#meta, status: 'member', anchors: [inviter], anchorEndpoints: [from] });
+  async #joined(from: string, inviter: string, inviterAnchors: readonly string[]): Promise<void> {
+    if (this.#meta?.status !== 'joining') return;
+    const anchors = [...new Set([...inviterAnchors, inviter])];
+    await this.#saveMeta({ ...this.#meta, status: 'member', anchors, anchorEndpoints: [from] });
     this.#identity = await this.#crypto.view();
     this.#announce();
-    this.#notice('joined the mesh');
+    this.#notice('info', 'joined the mesh');
     await this.#refreshPeers();
     await this.#sync.connected();
   }
 
+  /** Peers are the endpoints of machines in the keyring that were not removed. */
   async #refreshPeers(): Promise<void> {
-    const keyring = await this.#store.rows('keyring');
-    this.#machinesCache = keyring.map(toMachine);
-    const endpoints = new Set([...this.#machinesCache.map((m) => m.endpoint), ...(this.#meta?.anchorEndpoints ?? [])]);
+    this.#machines = machinesView(await this.#store.rows('keyring'), await this.#store.rows('roles'));
+    const endpoints = new Set(this.#meta?.anchorEndpoints ?? []);
+    for (const machine of this.#machines) {
+      if (machine.removed) endpoints.delete(machine.endpoint);
+      else endpoints.add(machine.endpoint);
+    }
     endpoints.delete(this.#identity.endpoint);
     endpoints.delete('');
     this.#sync.setPeers(endpoints);
   }
 
   #applied(outcomes: readonly IngestOutcome[]): void {
-    if (outcomes.some((o) => o.type === 'Applied')) this.#announce();
-    if (outcomes.some((o) => o.type === 'Applied' && o.body.table === 'keyring')) {
+    const applied = outcomes.filter((o) => o.type === 'Applied');
+    if (applied.length === 0) return;
+    this.#announce();
+    this.#resurrected(applied.flatMap((o) => o.resurrections));
+    if (applied.some((o) => o.body.domain === 'CONTROL')) {
       void this.#refreshPeers().then(() => this.#sync.offerAll());
     }
   }
 
-  #rejected(error: Rejection): void {
-    this.#count(error.type);
+  #resurrected(resurrections: readonly Resurrection[]): void {
+    for (const r of resurrections) {
+      this.#notice('resurrection', `row ${r.row} of ${r.table} came back: an edit was newer than its deletion`);
+    }
   }
 
   #count(type: string): void {
-    this.#counters[type] = (this.#counters[type] ?? 0) + 1;
+    this.#transient[type] = (this.#transient[type] ?? 0) + 1;
   }
 
-  #notice(text: string): void {
-    this.#notices.unshift(`${new Date().toLocaleTimeString()} ${text}`);
+  #notice(kind: Notice['kind'], text: string): void {
+    this.#notices.unshift({ id: ++this.#noticeId, at: Date.now(), kind, text });
     this.#notices.length = Math.min(this.#notices.length, MAX_NOTICES);
   }
 
-  async #pending(): Promise<number> {
-    let pending = 0;
-    for (const peer of this.#sync.peers) pending = Math.max(pending, await this.#replica.pendingFor(peer));
-    return pending;
+  async #syncView(): Promise<SyncView> {
+    const names = new Map(this.#machines.map((m) => [m.endpoint, m.name]));
+    const last = await this.#store.lastPos();
+    const peers = [];
+    for (const endpoint of this.#sync.peers) {
+      const cursor = await this.#store.cursor(endpoint);
+      const watermark = await this.#store.watermark(endpoint);
+      peers.push({ endpoint, name: names.get(endpoint) ?? '', cursor, watermark, pending: Math.max(0, last - cursor) });
+    }
+    const recent = await this.#store.rejections(500);
+    const relay = this.#relayState;
+    return {
+      mode: relay === 'ready' ? 'realtime' : relay === 'standby' ? 'standby' : this.#lastBatchAt ? 'batch' : 'offline',
+      lastBatchAt: this.#lastBatchAt,
+      logLength: last,
+      peers,
+      parked: await this.#store.parkedCount(),
+      rejected: countByReason(recent, this.#transient),
+      recentRejections: recent.slice(0, 20),
+    };
   }
 
   async #publish(): Promise<void> {
     if (this.#listeners.size === 0) return;
-    const profiles = (await this.#store.rows('device_profiles')).map((r) => ({ row: r.row, values: rowValues(r) }));
+    const names = new Map(this.#machines.map((m) => [m.signer, m.name]));
+    const sync = await this.#syncView();
     const snapshot: NodeSnapshot = {
       identity: this.#identity,
       status: this.status,
       name: this.#meta?.name ?? '',
+      isAdmin: this.#isAdmin(),
       relay: this.#relayState,
       relayDetail: this.#relayDetail,
-      pending: await this.#pending(),
-      profiles,
-      machines: (await this.#store.rows('keyring')).map(toMachine),
-      rejections: { ...this.#counters },
+      pending: Math.max(0, ...sync.peers.map((p) => p.pending)),
+      profiles: (await this.#store.rows('device_profiles')).map((r) => rowView(r, names)),
+      machines: this.#machines,
+      sync,
       notices: [...this.#notices],
     };
     for (const listener of this.#listeners) listener(snapshot);
   }
-}
-
-function toMachine(row: RowState): Machine {
-  const v = rowValues(row);
-  return {
-    signer: row.row,
-    endpoint: String(v['endpoint'] ?? ''),
-    name: String(v['name'] ?? ''),
-    role: String(v['role'] ?? ''),
-  };
 }

@@ -10,7 +10,17 @@
 import { Dexie, type Table, type Transaction } from 'dexie';
 import type { Hlc } from '../core/hlc.js';
 import type { RowState } from '../core/merge.js';
-import type { ChainHead, LogEntry, NewLogEntry, ReplicaStore, ReplicaTx } from '../core/store.js';
+import type { EventOp } from '../core/event.js';
+import type {
+  ChainHead,
+  LogEntry,
+  NewLogEntry,
+  ParkedEnvelope,
+  RejectionRecord,
+  ReplicaStore,
+  ReplicaTx,
+  Resurrection,
+} from '../core/store.js';
 
 type HeadRecord = ChainHead & { readonly signer: string };
 type CursorRecord = { readonly peer: string; readonly pos: number };
@@ -21,7 +31,11 @@ export class NodeDatabase extends Dexie {
   heads!: Table<HeadRecord, string>;
   rows!: Table<RowState, [string, string]>;
   cursors!: Table<CursorRecord, string>;
+  watermarks!: Table<CursorRecord, string>;
   meta!: Table<MetaRecord, string>;
+  parked!: Table<ParkedEnvelope, string>;
+  rejected!: Table<RejectionRecord, string>;
+  resurrections!: Table<Resurrection, string>;
 
   constructor(name: string) {
     super(name);
@@ -31,6 +45,13 @@ export class NodeDatabase extends Dexie {
       rows: '[table+row], table',
       cursors: 'peer',
       meta: 'key',
+    });
+    this.version(2).stores({
+      log: '++pos, &outerId, eventId, rowKey, [signer+seq]',
+      watermarks: 'peer',
+      parked: 'outerId, parkedAt',
+      rejected: 'outerId, at',
+      resurrections: 'key, deleteId, editId, at',
     });
   }
 }
@@ -46,7 +67,8 @@ export class DexieReplicaStore implements ReplicaStore {
 
   transact<T>(fn: (tx: ReplicaTx) => Promise<T>): Promise<T> {
     const { db } = this;
-    return db.transaction('rw', [db.log, db.heads, db.rows, db.meta], (trans) => fn(DexieReplicaStore.#tx(trans)));
+    const tables = [db.log, db.heads, db.rows, db.meta, db.parked, db.rejected, db.resurrections, db.watermarks];
+    return db.transaction('rw', tables, (trans) => fn(DexieReplicaStore.#tx(trans)));
   }
 
   /**
@@ -60,6 +82,10 @@ export class DexieReplicaStore implements ReplicaStore {
       heads: trans.table<HeadRecord, string>('heads'),
       rows: trans.table<RowState, [string, string]>('rows'),
       meta: trans.table<MetaRecord, string>('meta'),
+      parked: trans.table<ParkedEnvelope, string>('parked'),
+      rejected: trans.table<RejectionRecord, string>('rejected'),
+      resurrections: trans.table<Resurrection, string>('resurrections'),
+      watermarks: trans.table<CursorRecord, string>('watermarks'),
     };
     return {
       getHlc: async () => (await db.meta.get(HLC_KEY))?.value as Hlc | undefined,
@@ -76,9 +102,45 @@ export class DexieReplicaStore implements ReplicaStore {
       hasOuterId: async (id) => (await db.log.where('outerId').equals(id).count()) > 0,
       hasEventId: async (id) => (await db.log.where('eventId').equals(id).count()) > 0,
       append: (entry: NewLogEntry) => db.log.add(entry as LogEntry),
+      rowEntries: async (rowKey, op?: EventOp) => {
+        const entries = await db.log.where('rowKey').equals(rowKey).toArray();
+        return op === undefined ? entries : entries.filter((e) => e.body?.op === op);
+      },
+      signerEntriesAbove: (signer, seq) =>
+        db.log.where('[signer+seq]').between([signer, seq + 1], [signer, Dexie.maxKey]).toArray(),
+      setRevoked: async (pos, revoked) => {
+        await db.log.update(pos, (entry: { revoked?: true }) => {
+          if (revoked) entry.revoked = true;
+          else delete entry.revoked;
+        });
+      },
       getRow: (table, row) => db.rows.get([table, row]),
       putRow: async (state) => {
         await db.rows.put(state);
+      },
+      deleteRow: (table, row) => db.rows.delete([table, row]),
+      park: async (envelope) => {
+        await db.parked.put(envelope);
+      },
+      unpark: (outerId) => db.parked.delete(outerId),
+      isParked: async (outerId) => (await db.parked.where('outerId').equals(outerId).count()) > 0,
+      parkedAll: () => db.parked.orderBy('parkedAt').toArray(),
+      parkedCount: () => db.parked.count(),
+      recordRejection: async (record) => {
+        await db.rejected.put(record);
+      },
+      isRejected: async (outerId) => (await db.rejected.where('outerId').equals(outerId).count()) > 0,
+      addResurrection: async (r) => {
+        await db.resurrections.put(r);
+      },
+      hasResurrection: async (key) => (await db.resurrections.where('key').equals(key).count()) > 0,
+      dropResurrectionsOf: async (eventId) => {
+        await db.resurrections.where('deleteId').equals(eventId).delete();
+        await db.resurrections.where('editId').equals(eventId).delete();
+      },
+      setWatermark: async (peer, upto) => {
+        const current = (await db.watermarks.get(peer))?.pos ?? 0;
+        if (upto > current) await db.watermarks.put({ peer, pos: upto });
       },
     };
   }
@@ -89,6 +151,26 @@ export class DexieReplicaStore implements ReplicaStore {
 
   async lastPos(): Promise<number> {
     return ((await this.db.log.orderBy('pos').lastKey()) as number | undefined) ?? 0;
+  }
+
+  async watermark(peer: string): Promise<number> {
+    return (await this.db.watermarks.get(peer))?.pos ?? 0;
+  }
+
+  parked(limit: number): Promise<ParkedEnvelope[]> {
+    return this.db.parked.orderBy('parkedAt').limit(limit).toArray();
+  }
+
+  parkedCount(): Promise<number> {
+    return this.db.parked.count();
+  }
+
+  rejections(limit: number): Promise<RejectionRecord[]> {
+    return this.db.rejected.orderBy('at').reverse().limit(limit).toArray();
+  }
+
+  resurrections(limit: number): Promise<Resurrection[]> {
+    return this.db.resurrections.orderBy('at').reverse().limit(limit).toArray();
   }
 
   async cursor(peer: string): Promise<number> {

@@ -3,40 +3,94 @@
  * Transactions run one at a time and keep an undo log, so a callback that
  * throws leaves the store exactly as it was, like the durable adapters.
  */
-import type { ChainHead, LogEntry, NewLogEntry, ReplicaStore, ReplicaTx } from '../core/store.js';
+import type { EventOp } from '../core/event.js';
 import type { Hlc } from '../core/hlc.js';
 import type { RowState } from '../core/merge.js';
+import {
+  rowKeyOf,
+  type ChainHead,
+  type LogEntry,
+  type NewLogEntry,
+  type ParkedEnvelope,
+  type RejectionRecord,
+  type ReplicaStore,
+  type ReplicaTx,
+  type Resurrection,
+} from '../core/store.js';
 
 type State = {
   log: LogEntry[];
-  heads: Map<string, ChainHead>;
   outerIds: Set<string>;
   eventIds: Set<string>;
+  byRow: Map<string, number[]>;
+  bySigner: Map<string, number[]>;
+  heads: Map<string, ChainHead>;
   rows: Map<string, RowState>;
+  parked: Map<string, ParkedEnvelope>;
+  rejected: Map<string, RejectionRecord>;
+  resurrections: Map<string, Resurrection>;
+  watermarks: Map<string, number>;
   hlc: Hlc | undefined;
 };
 
-const rowKey = (table: string, row: string): string => `${table}\u0000${row}`;
+function newState(): State {
+  return {
+    log: [],
+    outerIds: new Set(),
+    eventIds: new Set(),
+    byRow: new Map(),
+    bySigner: new Map(),
+    heads: new Map(),
+    rows: new Map(),
+    parked: new Map(),
+    rejected: new Map(),
+    resurrections: new Map(),
+    watermarks: new Map(),
+    hlc: undefined,
+  };
+}
 
-/** A transaction view that writes through and records how to undo each write. */
-function txOver(s: State, undo: (() => void)[]): ReplicaTx {
-  const restoreMap = <K, V>(map: Map<K, V>, key: K): void => {
+/** Writes that remember how to undo themselves. */
+class Undoable {
+  readonly steps: (() => void)[] = [];
+
+  set<K, V>(map: Map<K, V>, key: K, value: V): void {
+    this.#remember(map, key);
+    map.set(key, value);
+  }
+
+  delete<K, V>(map: Map<K, V>, key: K): void {
+    this.#remember(map, key);
+    map.delete(key);
+  }
+
+  #remember<K, V>(map: Map<K, V>, key: K): void {
     const had = map.has(key);
     const old = map.get(key);
-    undo.push(() => (had ? map.set(key, old as V) : map.delete(key)));
-  };
+    this.steps.push(() => (had ? map.set(key, old as V) : map.delete(key)));
+  }
+
+  rollback(): void {
+    for (const step of this.steps.reverse()) step();
+  }
+}
+
+function index(map: Map<string, number[]>, key: string, pos: number, undo: Undoable): void {
+  undo.set(map, key, [...(map.get(key) ?? []), pos]);
+}
+
+function txOver(s: State, undo: Undoable): ReplicaTx {
+  const entries = (positions: readonly number[] | undefined): LogEntry[] =>
+    (positions ?? []).map((pos) => s.log[pos - 1]!);
   return {
     getHlc: async () => s.hlc,
     setHlc: async (hlc) => {
       const old = s.hlc;
-      undo.push(() => (s.hlc = old));
+      undo.steps.push(() => (s.hlc = old));
       s.hlc = hlc;
     },
     head: async (signer) => s.heads.get(signer),
-    setHead: async (signer, head) => {
-      restoreMap(s.heads, signer);
-      s.heads.set(signer, head);
-    },
+    setHead: async (signer, head) => undo.set(s.heads, signer, head),
     hasOuterId: async (id) => s.outerIds.has(id),
     hasEventId: async (id) => s.eventIds.has(id),
     append: async (entry: NewLogEntry) => {
@@ -44,41 +98,59 @@ function txOver(s: State, undo: (() => void)[]): ReplicaTx {
       s.log.push({ ...entry, pos });
       s.outerIds.add(entry.outerId);
       if (entry.eventId) s.eventIds.add(entry.eventId);
-      undo.push(() => {
+      undo.steps.push(() => {
         s.log.pop();
         s.outerIds.delete(entry.outerId);
         if (entry.eventId) s.eventIds.delete(entry.eventId);
       });
+      if (entry.rowKey) index(s.byRow, entry.rowKey, pos, undo);
+      if (entry.signer) index(s.bySigner, entry.signer, pos, undo);
       return pos;
     },
-    getRow: async (table, row) => s.rows.get(rowKey(table, row)),
-    putRow: async (state) => {
-      const key = rowKey(state.table, state.row);
-      restoreMap(s.rows, key);
-      s.rows.set(key, state);
+    rowEntries: async (rowKey, op?: EventOp) =>
+      entries(s.byRow.get(rowKey)).filter((e) => op === undefined || e.body?.op === op),
+    signerEntriesAbove: async (signer, seq) => entries(s.bySigner.get(signer)).filter((e) => (e.seq ?? 0) > seq),
+    setRevoked: async (pos, revoked) => {
+      const old = s.log[pos - 1]!;
+      const { revoked: _previous, ...rest } = old;
+      s.log[pos - 1] = revoked ? { ...rest, revoked: true } : rest;
+      undo.steps.push(() => (s.log[pos - 1] = old));
+    },
+    getRow: async (table, row) => s.rows.get(rowKeyOf(table, row)),
+    putRow: async (state) => undo.set(s.rows, rowKeyOf(state.table, state.row), state),
+    deleteRow: async (table, row) => undo.delete(s.rows, rowKeyOf(table, row)),
+    park: async (envelope) => undo.set(s.parked, envelope.outerId, envelope),
+    unpark: async (outerId) => undo.delete(s.parked, outerId),
+    isParked: async (outerId) => s.parked.has(outerId),
+    parkedAll: async () => [...s.parked.values()],
+    parkedCount: async () => s.parked.size,
+    recordRejection: async (record) => undo.set(s.rejected, record.outerId, record),
+    isRejected: async (outerId) => s.rejected.has(outerId),
+    addResurrection: async (r) => undo.set(s.resurrections, r.key, r),
+    hasResurrection: async (key) => s.resurrections.has(key),
+    dropResurrectionsOf: async (eventId) => {
+      for (const r of [...s.resurrections.values()]) {
+        if (r.deleteId === eventId || r.editId === eventId) undo.delete(s.resurrections, r.key);
+      }
+    },
+    setWatermark: async (peer, upto) => {
+      if (upto > (s.watermarks.get(peer) ?? 0)) undo.set(s.watermarks, peer, upto);
     },
   };
 }
 
 export class MemoryReplicaStore implements ReplicaStore {
-  readonly #state: State = {
-    log: [],
-    heads: new Map(),
-    outerIds: new Set(),
-    eventIds: new Set(),
-    rows: new Map(),
-    hlc: undefined,
-  };
+  readonly #state: State = newState();
   readonly #cursors = new Map<string, number>();
   #queue: Promise<unknown> = Promise.resolve();
 
   transact<T>(fn: (tx: ReplicaTx) => Promise<T>): Promise<T> {
     const run = async (): Promise<T> => {
-      const undo: (() => void)[] = [];
+      const undo = new Undoable();
       try {
         return await fn(txOver(this.#state, undo));
       } catch (e) {
-        for (const step of undo.reverse()) step();
+        undo.rollback();
         throw e;
       }
     };
@@ -103,11 +175,31 @@ export class MemoryReplicaStore implements ReplicaStore {
     if (pos > (this.#cursors.get(peer) ?? 0)) this.#cursors.set(peer, pos);
   }
 
+  async watermark(peer: string): Promise<number> {
+    return this.#state.watermarks.get(peer) ?? 0;
+  }
+
   async rows(table: string): Promise<RowState[]> {
     return [...this.#state.rows.values()].filter((r) => r.table === table);
   }
 
   async row(table: string, row: string): Promise<RowState | undefined> {
-    return this.#state.rows.get(rowKey(table, row));
+    return this.#state.rows.get(rowKeyOf(table, row));
+  }
+
+  async parked(limit: number): Promise<ParkedEnvelope[]> {
+    return [...this.#state.parked.values()].slice(0, limit);
+  }
+
+  async parkedCount(): Promise<number> {
+    return this.#state.parked.size;
+  }
+
+  async rejections(limit: number): Promise<RejectionRecord[]> {
+    return [...this.#state.rejected.values()].slice(-limit);
+  }
+
+  async resurrections(limit: number): Promise<Resurrection[]> {
+    return [...this.#state.resurrections.values()].slice(-limit);
   }
 }

@@ -1,0 +1,188 @@
+/**
+ * Keeping materialised rows, resurrections and revocations consistent with the
+ * log, inside one store transaction.
+ *
+ * - `recordEvent` appends an opened event, moves its signer's chain head and the
+ *   clock, and — unless the event is revoked — merges it into its row and reports
+ *   each new resurrection: a pair (delete, put) of one row where the put's stamp
+ *   is higher. Pairs are stored under a key, so each is reported exactly once per
+ *   replica however the two events arrive.
+ * - A change to a control row (keyring or roles) re-authorises every logged
+ *   event of the signer it names: events no longer allowed (seq above a removal's
+ *   high-water mark, or a role that came from a now-revoked grant) are flagged
+ *   revoked, events allowed again are restored, and every row they touched is
+ *   rebuilt from the surviving entries. A revoked removal or grant can change
+ *   other signers' verdicts in turn, so the recount runs to a fixpoint.
+ *
+ * Everything here is a function of the set of logged events, never of their
+ * order, which is what makes replicas converge byte for byte.
+ */
+import { bytesEqual, toHex } from './bytes.js';
+import { encodeCbor } from './cbor.js';
+import type { EventBody, SignedEvent } from './event.js';
+import { compareHlc, compareStamps, type Hlc, type Stamp } from './hlc.js';
+import { applyChange, type RowChange, type RowState } from './merge.js';
+import type { SealedEvent } from './seal.js';
+import { authorize, type TrustContext } from './trust.js';
+import { rowKeyOf, type LogEntry, type ReplicaTx, type Resurrection } from './store.js';
+
+export function changeOf(body: EventBody): RowChange {
+  const stamp = stampOf(body);
+  const { table, row } = body;
+  if (body.op === 'del') return { op: 'del', table, row, stamp };
+  if (body.op === 'remove') return { op: 'remove', table, row, hwm: body.cols['hwm'] as number, stamp };
+  return { op: 'put', table, row, cols: body.cols, stamp };
+}
+
+export const stampOf = (body: EventBody): Stamp => ({ ...body.hlc, node: body.signer });
+
+const pairKey = (deleteId: string, editId: string): string => `${deleteId}:${editId}`;
+
+const sameRow = (a: RowState | undefined, b: RowState | undefined): boolean =>
+  bytesEqual(encodeCbor(a ?? null), encodeCbor(b ?? null));
+
+/** Rows whose change can alter which events are authorised: row id = signer id. */
+const isControlRow = (table: string): boolean => table === 'keyring' || table === 'roles';
+
+/** Appends an opened event and applies its effects; returns its log position and new resurrections. */
+export async function recordEvent(
+  tx: ReplicaTx,
+  sealed: SealedEvent,
+  sealedBytes: Uint8Array,
+  event: SignedEvent,
+  revoked: boolean,
+  trust: TrustContext,
+  now: number,
+): Promise<{ pos: number; resurrections: Resurrection[] }> {
+  const body = event.body;
+  const signer = toHex(body.signer);
+  const eventId = toHex(event.id);
+  const rowKey = rowKeyOf(body.table, body.row);
+  const pos = await tx.append({
+    outerId: toHex(sealed.id),
+    domain: sealed.domain,
+    sealed: sealedBytes,
+    eventId,
+    signer,
+    seq: body.seq,
+    body,
+    rowKey,
+    ...(revoked ? { revoked: true as const } : {}),
+  });
+  await tx.setHead(signer, { seq: body.seq, eventId });
+  await advanceClock(tx, body.hlc);
+  if (revoked) return { pos, resurrections: [] };
+  const before = await tx.getRow(body.table, body.row);
+  const after = applyChange(before, changeOf(body));
+  if (after !== before) await tx.putRow(after);
+  const resurrections = await newPairs(tx, rowKey, { eventId, body }, now);
+  if (isControlRow(body.table) && after !== before) {
+    resurrections.push(...(await recountRevocations(tx, [body.row], trust, now)));
+  }
+  return { pos, resurrections };
+}
+
+async function advanceClock(tx: ReplicaTx, seen: Hlc): Promise<void> {
+  const local = await tx.getHlc();
+  if (!local || compareHlc(seen, local) > 0) await tx.setHlc(seen);
+}
+
+type Opened = { readonly eventId: string; readonly body: EventBody };
+
+function livePairs(entries: readonly Opened[]): Map<string, { del: Opened; put: Opened }> {
+  const deletes = entries.filter((e) => e.body.op === 'del');
+  const puts = entries.filter((e) => e.body.op === 'put');
+  const pairs = new Map<string, { del: Opened; put: Opened }>();
+  for (const del of deletes) {
+    for (const put of puts) {
+      if (compareStamps(stampOf(put.body), stampOf(del.body)) > 0) pairs.set(pairKey(del.eventId, put.eventId), { del, put });
+    }
+  }
+  return pairs;
+}
+
+const openedOf = (entries: readonly LogEntry[]): Opened[] =>
+  entries.flatMap((e) => (e.body && e.eventId && !e.revoked ? [{ eventId: e.eventId, body: e.body }] : []));
+
+/** Pairs the new event forms with the row's surviving history. */
+async function newPairs(tx: ReplicaTx, rowKey: string, event: Opened, now: number): Promise<Resurrection[]> {
+  if (event.body.op !== 'put' && event.body.op !== 'del') return [];
+  const opposite = event.body.op === 'put' ? 'del' : 'put';
+  const others = openedOf(await tx.rowEntries(rowKey, opposite));
+  const found: Resurrection[] = [];
+  for (const other of others) {
+    const [del, put] = event.body.op === 'put' ? [other, event] : [event, other];
+    if (compareStamps(stampOf(put.body), stampOf(del.body)) <= 0) continue;
+    const resurrection = toResurrection(del, put, now);
+    await tx.addResurrection(resurrection);
+    found.push(resurrection);
+  }
+  return found;
+}
+
+function toResurrection(del: Opened, put: Opened, now: number): Resurrection {
+  return {
+    key: pairKey(del.eventId, put.eventId),
+    table: put.body.table,
+    row: put.body.row,
+    deleteId: del.eventId,
+    editId: put.eventId,
+    at: now,
+  };
+}
+
+/** Rebuilds one row from its surviving events; returns pairs that became live again. */
+async function rebuildRow(tx: ReplicaTx, rowKey: string, now: number): Promise<Resurrection[]> {
+  const entries = openedOf(await tx.rowEntries(rowKey));
+  const [table, row] = rowKey.split('\u0000') as [string, string];
+  let state: RowState | undefined;
+  for (const entry of entries) state = applyChange(state, changeOf(entry.body));
+  if (state) await tx.putRow(state);
+  else await tx.deleteRow(table, row);
+  const revived: Resurrection[] = [];
+  for (const [key, { del, put }] of livePairs(entries)) {
+    if (await tx.hasResurrection(key)) continue;
+    const resurrection = toResurrection(del, put, now);
+    await tx.addResurrection(resurrection);
+    revived.push(resurrection);
+  }
+  return revived;
+}
+
+/**
+ * Re-authorises the logged events of the given signers against the control rows
+ * as they stand, flips revoked flags that disagree, rebuilds the rows touched,
+ * and follows control rows that changed in turn, until nothing changes.
+ */
+export async function recountRevocations(
+  tx: ReplicaTx,
+  signers: readonly string[],
+  trust: TrustContext,
+  now: number,
+): Promise<Resurrection[]> {
+  const queue = [...new Set(signers)];
+  const revived: Resurrection[] = [];
+  for (let guard = 0; queue.length > 0; guard++) {
+    if (guard > 10_000) throw new Error('materialize: revocation recount does not converge');
+    const signer = queue.shift()!;
+    const touched = new Set<string>();
+    for (const entry of await tx.signerEntriesAbove(signer, 0)) {
+      if (!entry.body) continue;
+      const revoke = (await authorize(tx, entry.body, trust)).type !== 'Allowed';
+      if (revoke === (entry.revoked === true)) continue;
+      await tx.setRevoked(entry.pos, revoke);
+      if (revoke && entry.eventId) await tx.dropResurrectionsOf(entry.eventId);
+      if (entry.rowKey) touched.add(entry.rowKey);
+    }
+    for (const rowKey of touched) {
+      const [table, row] = rowKey.split('\u0000') as [string, string];
+      const before = await tx.getRow(table, row);
+      revived.push(...(await rebuildRow(tx, rowKey, now)));
+      const after = await tx.getRow(table, row);
+      if (isControlRow(table) && !sameRow(before, after) && !queue.includes(row)) {
+        queue.push(row);
+      }
+    }
+  }
+  return revived;
+}

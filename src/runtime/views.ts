@@ -1,0 +1,81 @@
+/**
+ * What the UI shows, derived from the replica: rows with who changed each cell
+ * and when, machines with their roles and removal state, and the sync panel.
+ * Pure functions over store data; MeshNode gathers the data, the UI renders.
+ */
+import { toHex } from '../core/bytes.js';
+import { isAlive, rowValues, type RowState } from '../core/merge.js';
+import type { ColumnValue } from '../core/schema.js';
+import type { RejectionRecord } from '../core/store.js';
+
+export type CellView = { readonly value: ColumnValue; readonly by: string; readonly at: number };
+
+export type RowView = {
+  readonly row: string;
+  readonly alive: boolean;
+  /** Tombstoned by a delete that no later edit overtook. */
+  readonly deleted: boolean;
+  readonly values: Record<string, ColumnValue>;
+  readonly cells: Record<string, CellView>;
+};
+
+export type Machine = {
+  readonly signer: string;
+  readonly endpoint: string;
+  readonly name: string;
+  readonly role: 'admin' | 'member';
+  readonly removed: boolean;
+};
+
+export type PeerView = {
+  readonly endpoint: string;
+  readonly name: string;
+  /** Our log position the peer acknowledged. */
+  readonly cursor: number;
+  /** The peer's log position we applied or recorded. */
+  readonly watermark: number;
+  readonly pending: number;
+};
+
+export type SyncView = {
+  readonly mode: 'realtime' | 'batch' | 'offline' | 'standby';
+  readonly lastBatchAt: number | undefined;
+  readonly logLength: number;
+  readonly peers: readonly PeerView[];
+  readonly parked: number;
+  readonly rejected: Readonly<Record<string, number>>;
+  readonly recentRejections: readonly RejectionRecord[];
+};
+
+export function machinesView(keyring: readonly RowState[], roles: readonly RowState[]): Machine[] {
+  const roleOf = new Map(roles.map((r) => [r.row, r.cells['role']?.value]));
+  return keyring.map((row) => {
+    const v = rowValues(row);
+    return {
+      signer: row.row,
+      endpoint: String(v['endpoint'] ?? ''),
+      name: String(v['name'] ?? ''),
+      role: roleOf.get(row.row) === 'admin' ? 'admin' : 'member',
+      removed: row.removed !== undefined,
+    };
+  });
+}
+
+export function rowView(state: RowState, names: ReadonlyMap<string, string>): RowView {
+  const cells: Record<string, CellView> = {};
+  for (const [column, cell] of Object.entries(state.cells)) {
+    const signer = toHex(cell.stamp.node);
+    cells[column] = { value: cell.value, by: names.get(signer) ?? signer.slice(0, 8), at: cell.stamp.ms };
+  }
+  const alive = isAlive(state);
+  return { row: state.row, alive, deleted: !alive && state.deleted !== undefined, values: rowValues(state), cells };
+}
+
+export function countByReason(
+  records: readonly RejectionRecord[],
+  transient: Readonly<Record<string, number>>,
+): Record<string, number> {
+  const counts: Record<string, number> = { ...transient };
+  for (const record of records) counts[record.reason] = (counts[record.reason] ?? 0) + 1;
+  return counts;
+}

@@ -1,0 +1,111 @@
+/**
+ * SSP/1 in two real browsers through the real relay: the seed's partition
+ * example (north shed / hourly), delete-then-later-edit resurrection with a
+ * visible notice, and a removal that fails the removed machine closed.
+ */
+import type { BrowserContext, Page } from '@playwright/test';
+import { expect, test, type RelayProcess } from './relay-process.ts';
+
+const profile = (page: Page, name: string) => page.locator(`[data-testid="profile"][data-name="${name}"]`);
+
+async function pair(relay: RelayProcess, a: Page, b: Page): Promise<void> {
+  await a.goto(relay.url);
+  await a.getByTestId('machine-name').fill('workstation');
+  await a.getByTestId('create-mesh').click();
+  await expect(a.getByTestId('relay-state')).toHaveText('ready');
+  await a.getByTestId('invite').click();
+  const ticket = await a.getByTestId('ticket').inputValue();
+  await b.goto(relay.url);
+  await b.getByTestId('machine-name').fill('collector');
+  await b.getByTestId('ticket-input').fill(ticket);
+  await b.getByTestId('join-mesh').click();
+  await expect(b.getByTestId('relay-state')).toHaveText('ready');
+  await expect(a.getByTestId('machine')).toHaveCount(2);
+}
+
+async function edit(page: Page, name: string, field: string, value: string): Promise<void> {
+  const card = profile(page, name);
+  await card.getByTestId('edit-profile').click();
+  await card.getByTestId(`edit-${field}`).fill(value);
+  await card.getByTestId('save-profile').click();
+  await expect(card.getByTestId(`value-${field}`)).toHaveText(value);
+}
+
+async function goOffline(relay: RelayProcess, context: BrowserContext, page: Page): Promise<void> {
+  const badge = page.getByTestId('fingerprint');
+  const endpoint = (await badge.getAttribute('data-endpoint'))!;
+  const topic = (await badge.getAttribute('data-topic'))!;
+  await context.setOffline(true);
+  await expect(page.getByTestId('relay-state')).toHaveText('offline');
+  await expect.poll(async () => (await relay.presence(topic, endpoint)).online).toBe(false);
+}
+
+test('partitioned edits of different columns meet on both sides', async ({ browser, relay }) => {
+  const [ca, cb] = [await browser.newContext(), await browser.newContext()];
+  const [a, b] = [await ca.newPage(), await cb.newPage()];
+  await pair(relay, a, b);
+  await a.getByTestId('new-profile-name').fill('Profile 1');
+  await a.getByTestId('add-profile').click();
+  await expect(profile(b, 'Profile 1')).toBeVisible();
+
+  await goOffline(relay, ca, a);
+  await goOffline(relay, cb, b);
+  await edit(a, 'Profile 1', 'location', 'north shed');
+  await edit(b, 'Profile 1', 'schedule', 'hourly');
+
+  await ca.setOffline(false);
+  await cb.setOffline(false);
+  for (const page of [a, b]) {
+    await expect(profile(page, 'Profile 1').getByTestId('value-location')).toHaveText('north shed');
+    await expect(profile(page, 'Profile 1').getByTestId('value-schedule')).toHaveText('hourly');
+  }
+  // Who changed what is shown per cell.
+  await expect(profile(a, 'Profile 1').getByTestId('by-schedule')).toContainText('collector');
+  await expect(profile(b, 'Profile 1').getByTestId('by-location')).toContainText('workstation');
+});
+
+test('a delete overtaken by a later edit resurrects the row with a notice', async ({ browser, relay }) => {
+  const [ca, cb] = [await browser.newContext(), await browser.newContext()];
+  const [a, b] = [await ca.newPage(), await cb.newPage()];
+  await pair(relay, a, b);
+  await a.getByTestId('new-profile-name').fill('Tank');
+  await a.getByTestId('add-profile').click();
+  await expect(profile(b, 'Tank')).toBeVisible();
+
+  await goOffline(relay, cb, b);
+  await profile(a, 'Tank').getByTestId('delete-profile').click();
+  await expect(profile(a, 'Tank')).toHaveCount(0);
+  await a.getByTestId('show-deleted').check();
+  await expect(profile(a, 'Tank')).toHaveAttribute('data-alive', 'false');
+
+  // B, still offline, edits later (a higher HLC) than A's delete.
+  await edit(b, 'Tank', 'notes', 'refilled');
+  await cb.setOffline(false);
+
+  await expect(profile(a, 'Tank')).toHaveAttribute('data-alive', 'true');
+  await expect(profile(a, 'Tank').getByTestId('value-notes')).toHaveText('refilled');
+  await expect(a.locator('[data-testid="notice"][data-kind="resurrection"]')).toHaveCount(1);
+  await expect(b.locator('[data-testid="notice"][data-kind="resurrection"]')).toHaveCount(1);
+  await expect(profile(b, 'Tank')).toHaveAttribute('data-alive', 'true');
+});
+
+test('a removed machine fails closed', async ({ browser, relay }) => {
+  const [ca, cb] = [await browser.newContext(), await browser.newContext()];
+  const [a, b] = [await ca.newPage(), await cb.newPage()];
+  await pair(relay, a, b);
+  await b.getByTestId('new-profile-name').fill('Before removal');
+  await b.getByTestId('add-profile').click();
+  await expect(profile(a, 'Before removal')).toBeVisible();
+
+  const collector = a.locator('[data-testid="machine"][data-name="collector"]');
+  await collector.getByTestId('remove-machine').click();
+  await collector.getByTestId('confirm-remove').click();
+  await expect(collector).toHaveAttribute('data-removed', 'true');
+  await expect(a.getByTestId('peer')).toHaveCount(0);
+
+  await b.getByTestId('new-profile-name').fill('After removal');
+  await b.getByTestId('add-profile').click();
+  await expect(a.locator('[data-testid="rejection"][data-reason="UnknownEndpoint"]')).toBeVisible();
+  await expect(profile(a, 'After removal')).toHaveCount(0);
+  await expect(profile(a, 'Before removal')).toBeVisible();
+});
