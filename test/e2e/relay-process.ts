@@ -56,12 +56,13 @@ export class RelayProcess {
     });
   }
 
-  async stop(): Promise<void> {
+  /** Graceful stop (SIGTERM), or a crash with `SIGKILL`: no chance to flush or close anything. */
+  async stop(signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
     const child = this.#child;
-    if (!child || child.exitCode !== null) return;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
     await new Promise<void>((resolve) => {
       child.once('exit', () => resolve());
-      child.kill('SIGTERM');
+      child.kill(signal);
     });
     this.#child = undefined;
   }
