@@ -29,7 +29,6 @@ import { blake3 } from './hash.js';
 import { MAX_ACK_IDS, MAX_FRAME_BODY, MAX_RELAY_MESSAGE } from './relay-wire.js';
 import { err, ok, type Result } from './result.js';
 
-export const RELAY_HTTP_VERSION = 1;
 export const AUTH_HEADER = 'sov-auth';
 export const CBOR_CONTENT_TYPE = 'application/cbor';
 /** A request's `ts` must lie within this distance of the relay's clock. */

@@ -11,6 +11,9 @@
  *                                forwarded at once if `to` is online under the same topic
  *   ack{ids}                     deletes those frames of this (topic, endpoint) only
  *
+ * The HTTP mailbox API (http-mailbox.ts) sends through `submit` too, so a frame takes the
+ * same path whichever transport carried it.
+ *
  * Invariants:
  *   - routing never crosses topics: a session is keyed by (topic, endpoint) and a send is
  *     stored and delivered under the sender's authenticated topic only;
@@ -45,6 +48,7 @@ import {
   type RelayErrorCode,
   type RelayToEndpoint,
 } from '../core/relay-wire.js';
+import { err, type Result } from '../core/result.js';
 import type { MailboxStore } from './mailbox.js';
 import { RateLimiter, type RateLimitOptions } from './rate-limit.js';
 
@@ -57,6 +61,9 @@ export interface HubOptions {
   readonly authTimeoutMs: number;
   readonly allowUnknownRecipients: boolean;
 }
+
+/** Why `submit` refused a frame; the same codes on both transports. */
+export type SubmitError = { readonly code: 'unknown-recipient' | 'mailbox-full'; readonly message: string };
 
 type SendMessage = Extract<EndpointToRelay, { t: 'send' }>;
 type AuthMessage = Extract<EndpointToRelay, { t: 'auth' }>;
@@ -259,14 +266,25 @@ export class RelayHub {
   }
 
   #send(c: Connection, peer: Peer, msg: SendMessage): void {
+    const sent = this.submit(peer.topic, peer.endpoint, msg.to, msg.body);
+    if (!sent.ok) this.#reject(c, sent.error.code, sent.error.message);
+  }
+
+  /**
+   * Store-and-forward of one frame from an authenticated sender, whatever carried it (a
+   * WebSocket `send` or the HTTP mailbox API): stored durably under (topic, to) first,
+   * then forwarded at once if `to` has a live session under the same topic.
+   */
+  submit(topic: Uint8Array, from: Uint8Array, to: Uint8Array, body: Uint8Array): Result<number, SubmitError> {
     const { store } = this.#opts;
-    if (!this.#opts.allowUnknownRecipients && !store.isMember(peer.topic, msg.to)) {
-      return this.#reject(c, 'unknown-recipient', 'relay: recipient never connected under this topic');
+    if (!this.#opts.allowUnknownRecipients && !store.isMember(topic, to)) {
+      return err({ code: 'unknown-recipient', message: 'relay: recipient never connected under this topic' });
     }
-    const stored = store.enqueue(peer.topic, msg.to, peer.endpoint, msg.body);
-    if (!stored.ok) return this.#reject(c, 'mailbox-full', stored.error.reason);
-    const target = this.#sessions.get(`${peer.topicHex}:${toHex(msg.to)}`);
-    if (target) this.#deliver(target, { t: 'frame', id: stored.value, from: peer.endpoint, body: msg.body });
+    const stored = store.enqueue(topic, to, from, body);
+    if (!stored.ok) return err({ code: 'mailbox-full', message: stored.error.reason });
+    const target = this.#sessions.get(`${toHex(topic)}:${toHex(to)}`);
+    if (target) this.#deliver(target, { t: 'frame', id: stored.value, from, body });
+    return stored;
   }
 
   #deliver(c: Connection, frame: Extract<RelayToEndpoint, { t: 'frame' }>): void {

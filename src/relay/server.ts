@@ -3,6 +3,7 @@
  *   GET /ws                  WebSocket upgrade, sov-relay/1 (behaviour in hub.ts)
  *   GET /api/health          {ok, protocol: 'sov-relay/1', sessions, uptimeMs}
  *   GET /api/presence?topic=<hex32>&endpoint=<hex32>   {online, pending}
+ *   POST /api/v1/mailbox/{fetch,ack,send}   signed HTTP mailbox API (http-mailbox.ts)
  *   GET anything else        the built PWA from `staticDir` (static.ts)
  * Durable state lives in `<dataDir>/relay.sqlite` (storage/sqlite-mailbox.ts).
  *
@@ -25,6 +26,7 @@ import { WebSocketServer } from 'ws';
 import { fromHex } from '../core/bytes.js';
 import { MAX_RELAY_MESSAGE } from '../core/relay-wire.js';
 import { SqliteMailboxStore } from '../storage/sqlite-mailbox.js';
+import { HttpMailbox, MAILBOX_PREFIX } from './http-mailbox.js';
 import { RelayHub } from './hub.js';
 import { DEFAULT_MAILBOX_LIMITS, type MailboxLimits, type MailboxStore } from './mailbox.js';
 import { DEFAULT_RATE_LIMIT, type RateLimitOptions } from './rate-limit.js';
@@ -67,6 +69,7 @@ export interface RelayHandle {
 
 interface Context {
   readonly hub: RelayHub;
+  readonly mailbox: HttpMailbox;
   readonly store: MailboxStore;
   readonly staticRoot: string | undefined;
   readonly now: () => number;
@@ -107,9 +110,10 @@ function handleApi(ctx: Context, url: URL, res: ServerResponse): void {
 
 async function handleHttp(ctx: Context, req: IncomingMessage, res: ServerResponse): Promise<void> {
   applySecurityHeaders(res);
+  const url = requestUrl(req);
+  if (url?.pathname.startsWith(MAILBOX_PREFIX)) return ctx.mailbox.handle(req, res, url.pathname);
   if (req.method !== 'GET' && req.method !== 'HEAD')
     return sendText(res, 405, 'sov relay: method not allowed\n', { Allow: 'GET, HEAD' });
-  const url = requestUrl(req);
   if (url === undefined) return sendText(res, 400, 'sov relay: bad request\n');
   if (url.pathname === '/api' || url.pathname.startsWith('/api/')) return handleApi(ctx, url, res);
   if (url.pathname === '/ws')
@@ -170,7 +174,8 @@ export async function startRelay(options: RelayOptions): Promise<RelayHandle> {
     authTimeoutMs: options.authTimeoutMs ?? 10_000,
     allowUnknownRecipients: options.allowUnknownRecipients ?? false,
   });
-  const ctx: Context = { hub, store, staticRoot: resolveStaticRoot(options.staticDir), now, startedAt: now() };
+  const mailbox = new HttpMailbox({ hub, store, now, log, rateLimit: { ...DEFAULT_RATE_LIMIT, ...options.rateLimit } });
+  const ctx: Context = { hub, store, mailbox, staticRoot: resolveStaticRoot(options.staticDir), now, startedAt: now() };
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     handleHttp(ctx, req, res).catch((e: unknown) => {
       log(`relay: http error: ${(e as Error).message}`);

@@ -16,6 +16,7 @@ import { SyncEngine } from '../core/sync.js';
 import { DexieReplicaStore, NodeDatabase } from '../storage/dexie-store.js';
 import { systemClock } from './clock.js';
 import type { CryptoService, IdentityView, InboundMessage, JoinError } from './crypto-service.js';
+import { BackgroundSync } from './background-sync.js';
 import { RelayConnection, type RelayState } from './relay-connection.js';
 import { TabSession } from './tab-session.js';
 import { countByReason, machinesView, rowView, type Machine, type RowView, type SyncView } from './views.js';
@@ -74,6 +75,7 @@ export class MeshNode {
   #meta: MeshMeta | undefined;
   #machines: Machine[] = [];
   #relay: RelayConnection | undefined;
+  #background: BackgroundSync | undefined;
   #relayState: RelayState | 'standby' = 'offline';
   #relayDetail = '';
   #lastBatchAt: number | undefined;
@@ -230,15 +232,34 @@ export class MeshNode {
     const relay = new RelayConnection(this.#meta.relay, {
       authenticate: (nonce) => this.#crypto.relayAuth(nonce),
       onState: (state, detail) => this.#relayChanged(state, detail ?? ''),
+      onRelayError: (code, message) => {
+        this.#count(`relay:${code}`);
+        this.#relayDetail = `relay refused: ${message}`;
+      },
       onFrame: (frame) => {
         this.#frames = this.#frames
-          .then(() => this.#onFrame(frame.id, toHex(frame.from), frame.body))
+          .then(async () => {
+            // Acknowledged to the relay only once its effects are durable; a failure means redelivery.
+            await this.#onFrame(toHex(frame.from), frame.body);
+            relay.ack([frame.id]);
+          })
           .catch((e: unknown) => this.#notice('warning', `frame handling failed: ${String(e)}`));
       },
     });
     this.#relay = relay;
-    addEventListener('offline', () => relay.suspend('browser offline'));
-    addEventListener('online', () => relay.resume());
+    if (this.#identity.topic) {
+      this.#background = new BackgroundSync(this.#identity.topic, () => void this.#drainInbox());
+      void this.#background.request();
+      void this.#drainInbox();
+    }
+    addEventListener('offline', () => {
+      relay.suspend('browser offline');
+      void this.#background?.request();
+    });
+    addEventListener('online', () => {
+      relay.resume();
+      void this.#background?.request();
+    });
     relay.start();
     this.#timers.push(
       setInterval(() => void this.#batchCycle(), BATCH_CYCLE_MS),
@@ -302,12 +323,20 @@ export class MeshNode {
     if (to && this.#relay?.send(to, body) !== true) this.#count('NotSentOffline');
   }
 
-  async #onFrame(id: number, from: string, body: Uint8Array): Promise<void> {
+  /** Handles one frame from a peer, arrived live or through the inbox; durable once it resolves. */
+  async #onFrame(from: string, body: Uint8Array): Promise<void> {
     const opened = await this.#crypto.openMessage(from, body);
     if (!opened.ok) this.#count(opened.error.type);
     else await this.#dispatch(from, opened.value);
-    this.#relay?.ack([id]);
     await this.#publish();
+  }
+
+  /** Applies what the service worker fetched while no page was connected. */
+  async #drainInbox(): Promise<void> {
+    if (!this.#background || this.#meta?.status !== 'member') return;
+    const drain = this.#background.drain((from, body) => this.#onFrame(from, body));
+    this.#frames = this.#frames.then(() => drain.then(() => undefined));
+    await this.#frames;
   }
 
   async #dispatch(from: string, message: InboundMessage): Promise<void> {
@@ -376,6 +405,7 @@ export class MeshNode {
 
   #applied(outcomes: readonly IngestOutcome[]): void {
     const applied = outcomes.filter((o) => o.type === 'Applied');
+    for (const o of applied) if (o.revoked) this.#count('SignerRemoved');
     if (applied.length === 0) return;
     this.#announce();
     this.#resurrected(applied.flatMap((o) => o.resurrections));
@@ -415,7 +445,7 @@ export class MeshNode {
       lastBatchAt: this.#lastBatchAt,
       logLength: last,
       peers,
-      parked: await this.#store.parkedCount(),
+      parked: countByReason(await this.#store.parked(1000), {}),
       rejected: countByReason(recent, this.#transient),
       recentRejections: recent.slice(0, 20),
     };

@@ -21,6 +21,8 @@ export type RelayHandlers = {
   authenticate(nonce: Uint8Array): Promise<{ topic: Uint8Array; endpoint: Uint8Array; sig: Uint8Array }>;
   onState(state: RelayState, detail?: string): void;
   onFrame(frame: Extract<RelayToEndpoint, { t: 'frame' }>): void;
+  /** The relay refused something we sent (too large, rate-limited, mailbox full, …). */
+  onRelayError(code: string, message: string): void;
 };
 
 const MIN_BACKOFF_MS = 500;
@@ -134,7 +136,7 @@ export class RelayConnection {
       case 'frame':
         return this.#handlers.onFrame(message);
       case 'error':
-        return this.#handlers.onState(this.#state, `relay error ${message.code}: ${message.message}`);
+        return this.#handlers.onRelayError(message.code, message.message);
     }
   }
 }

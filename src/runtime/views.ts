@@ -42,7 +42,8 @@ export type SyncView = {
   readonly lastBatchAt: number | undefined;
   readonly logLength: number;
   readonly peers: readonly PeerView[];
-  readonly parked: number;
+  /** Parked envelopes by what they wait for. */
+  readonly parked: Readonly<Record<string, number>>;
   readonly rejected: Readonly<Record<string, number>>;
   readonly recentRejections: readonly RejectionRecord[];
 };
@@ -72,7 +73,7 @@ export function rowView(state: RowState, names: ReadonlyMap<string, string>): Ro
 }
 
 export function countByReason(
-  records: readonly RejectionRecord[],
+  records: readonly { readonly reason: string }[],
   transient: Readonly<Record<string, number>>,
 ): Record<string, number> {
   const counts: Record<string, number> = { ...transient };

@@ -1,0 +1,98 @@
+/**
+ * A sov-relay/1 WebSocket client for tests: queues every relay message and the close, and
+ * joins a topic with any signing function (noble secret keys or a WebCrypto endpoint key).
+ */
+import { expect } from 'vitest';
+import { WebSocket } from 'ws';
+import { bytesEqual } from '../../src/core/bytes.js';
+import {
+  decodeRelayMessage,
+  encodeRelayMessage,
+  relayAuthPayload,
+  type EndpointToRelay,
+  type RelayToEndpoint,
+} from '../../src/core/relay-wire.js';
+
+export type RelayMsg<T extends RelayToEndpoint['t']> = Extract<RelayToEndpoint, { t: T }>;
+
+export class RelayTestClient {
+  readonly #inbox: RelayToEndpoint[] = [];
+  readonly #waiters: Array<() => void> = [];
+  closeCode: number | undefined;
+  readonly closed: Promise<number>;
+  readonly ws: WebSocket;
+
+  private constructor(ws: WebSocket) {
+    this.ws = ws;
+    ws.on('message', (data: Buffer) => {
+      const decoded = decodeRelayMessage(new Uint8Array(data));
+      if (!decoded.ok) throw new Error(`test client: ${decoded.error.reason}`);
+      this.#inbox.push(decoded.value);
+      this.#wake();
+    });
+    this.closed = new Promise((resolve) =>
+      ws.on('close', (code: number) => {
+        this.closeCode = code;
+        this.#wake();
+        resolve(code);
+      }),
+    );
+  }
+
+  /** Listeners are attached before the socket opens: the challenge may arrive in the same tick. */
+  static async open(url: string): Promise<RelayTestClient> {
+    const client = new RelayTestClient(new WebSocket(url));
+    await new Promise<void>((resolve, reject) => {
+      client.ws.once('open', () => resolve());
+      client.ws.once('error', reject);
+    });
+    return client;
+  }
+
+  #wake(): void {
+    for (const w of this.#waiters.splice(0)) w();
+  }
+
+  get queued(): number {
+    return this.#inbox.length;
+  }
+
+  async next(): Promise<RelayToEndpoint> {
+    while (this.#inbox.length === 0) {
+      if (this.closeCode !== undefined) throw new Error(`test client: closed (${this.closeCode}) with empty inbox`);
+      await new Promise<void>((resolve) => this.#waiters.push(resolve));
+    }
+    return this.#inbox.shift()!;
+  }
+
+  async expect<T extends RelayToEndpoint['t']>(t: T): Promise<RelayMsg<T>> {
+    const msg = await this.next();
+    expect(msg.t).toBe(t);
+    return msg as RelayMsg<T>;
+  }
+
+  send(msg: EndpointToRelay): void {
+    this.ws.send(encodeRelayMessage(msg));
+  }
+
+  async close(): Promise<void> {
+    this.ws.close();
+    await this.closed;
+  }
+}
+
+/** Opens a session and authenticates `endpoint` under `topic`; `sign` holds the endpoint key. */
+export async function joinRelay(
+  wsUrl: string,
+  topic: Uint8Array,
+  endpoint: Uint8Array,
+  sign: (payload: Uint8Array) => Uint8Array | Promise<Uint8Array>,
+): Promise<RelayTestClient> {
+  const client = await RelayTestClient.open(wsUrl);
+  const challenge = await client.expect('challenge');
+  const sig = await sign(relayAuthPayload(challenge.nonce, topic, endpoint));
+  client.send({ t: 'auth', topic, endpoint, sig });
+  const ready = await client.expect('ready');
+  expect(bytesEqual(ready.endpoint, endpoint)).toBe(true);
+  return client;
+}
