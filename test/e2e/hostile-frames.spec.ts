@@ -1,0 +1,64 @@
+/**
+ * A hostile endpoint that knows the group's topic (a removed machine, say) sends
+ * frames to a member: garbage, and frames that claim to be events. The member
+ * rejects each before any import, counts it by typed reason in the sync panel,
+ * and stores nothing; an oversized frame is refused by the relay itself.
+ */
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { WebSocket } from 'ws';
+import { fromHex } from '../../src/core/bytes.ts';
+import { decodeRelayMessage, encodeRelayMessage, MAX_FRAME_BODY, relayAuthPayload } from '../../src/core/relay-wire.ts';
+import { expect, test } from './relay-process.ts';
+
+async function hostileSession(wsUrl: string, topic: Uint8Array) {
+  const secret = ed25519.utils.randomSecretKey();
+  const endpoint = ed25519.getPublicKey(secret);
+  const ws = new WebSocket(wsUrl);
+  const errors: string[] = [];
+  await new Promise<void>((resolve, reject) => {
+    ws.on('error', reject);
+    ws.on('message', (data: Buffer) => {
+      const message = decodeRelayMessage(new Uint8Array(data));
+      if (!message.ok) return reject(new Error(message.error.reason));
+      const m = message.value;
+      if (m.t === 'challenge') {
+        const sig = ed25519.sign(relayAuthPayload(m.nonce, topic, endpoint), secret);
+        ws.send(encodeRelayMessage({ t: 'auth', topic, endpoint, sig }));
+      } else if (m.t === 'ready') resolve();
+      else if (m.t === 'error') errors.push(m.code);
+    });
+  });
+  return {
+    ws,
+    errors,
+    send: (to: Uint8Array, body: Uint8Array) => ws.send(encodeRelayMessage({ t: 'send', to, body })),
+  };
+}
+
+test('frames from a stranger are rejected before import and counted', async ({ browser, relay }) => {
+  const page = await (await browser.newContext()).newPage();
+  await page.goto(relay.url);
+  await page.getByTestId('machine-name').fill('workstation');
+  await page.getByTestId('create-mesh').click();
+  await expect(page.getByTestId('relay-state')).toHaveText('ready');
+  const badge = page.getByTestId('fingerprint');
+  const topic = fromHex((await badge.getAttribute('data-topic'))!)!;
+  const target = fromHex((await badge.getAttribute('data-endpoint'))!)!;
+  const logBefore = await page.getByTestId('sync-panel').textContent();
+
+  const stranger = await hostileSession(relay.url.replace('http', 'ws') + '/ws', topic);
+  stranger.send(target, new Uint8Array(64).fill(7));
+  stranger.send(target, new Uint8Array([0xa1, 0x61, 0x74, 0x66, 0x65, 0x76, 0x65, 0x6e, 0x74, 0x73]));
+  stranger.send(target, new Uint8Array(MAX_FRAME_BODY + 1));
+
+  await expect(page.locator('[data-testid="rejection"][data-reason="FrameUndecryptable"]')).toHaveAttribute(
+    'data-count',
+    '2',
+  );
+  await expect.poll(() => stranger.errors).toContain('frame-too-large');
+  // Nothing was imported: the log length shown in the panel is unchanged.
+  const logLine = (text: string | null) => /Log(\d+)events/.exec((text ?? '').replace(/\s+/g, ''))?.[1];
+  expect(logLine(logBefore)).toMatch(/^\d+$/);
+  expect(logLine(await page.getByTestId('sync-panel').textContent())).toBe(logLine(logBefore));
+  stranger.ws.close();
+});
