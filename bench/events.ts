@@ -17,7 +17,6 @@ import { DomainKeyring } from '../src/core/domain-keys.js';
 import type { Signer } from '../src/core/ports.js';
 import { systemClock } from '../src/runtime/clock.js';
 import { Replica } from '../src/core/replica.js';
-import { keyringTrust } from '../src/core/trust.js';
 import { generateSigningIdentity, webRandom, webSigner, webVerifier } from '../src/runtime/webcrypto.js';
 import { MemoryReplicaStore } from '../src/storage/memory-store.js';
 import type { BenchResult } from './run.ts';
@@ -41,7 +40,7 @@ async function pair(): Promise<Pair> {
       signer,
       verifier: webVerifier(),
       envelopes: keyring.envelopes(webRandom),
-      trust: keyringTrust(toHex(signer.publicKey), () => anchors),
+      trust: { self: toHex(signer.publicKey), anchors: () => anchors },
       clock: systemClock,
     });
   const writerStore = new MemoryReplicaStore();
@@ -66,7 +65,10 @@ async function ingestAll(p: Pair): Promise<number> {
   for (;;) {
     const entries = await p.writerStore.entriesAfter(after, BATCH);
     if (entries.length === 0) return bytes;
-    const outcomes = await p.reader.ingest(entries.map((e) => e.sealed));
+    const outcomes = await p.reader.ingest(
+      'writer',
+      entries.map((e) => e.sealed),
+    );
     const refused = outcomes.find((o) => o.type !== 'Applied');
     if (refused) throw new Error(`bench events: ingest gave ${refused.type}`);
     for (const e of entries) bytes += e.sealed.length;

@@ -16,6 +16,9 @@ export type Benchmark = { run(): Promise<BenchResult> };
 /** name → module; each module loads only when its benchmark runs. */
 const BENCHMARKS: Readonly<Record<string, () => Promise<Benchmark>>> = {
   events: () => import('./events.ts'),
+  catchup: () => import('./catchup.ts'),
+  realtime: () => import('./realtime.ts'),
+  merge: () => import('./merge.ts'),
 };
 
 const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));

@@ -27,7 +27,8 @@ export function frameKey(groupSecret: Uint8Array): Uint8Array {
   return deriveKey(groupSecret, 'sov/1/frame-key');
 }
 
-function aad(topic: Uint8Array, from: Uint8Array, to: Uint8Array): Uint8Array {
+/** Associated data binding topic, sender and recipient (exported for native AEAD adapters). */
+export function frameAad(topic: Uint8Array, from: Uint8Array, to: Uint8Array): Uint8Array {
   return concat(AAD_LABEL, topic, from, to);
 }
 
@@ -40,7 +41,7 @@ export function sealFrame(
   random: Random,
 ): Uint8Array {
   const nonce = random.bytes(NONCE_BYTES);
-  return concat(nonce, gcm(key, nonce, aad(topic, from, to)).encrypt(message));
+  return concat(nonce, gcm(key, nonce, frameAad(topic, from, to)).encrypt(message));
 }
 
 export function openFrame(
@@ -53,7 +54,7 @@ export function openFrame(
   if (body.length < NONCE_BYTES + 16) return err({ type: 'FrameUndecryptable' });
   try {
     const nonce = body.subarray(0, NONCE_BYTES);
-    return ok(gcm(key, nonce, aad(topic, from, to)).decrypt(body.subarray(NONCE_BYTES)));
+    return ok(gcm(key, nonce, frameAad(topic, from, to)).decrypt(body.subarray(NONCE_BYTES)));
   } catch {
     return err({ type: 'FrameUndecryptable' });
   }

@@ -24,7 +24,7 @@ import { compareHlc, compareStamps, type Hlc, type Stamp } from './hlc.js';
 import { applyChange, type RowChange, type RowState } from './merge.js';
 import type { SealedEvent } from './seal.js';
 import { authorize, type TrustContext } from './trust.js';
-import { rowKeyOf, type LogEntry, type ReplicaTx, type Resurrection } from './store.js';
+import { rowKeyOf, type LogEntry, type NewLogEntry, type ReplicaTx, type Resurrection } from './store.js';
 
 export function changeOf(body: EventBody): RowChange {
   const stamp = stampOf(body);
@@ -34,7 +34,7 @@ export function changeOf(body: EventBody): RowChange {
   return { op: 'put', table, row, cols: body.cols, stamp };
 }
 
-export const stampOf = (body: EventBody): Stamp => ({ ...body.hlc, node: body.signer });
+export const stampOf = (body: EventBody): Stamp => ({ ms: body.hlc.ms, counter: body.hlc.counter, node: body.signer });
 
 const pairKey = (deleteId: string, editId: string): string => `${deleteId}:${editId}`;
 
@@ -58,7 +58,7 @@ export async function recordEvent(
   const signer = toHex(body.signer);
   const eventId = toHex(event.id);
   const rowKey = rowKeyOf(body.table, body.row);
-  const pos = await tx.append({
+  const entry: NewLogEntry = {
     outerId: toHex(sealed.id),
     domain: sealed.domain,
     sealed: sealedBytes,
@@ -67,8 +67,8 @@ export async function recordEvent(
     seq: body.seq,
     body,
     rowKey,
-    ...(revoked ? { revoked: true as const } : {}),
-  });
+  };
+  const pos = await tx.append(revoked ? { ...entry, revoked: true } : entry);
   await tx.setHead(signer, { seq: body.seq, eventId });
   await advanceClock(tx, body.hlc);
   if (revoked) return { pos, resurrections: [] };
@@ -95,7 +95,8 @@ function livePairs(entries: readonly Opened[]): Map<string, { del: Opened; put: 
   const pairs = new Map<string, { del: Opened; put: Opened }>();
   for (const del of deletes) {
     for (const put of puts) {
-      if (compareStamps(stampOf(put.body), stampOf(del.body)) > 0) pairs.set(pairKey(del.eventId, put.eventId), { del, put });
+      if (compareStamps(stampOf(put.body), stampOf(del.body)) > 0)
+        pairs.set(pairKey(del.eventId, put.eventId), { del, put });
     }
   }
   return pairs;

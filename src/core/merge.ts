@@ -37,7 +37,13 @@ export type RowChange =
       readonly stamp: Stamp;
     }
   | { readonly op: 'del'; readonly table: string; readonly row: string; readonly stamp: Stamp }
-  | { readonly op: 'remove'; readonly table: string; readonly row: string; readonly hwm: number; readonly stamp: Stamp };
+  | {
+      readonly op: 'remove';
+      readonly table: string;
+      readonly row: string;
+      readonly hwm: number;
+      readonly stamp: Stamp;
+    };
 
 /** Orders two writes of one cell: rank first for ranked columns, then stamp. */
 function cellWins(table: string, column: string, incoming: Cell, existing: Cell): boolean {
@@ -66,7 +72,7 @@ export function applyChange(current: RowState | undefined, change: RowChange): R
         cells ??= { ...base.cells };
         cells[column] = incoming;
       }
-      return cells ? { ...base, cells } : current ?? base;
+      return cells ? { ...base, cells } : (current ?? base);
     }
     case 'del':
       if (base.deleted && compareStamps(base.deleted, change.stamp) >= 0) return current ?? base;

@@ -97,7 +97,7 @@ export function decodePeerMessage(bytes: Uint8Array): Result<PeerMessage, PeerWi
       if (!Array.isArray(keys)) return malformed('join-accept: keys');
       const grants = keys.map(decodeGrant);
       if (grants.length > 64 || grants.some((g) => g === undefined)) return malformed('join-accept: keys');
-      return ok({ t: 'join-accept', inv, signer, anchors: anchors as Uint8Array[], keys: grants as DomainKeyGrant[] });
+      return ok({ t: 'join-accept', inv, signer, anchors, keys: grants as DomainKeyGrant[] });
     }
     case 'join-refused':
       if (!fieldsAre(m, 'inv,reason,t') || !isBytes(m['inv'], 16) || typeof m['reason'] !== 'string') {

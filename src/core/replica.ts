@@ -16,20 +16,20 @@
  * no crypto and stays inside the transaction.
  */
 import { fromHex, toHex } from './bytes.js';
+import { verifyChains } from './chain-verify.js';
 import {
   decodeEvent,
   signEvent,
-  verifyEvent,
   ZERO_HASH,
   type EventBody,
   type EventError,
   type EventOp,
   type SignedEvent,
 } from './event.js';
-import { blake3 } from './hash.js';
 import { DEFAULT_MAX_SKEW_MS, HLC_ZERO, receive, tick, type ClockSkewError } from './hlc.js';
 import { admitEvent, type FinalRejection, type OpenedEnvelope } from './ingest.js';
 import { recordEvent } from './materialize.js';
+import { openEnvelope, type DomainMismatch, type EnvelopeOpener, type Opening } from './open.js';
 import type { Clock, Signer, Verifier } from './ports.js';
 import { err, ok, type Result } from './result.js';
 import { decodeSealed, encodeSealed, type SealedEvent, type SealError } from './seal.js';
@@ -48,6 +48,8 @@ export type ReplicaDeps = {
   readonly signer: Signer;
   readonly verifier: Verifier;
   readonly envelopes: EnvelopeCrypto;
+  /** Opens whole batches, e.g. spread over worker threads; by default `envelopes` opens them here. */
+  readonly opener?: EnvelopeOpener;
   readonly trust: TrustContext;
   readonly clock: Clock;
   /** Serialises applying across every context sharing the store (Web Lock `sov-apply` in browsers). */
@@ -57,12 +59,7 @@ export type ReplicaDeps = {
   readonly maxParked?: number;
 };
 
-export type Rejection =
-  | SealError
-  | EventError
-  | FinalRejection
-  | { readonly type: 'DomainMismatch'; readonly envelope: DomainName; readonly event: DomainName }
-  | { readonly type: 'ParkingFull' };
+export type Rejection = SealError | EventError | FinalRejection | DomainMismatch | { readonly type: 'ParkingFull' };
 
 export type IngestOutcome =
   | {
@@ -98,6 +95,8 @@ export class Replica {
   readonly #deps: ReplicaDeps;
   readonly #self: string;
   #queue: Promise<unknown> = Promise.resolve();
+  /** Settles when the latest ingest call has been admitted (or failed). */
+  #ingestTurn: Promise<unknown> = Promise.resolve();
 
   constructor(deps: ReplicaDeps) {
     this.#deps = deps;
@@ -189,18 +188,25 @@ export class Replica {
    * Opens, verifies and admits a batch of envelopes from a peer, atomically with
    * the peer's inbound watermark `upto` (a position in the peer's log).
    */
-  async ingest(peer: string, envelopes: readonly Uint8Array[], upto?: number): Promise<IngestOutcome[]> {
-    const opened: Opened[] = [];
-    for (const bytes of envelopes) opened.push(await this.#open(bytes));
-    return this.#exclusive(() =>
-      this.#deps.store.transact(async (tx) => {
-        const outcomes: IngestOutcome[] = [];
-        for (const item of opened) outcomes.push(await this.#admit(tx, peer, item));
-        if (outcomes.some((o) => o.type === 'Applied')) outcomes.push(...(await this.#retryParked(tx, peer)));
-        if (upto !== undefined) await tx.setWatermark(peer, upto);
-        return outcomes;
-      }),
-    );
+  ingest(peer: string, envelopes: readonly Uint8Array[], upto?: number): Promise<IngestOutcome[]> {
+    // Opening starts at once, so a later batch can be opened while an earlier one is admitted;
+    // admission keeps the order of the calls.
+    const opening = this.#openAll(envelopes);
+    opening.catch(() => undefined);
+    const admitted = this.#ingestTurn.then(async () => {
+      const opened = await opening;
+      return this.#exclusive(() =>
+        this.#deps.store.transact(async (tx) => {
+          const outcomes: IngestOutcome[] = [];
+          for (const item of opened) outcomes.push(await this.#admit(tx, peer, item));
+          if (outcomes.some((o) => o.type === 'Applied')) outcomes.push(...(await this.#retryParked(tx, peer)));
+          if (upto !== undefined) await tx.setWatermark(peer, upto);
+          return outcomes;
+        }),
+      );
+    });
+    this.#ingestTurn = admitted.catch(() => undefined);
+    return admitted;
   }
 
   /** Re-evaluates parked envelopes locally (the clock moved on, or control records arrived). */
@@ -212,6 +218,7 @@ export class Replica {
     const now = this.#deps.clock.now();
     switch (item.kind) {
       case 'rejected':
+        if (await tx.isRejected(item.outerId)) return { type: 'Duplicate', outerId: item.outerId };
         return this.#reject(tx, peer, item.outerId, item.error);
       case 'opaque': {
         const outerId = toHex(item.sealed.id);
@@ -220,6 +227,8 @@ export class Replica {
         return { type: 'StoredOpaque', outerId };
       }
       case 'skewed': {
+        const outerId = toHex(item.opened.sealed.id);
+        if ((await tx.isParked(outerId)) || (await tx.hasOuterId(outerId))) return { type: 'Duplicate', outerId };
         const detail = `${item.error.remoteMs - item.error.localMs} ms ahead (bound ${item.error.maxSkewMs} ms)`;
         return this.#park(tx, peer, item.opened, 'ClockSkew', detail);
       }
@@ -278,7 +287,7 @@ export class Replica {
     const outcomes: IngestOutcome[] = [];
     const now = this.#deps.clock.now();
     const maxSkew = this.#deps.maxSkewMs ?? DEFAULT_MAX_SKEW_MS;
-    for (let progress = true; progress; ) {
+    for (let progress = true; progress;) {
       progress = false;
       for (const parked of await tx.parkedAll()) {
         const sealed = decodeSealed(parked.sealed);
@@ -295,30 +304,26 @@ export class Replica {
     return outcomes.filter((o) => o.type !== 'Parked');
   }
 
-  async #open(bytes: Uint8Array): Promise<Opened> {
-    const sealed = decodeSealed(bytes);
-    if (!sealed.ok) return { kind: 'rejected', outerId: toHex(blake3(bytes)), error: sealed.error };
-    const outerId = toHex(sealed.value.id);
-    const plain = await this.#deps.envelopes.open(sealed.value);
-    if (!plain.ok) {
-      // Storage is not reading: an envelope of a domain this machine holds no key for is kept and forwarded.
-      if (plain.error.type === 'DomainKeyMissing') return { kind: 'opaque', sealed: sealed.value, bytes };
-      return { kind: 'rejected', outerId, error: plain.error };
-    }
-    const decoded = decodeEvent(plain.value);
-    if (!decoded.ok) return { kind: 'rejected', outerId, error: decoded.error };
-    const event = decoded.value;
-    if (event.body.domain !== sealed.value.domain) {
-      const error = { type: 'DomainMismatch' as const, envelope: sealed.value.domain, event: event.body.domain };
-      return { kind: 'rejected', outerId, error };
-    }
-    const verified = await verifyEvent(event, this.#deps.verifier);
-    if (!verified.ok) return { kind: 'rejected', outerId, error: verified.error };
-    const opened = { sealed: sealed.value, bytes, event };
-    const now = this.#deps.clock.now();
-    const skew = receive(HLC_ZERO, event.body.hlc, now, this.#deps.maxSkewMs ?? DEFAULT_MAX_SKEW_MS);
-    if (!skew.ok) return { kind: 'skewed', opened, error: skew.error };
-    return { kind: 'event', ...opened };
+  /** Opens a batch, checks signatures run by run (chain-verify.ts), then the clock bound of each event. */
+  async #openAll(envelopes: readonly Uint8Array[]): Promise<Opened[]> {
+    const { opener, envelopes: port, verifier, clock } = this.#deps;
+    const openings: Opening[] = opener
+      ? await opener.open(envelopes)
+      : await Promise.all(envelopes.map((bytes) => openEnvelope(bytes, (sealed) => port.open(sealed))));
+    if (openings.length !== envelopes.length) throw new Error('replica: opener returned the wrong number of results');
+    const good = await verifyChains(
+      openings.map((o) => (o.kind === 'event' ? o.event : undefined)),
+      verifier,
+    );
+    const now = clock.now();
+    const maxSkew = this.#deps.maxSkewMs ?? DEFAULT_MAX_SKEW_MS;
+    return openings.map((o, i): Opened => {
+      if (o.kind !== 'event') return o;
+      const opened = { sealed: o.sealed, bytes: o.bytes, event: o.event };
+      if (!good[i]) return { kind: 'rejected', outerId: toHex(o.sealed.id), error: { type: 'SignatureInvalid' } };
+      const skew = receive(HLC_ZERO, o.event.body.hlc, now, maxSkew);
+      return skew.ok ? { kind: 'event', ...opened } : { kind: 'skewed', opened, error: skew.error };
+    });
   }
 
   rows(table: string) {
@@ -331,4 +336,3 @@ export class Replica {
     return Math.max(0, last - cursor);
   }
 }
-

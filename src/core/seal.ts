@@ -23,8 +23,8 @@ import { isDomainName, type DomainName } from './schema.js';
 
 export const MAX_SEALED_BYTES = MAX_EVENT_BYTES + 512;
 const AAD_LABEL = utf8('sov/1/seal');
-const NONCE_BYTES = 12;
-const TAG_BYTES = 16;
+export const NONCE_BYTES = 12;
+export const TAG_BYTES = 16;
 
 export type SealedEvent = {
   readonly domain: DomainName;
@@ -42,7 +42,8 @@ export type SealError =
 /** Looks up the key bytes of one generation of one domain, if this machine holds it. */
 export type DomainKeyLookup = (domain: DomainName, gen: number) => Uint8Array | undefined;
 
-function aad(domain: DomainName, gen: number): Uint8Array {
+/** Associated data binding an envelope's domain and generation (exported for native AEAD adapters). */
+export function sealAad(domain: DomainName, gen: number): Uint8Array {
   return concat(AAD_LABEL, encodeCbor([domain, gen]));
 }
 
@@ -55,7 +56,7 @@ export function sealEvent(
 ): SealedEvent {
   if (!isBytes(key, 32)) throw new Error('seal: domain key must be 32 bytes');
   const nonce = random.bytes(NONCE_BYTES);
-  const ct = concat(nonce, gcm(key, nonce, aad(domain, gen)).encrypt(signedEvent));
+  const ct = concat(nonce, gcm(key, nonce, sealAad(domain, gen)).encrypt(signedEvent));
   return { domain, gen, id: blake3(ct), ct };
 }
 
@@ -86,7 +87,7 @@ export function openSealed(sealed: SealedEvent, keys: DomainKeyLookup): Result<U
   if (!key) return err({ type: 'DomainKeyMissing', domain: sealed.domain, gen: sealed.gen });
   const nonce = sealed.ct.subarray(0, NONCE_BYTES);
   try {
-    return ok(gcm(key, nonce, aad(sealed.domain, sealed.gen)).decrypt(sealed.ct.subarray(NONCE_BYTES)));
+    return ok(gcm(key, nonce, sealAad(sealed.domain, sealed.gen)).decrypt(sealed.ct.subarray(NONCE_BYTES)));
   } catch {
     return err({ type: 'DecryptFailed', domain: sealed.domain, gen: sealed.gen });
   }

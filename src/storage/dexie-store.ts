@@ -107,7 +107,10 @@ export class DexieReplicaStore implements ReplicaStore {
         return op === undefined ? entries : entries.filter((e) => e.body?.op === op);
       },
       signerEntriesAbove: (signer, seq) =>
-        db.log.where('[signer+seq]').between([signer, seq + 1], [signer, Dexie.maxKey]).toArray(),
+        db.log
+          .where('[signer+seq]')
+          .between([signer, seq + 1], [signer, Dexie.maxKey])
+          .toArray(),
       setRevoked: async (pos, revoked) => {
         await db.log.update(pos, (entry: { revoked?: true }) => {
           if (revoked) entry.revoked = true;

@@ -3,6 +3,7 @@
  * Transactions run one at a time and keep an undo log, so a callback that
  * throws leaves the store exactly as it was, like the durable adapters.
  */
+import { bytesEqual } from '../core/bytes.js';
 import type { EventOp } from '../core/event.js';
 import type { Hlc } from '../core/hlc.js';
 import type { RowState } from '../core/merge.js';
@@ -31,6 +32,8 @@ type State = {
   resurrections: Map<string, Resurrection>;
   watermarks: Map<string, number>;
   hlc: Hlc | undefined;
+  /** Shared copies of signer ids and keys (not undone on rollback: sharing changes no value). */
+  signers: Map<string, SignerCopy>;
 };
 
 function newState(): State {
@@ -47,7 +50,27 @@ function newState(): State {
     resurrections: new Map(),
     watermarks: new Map(),
     hlc: undefined,
+    signers: new Map(),
   };
+}
+
+type SignerCopy = { readonly id: string; readonly key: Uint8Array };
+
+/**
+ * A few signers write millions of entries: every entry of one signer shares one
+ * copy of its id and its key bytes (same values, so nothing a reader sees changes).
+ */
+function shareSigner(signers: Map<string, SignerCopy>, entry: NewLogEntry): Partial<NewLogEntry> {
+  if (entry.signer === undefined) return {};
+  let copy = signers.get(entry.signer);
+  if (!copy) {
+    if (!entry.body) return {};
+    copy = { id: entry.signer, key: entry.body.signer };
+    signers.set(copy.id, copy);
+  }
+  const body = entry.body;
+  if (!body || body.signer === copy.key || !bytesEqual(body.signer, copy.key)) return { signer: copy.id };
+  return { signer: copy.id, body: { ...body, signer: copy.key } };
 }
 
 /** Writes that remember how to undo themselves. */
@@ -75,8 +98,12 @@ class Undoable {
   }
 }
 
+/** Appends in place (copying would make a long index quadratic); undo pops it again. */
 function index(map: Map<string, number[]>, key: string, pos: number, undo: Undoable): void {
-  undo.set(map, key, [...(map.get(key) ?? []), pos]);
+  const positions = map.get(key);
+  if (!positions) return undo.set(map, key, [pos]);
+  positions.push(pos);
+  undo.steps.push(() => positions.pop());
 }
 
 function txOver(s: State, undo: Undoable): ReplicaTx {
@@ -95,7 +122,8 @@ function txOver(s: State, undo: Undoable): ReplicaTx {
     hasEventId: async (id) => s.eventIds.has(id),
     append: async (entry: NewLogEntry) => {
       const pos = s.log.length + 1;
-      s.log.push({ ...entry, pos });
+      // Object.assign, not `{ ...entry, pos }`: V8 gives every spread-plus-field object its own hidden class.
+      s.log.push(Object.assign({ pos }, entry, shareSigner(s.signers, entry)));
       s.outerIds.add(entry.outerId);
       if (entry.eventId) s.eventIds.add(entry.eventId);
       undo.steps.push(() => {
@@ -107,12 +135,19 @@ function txOver(s: State, undo: Undoable): ReplicaTx {
       if (entry.signer) index(s.bySigner, entry.signer, pos, undo);
       return pos;
     },
-    rowEntries: async (rowKey, op?: EventOp) =>
-      entries(s.byRow.get(rowKey)).filter((e) => op === undefined || e.body?.op === op),
+    rowEntries: async (rowKey, op?: EventOp) => {
+      const out: LogEntry[] = [];
+      for (const pos of s.byRow.get(rowKey) ?? []) {
+        const entry = s.log[pos - 1]!;
+        if (op === undefined || entry.body?.op === op) out.push(entry);
+      }
+      return out;
+    },
     signerEntriesAbove: async (signer, seq) => entries(s.bySigner.get(signer)).filter((e) => (e.seq ?? 0) > seq),
     setRevoked: async (pos, revoked) => {
       const old = s.log[pos - 1]!;
-      const { revoked: _previous, ...rest } = old;
+      const rest: LogEntry = { ...old };
+      delete (rest as { revoked?: true }).revoked;
       s.log[pos - 1] = revoked ? { ...rest, revoked: true } : rest;
       undo.steps.push(() => (s.log[pos - 1] = old));
     },

@@ -1,12 +1,15 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compareStamps, type Stamp } from '../../src/core/hlc.js';
-import { applyChange, rowValues, type RowChange, type RowState } from '../../src/core/merge.js';
+import { encodeCbor } from '../../src/core/cbor.js';
+import { applyChange, isAlive, rowValues, type RowChange, type RowState } from '../../src/core/merge.js';
 import type { ColumnValue } from '../../src/core/schema.js';
 
 const node = (byte: number): Uint8Array => new Uint8Array(32).fill(byte);
 const stamp = (ms: number, counter: number, nodeByte: number): Stamp => ({ ms, counter, node: node(nodeByte) });
-const change = (row: string, cols: Record<string, ColumnValue>, s: Stamp): RowChange => ({
+type PutChange = Extract<RowChange, { op: 'put' }>;
+const change = (row: string, cols: Record<string, ColumnValue>, s: Stamp): PutChange => ({
+  op: 'put',
   table: 'device_profiles',
   row,
   cols,
@@ -18,8 +21,7 @@ type State = Map<string, RowState>;
 function applyAll(changes: readonly RowChange[], state: State = new Map()): State {
   for (const c of changes) {
     const key = `${c.table}/${c.row}`;
-    const merged = applyChange(state.get(key), c);
-    if (merged) state.set(key, merged);
+    state.set(key, applyChange(state.get(key), c));
   }
   return state;
 }
@@ -61,7 +63,7 @@ const changeSet = fc
   });
 
 /** Any order of the set, each change possibly repeated. */
-const permutationWithDuplicates = (changes: readonly RowChange[]) =>
+const permutationWithDuplicates = <C>(changes: readonly C[]) =>
   fc.array(fc.integer({ min: 0, max: 2 }), { minLength: changes.length, maxLength: changes.length }).chain((extra) => {
     const repeated = changes.flatMap((c, i) => Array.from({ length: 1 + extra[i]! }, () => c));
     return fc.shuffledSubarray(repeated, { minLength: repeated.length, maxLength: repeated.length });
@@ -83,7 +85,10 @@ describe('per-column last-writer-wins', () => {
     fc.assert(
       fc.property(changeSet, (changes) => {
         const state = applyAll(changes);
-        for (const c of changes) expect(applyChange(state.get(`${c.table}/${c.row}`), c)).toBeUndefined();
+        for (const c of changes) {
+          const current = state.get(`${c.table}/${c.row}`);
+          expect(applyChange(current, c)).toBe(current);
+        }
       }),
     );
   });
@@ -141,9 +146,164 @@ describe('per-column last-writer-wins', () => {
 
   it('an older write wins no cell and reports no change', () => {
     const newer = change('W', { name: 'new', notes: 'x' }, stamp(5, 0, 1));
-    const state = applyChange(undefined, newer)!;
-    expect(applyChange(state, change('W', { name: 'old' }, stamp(4, 9, 9)))).toBeUndefined();
-    const partly = applyChange(state, change('W', { name: 'old', location: 'here' }, stamp(4, 0, 1)))!;
+    const state = applyChange(undefined, newer);
+    expect(applyChange(state, change('W', { name: 'old' }, stamp(4, 9, 9)))).toBe(state);
+    const partly = applyChange(state, change('W', { name: 'old', location: 'here' }, stamp(4, 0, 1)));
     expect(rowValues(partly)).toEqual({ name: 'new', notes: 'x', location: 'here' });
+  });
+});
+
+// ---- deletes, removals and ranked columns ----------------------------------------------
+
+const del = (row: string, s: Stamp): RowChange => ({ op: 'del', table: 'device_profiles', row, stamp: s });
+const removal = (row: string, hwm: number, s: Stamp): RowChange => ({
+  op: 'remove',
+  table: 'keyring',
+  row,
+  hwm,
+  stamp: s,
+});
+const grant = (row: string, role: string, s: Stamp): RowChange => ({
+  op: 'put',
+  table: 'roles',
+  row,
+  cols: { role },
+  stamp: s,
+});
+
+/** Canonical bytes of a whole state: what replicas compare. */
+const bytesOf = (state: State): string => Buffer.from(encodeCbor(sorted(state).map(([, row]) => row))).toString('hex');
+
+const stampArb = fc.record({
+  ms: fc.integer({ min: 0, max: 3 }),
+  counter: fc.integer({ min: 0, max: 2 }),
+  node: fc.integer({ min: 1, max: 3 }).map(node),
+});
+
+/** Puts, deletes, keyring removals and role grants over a few rows; stamps distinct as in `changeSet`. */
+const mixedSet = fc
+  .array(
+    fc.oneof(
+      fc.record({
+        kind: fc.constant('put' as const),
+        row: fc.constantFrom('W', 'X'),
+        stamp: stampArb,
+        value: fc.string({ maxLength: 3 }),
+      }),
+      fc.record({ kind: fc.constant('del' as const), row: fc.constantFrom('W', 'X'), stamp: stampArb }),
+      fc.record({ kind: fc.constant('remove' as const), hwm: fc.integer({ min: 0, max: 5 }), stamp: stampArb }),
+      fc.record({ kind: fc.constant('grant' as const), role: fc.constantFrom('member', 'admin'), stamp: stampArb }),
+    ),
+    { maxLength: 25 },
+  )
+  .map((items) => {
+    const seen = new Set<string>();
+    const out: RowChange[] = [];
+    for (const i of items) {
+      const key = `${i.stamp.ms}/${i.stamp.counter}/${i.stamp.node[0]}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      if (i.kind === 'put') out.push(change(i.row, { name: i.value }, i.stamp));
+      else if (i.kind === 'del') out.push(del(i.row, i.stamp));
+      else if (i.kind === 'remove') out.push(removal('k', i.hwm, i.stamp));
+      else out.push(grant('k', i.role, i.stamp));
+    }
+    return out;
+  });
+
+describe('deletes and removals', () => {
+  it('any order of puts, deletes, removals and grants, with duplicates, yields the same bytes', () => {
+    fc.assert(
+      fc.property(
+        mixedSet.chain((changes) => fc.tuple(fc.constant(changes), permutationWithDuplicates(changes))),
+        ([changes, shuffled]) => {
+          expect(bytesOf(applyAll(shuffled))).toBe(bytesOf(applyAll(changes)));
+        },
+      ),
+    );
+  });
+
+  it('the tombstone is the highest delete stamp; the lowest removal mark wins', () => {
+    fc.assert(
+      fc.property(mixedSet, (changes) => {
+        const state = applyAll(changes);
+        const dels = changes.filter((c) => c.op === 'del');
+        for (const rowName of ['W', 'X']) {
+          const mine = dels.filter((d) => d.row === rowName);
+          const top = mine.reduce<Stamp | undefined>(
+            (a, d) => (a && compareStamps(a, d.stamp) >= 0 ? a : d.stamp),
+            undefined,
+          );
+          expect(state.get(`device_profiles/${rowName}`)?.deleted).toEqual(top);
+        }
+        const marks = changes.flatMap((c) => (c.op === 'remove' ? [c.hwm] : []));
+        const removed = state.get('keyring/k')?.removed;
+        expect(removed).toEqual(marks.length > 0 ? { hwm: Math.min(...marks) } : undefined);
+      }),
+    );
+  });
+
+  it('a row is alive iff never removed and not deleted, or some cell is newer than the newest delete', () => {
+    fc.assert(
+      fc.property(mixedSet, (changes) => {
+        for (const [, row] of applyAll(changes)) {
+          const newest = Object.values(row.cells)
+            .map((c) => c.stamp)
+            .some((s) => !row.deleted || compareStamps(s, row.deleted) > 0);
+          const expected = !row.removed && (!row.deleted || newest);
+          expect(isAlive(row)).toBe(expected);
+        }
+      }),
+    );
+  });
+
+  it('a delete hides the row; a later edit resurrects it with every cell written meanwhile', () => {
+    const created = change('W', { name: 'pump', location: 'shed' }, stamp(1, 0, 1));
+    const deleted = del('W', stamp(5, 0, 1));
+    const whileDead = change('W', { notes: 'late but older' }, stamp(3, 0, 2));
+    let row = applyAll([created, deleted, whileDead]).get('device_profiles/W')!;
+    expect(isAlive(row)).toBe(false);
+    expect(rowValues(row)).toEqual({ name: 'pump', location: 'shed', notes: 'late but older' });
+    row = applyChange(row, change('W', { schedule: 'hourly' }, stamp(6, 0, 2)));
+    expect(isAlive(row)).toBe(true);
+    expect(rowValues(row)).toEqual({ name: 'pump', location: 'shed', notes: 'late but older', schedule: 'hourly' });
+    // An older delete arriving late changes nothing; a newer one tombstones again.
+    expect(applyChange(row, del('W', stamp(4, 0, 3)))).toBe(row);
+    expect(isAlive(applyChange(row, del('W', stamp(6, 0, 3))))).toBe(false);
+  });
+
+  it('a delete stamp equal to the newest cell stamp keeps the row dead (only a strictly newer edit resurrects)', () => {
+    const s = stamp(7, 1, 4);
+    expect(isAlive(applyAll([change('W', { name: 'x' }, s), del('W', s)]).get('device_profiles/W')!)).toBe(false);
+  });
+
+  it('a removal is permanent: no later edit revives the row, and a higher mark changes nothing', () => {
+    let row = applyChange(undefined, {
+      op: 'put',
+      table: 'keyring',
+      row: 'k',
+      cols: { name: 'M' },
+      stamp: stamp(1, 0, 1),
+    });
+    row = applyChange(row, removal('k', 3, stamp(2, 0, 1)));
+    expect(isAlive(row)).toBe(false);
+    row = applyChange(row, { op: 'put', table: 'keyring', row: 'k', cols: { name: 'back' }, stamp: stamp(9, 0, 1) });
+    expect(isAlive(row)).toBe(false);
+    expect(applyChange(row, removal('k', 5, stamp(10, 0, 1)))).toBe(row);
+    expect(applyChange(row, removal('k', 1, stamp(0, 0, 1))).removed).toEqual({ hwm: 1 });
+  });
+
+  it('roles only grow: admin beats member whatever the stamps', () => {
+    const admin = grant('k', 'admin', stamp(1, 0, 1));
+    const member = grant('k', 'member', stamp(9, 0, 1));
+    for (const order of [
+      [admin, member],
+      [member, admin],
+    ]) {
+      expect(rowValues(applyAll(order).get('roles/k')!)).toEqual({ role: 'admin' });
+    }
+    // Between equal ranks the stamp decides, as for any column.
+    const later = grant('k', 'admin', stamp(2, 0, 1));
+    expect(applyAll([later, admin]).get('roles/k')!.cells['role']!.stamp).toEqual(later.stamp);
   });
 });

@@ -1,12 +1,28 @@
+/**
+ * Replica-level behaviour of the state plane (issue 3): convergence over a bad
+ * network, delivery gaps that heal, every kind of bad input (typed outcome,
+ * nothing applied, final rejections recorded, healable ones parked, the
+ * watermark always moving), parked envelopes that get in once what they wait
+ * for arrives, revocation by keyring removal, and resurrection notices.
+ */
 import { describe, expect, it } from 'vitest';
 import { fromHex, toHex } from '../../src/core/bytes.js';
-import { decodeCbor, encodeCbor } from '../../src/core/cbor.js';
-import { decodeEvent, signEvent, signingPayload, ZERO_HASH, type EventBody } from '../../src/core/event.js';
-import { rowValues, type RowState } from '../../src/core/merge.js';
+import { encodeCbor } from '../../src/core/cbor.js';
+import {
+  decodeEvent,
+  MAX_EVENT_BYTES,
+  signEvent,
+  signingPayload,
+  ZERO_HASH,
+  type EventBody,
+} from '../../src/core/event.js';
+import { blake3 } from '../../src/core/hash.js';
+import { isAlive, rowValues, type RowState } from '../../src/core/merge.js';
 import type { Signer } from '../../src/core/ports.js';
 import type { IngestOutcome } from '../../src/core/replica.js';
-import type { ColumnValue, DomainName } from '../../src/core/schema.js';
-import { decodeSealed, encodeSealed, sealEvent } from '../../src/core/seal.js';
+import { TABLES, type ColumnValue, type DomainName } from '../../src/core/schema.js';
+import { decodeSealed, encodeSealed, MAX_SEALED_BYTES, sealEvent } from '../../src/core/seal.js';
+import type { ParkReason } from '../../src/core/store.js';
 import {
   makeMachine,
   makeMesh,
@@ -22,25 +38,19 @@ import {
 const rowsOf = async (m: Machine, table = 'device_profiles'): Promise<Record<string, Record<string, ColumnValue>>> =>
   Object.fromEntries((await m.store.rows(table)).map((r) => [r.row, rowValues(r)]));
 
-/** Full state with stamps, in a stable order, for equality across machines. */
-const stateOf = async (m: Machine): Promise<unknown> => {
-  const show = (rows: RowState[]) =>
-    rows
-      .map((r) => ({
-        ...r,
-        cells: Object.fromEntries(
-          Object.entries(r.cells).map(([c, v]) => [c, { ...v, stamp: { ...v.stamp, node: toHex(v.stamp.node) } }]),
-        ),
-      }))
-      .sort((a, b) => a.row.localeCompare(b.row));
-  return { keyring: show(await m.store.rows('keyring')), device_profiles: show(await m.store.rows('device_profiles')) };
+/** Full materialised state of every table, canonical bytes in row order, for equality across machines. */
+const stateOf = async (m: Machine): Promise<string> => {
+  const all: RowState[] = [];
+  for (const table of Object.keys(TABLES)) all.push(...(await m.store.rows(table)));
+  all.sort((x, y) => (x.table + '\u0000' + x.row < y.table + '\u0000' + y.row ? -1 : 1));
+  return toHex(encodeCbor(all));
 };
 
 const applied = (outcome: IngestOutcome | undefined) => expect(outcome?.type).toBe('Applied');
 
 async function mustWrite(m: Machine, table: string, row: string, cols: Record<string, ColumnValue>): Promise<void> {
   const result = await m.replica.write(table, row, cols);
-  expect(result).toMatchObject({ ok: true, value: { type: 'Applied' } });
+  expect(result.ok && result.value.outerId).toMatch(/^[0-9a-f]{64}$/);
 }
 
 /** A mesh whose first machine is the admin anchor and has put the others in the keyring. */
@@ -49,13 +59,18 @@ async function meshWith(names: string[], seed: string): Promise<{ mesh: Mesh; ma
   const machines = names.map((name) => makeMachine(name, `${seed}/${name}`, mesh));
   const admin = machines[0]!;
   mesh.anchors.push(admin.id);
-  for (const m of machines.slice(1))
-    await mustWrite(admin, 'keyring', m.id, { name: m.name, role: 'member', endpoint: m.id });
+  for (const m of machines.slice(1)) await mustWrite(admin, 'keyring', m.id, { name: m.name, endpoint: m.id });
   return { mesh, machines };
 }
 
 /** All sealed envelopes in a machine's log, in order. */
 const logOf = async (m: Machine): Promise<Uint8Array[]> => (await m.store.entriesAfter(0, 10_000)).map((e) => e.sealed);
+
+/** The outer id the replica names an envelope by: its id if it decodes, else the hash of its bytes. */
+const outerIdOf = (bytes: Uint8Array): string => {
+  const sealed = decodeSealed(bytes);
+  return toHex(sealed.ok ? sealed.value.id : blake3(bytes));
+};
 
 describe('replicas converge over a lossy network', () => {
   it('after a partition, concurrent edits of different columns both survive everywhere', async () => {
@@ -143,10 +158,10 @@ describe('replicas converge over a lossy network', () => {
     const [a, b] = machines as [Machine, Machine];
     await mustWrite(a, 'device_profiles', 'x', { name: 'one' });
     const log = await logOf(a);
-    expect((await b.replica.ingest(log)).map((o) => o.type)).toEqual(['Applied', 'Applied']);
+    expect((await b.replica.ingest('peer', log)).map((o) => o.type)).toEqual(['Applied', 'Applied']);
     const before = await snapshot(b, [a.id]);
-    expect((await b.replica.ingest(log)).map((o) => o.type)).toEqual(['Duplicate', 'Duplicate']);
-    expect((await b.replica.ingest([log[1]!, log[1]!])).map((o) => o.type)).toEqual(['Duplicate', 'Duplicate']);
+    expect((await b.replica.ingest('peer', log)).map((o) => o.type)).toEqual(['Duplicate', 'Duplicate']);
+    expect((await b.replica.ingest('peer', [log[1]!, log[1]!])).map((o) => o.type)).toEqual(['Duplicate', 'Duplicate']);
     expect(await snapshot(b, [a.id])).toEqual(before);
   });
 
@@ -154,7 +169,7 @@ describe('replicas converge over a lossy network', () => {
     const { mesh, machines } = await meshWith(['A', 'B'], 'reseal');
     const [a, b] = machines as [Machine, Machine];
     await mustWrite(a, 'device_profiles', 'x', { name: 'one' });
-    await b.replica.ingest(await logOf(a));
+    await b.replica.ingest('peer', await logOf(a));
     const entry = (await a.store.entriesAfter(1, 1))[0]!;
     const sealed = decodeSealed(entry.sealed);
     if (!sealed.ok) throw new Error('fixture');
@@ -162,19 +177,12 @@ describe('replicas converge over a lossy network', () => {
     if (!plain.ok) throw new Error('fixture');
     const resealed = encodeSealed(sealEvent(plain.value, 'GENERAL', 1, mesh.keys.GENERAL, seededRandom('reseal')));
     const before = await snapshot(b, [a.id]);
-    expect(await b.replica.ingest([resealed])).toMatchObject([{ type: 'Duplicate' }]);
+    expect(await b.replica.ingest('peer', [resealed])).toMatchObject([{ type: 'Duplicate' }]);
     expect(await snapshot(b, [a.id])).toEqual(before);
   });
 });
 
-describe('known delivery gap', () => {
-  // BUG (src/core/sync.ts, SyncEngine.receive): the receiver acknowledges `upto`
-  // even when envelopes in the batch were refused for a reason that can heal
-  // (ChainGap here; also UnknownSigner before the keyring row arrives, ClockSkew).
-  // A realtime push made while an earlier frame to the same peer is lost or still
-  // in flight offers only the newer entries; the receiver refuses them as a gap,
-  // acks past them, the sender's durable cursor moves over the lost entries, and
-  // no resend ever offers them again. Flip to `it` once fixed.
+describe('delivery gaps heal', () => {
   it('a frame lost before a later push is healed by resend()', async () => {
     const { machines } = await meshWith(['A', 'B'], 'gap');
     const [a, b] = machines as [Machine, Machine];
@@ -187,16 +195,17 @@ describe('known delivery gap', () => {
     await mustWrite(a, 'device_profiles', 'x', { name: 'first' });
     await net.offerAll(); // lost
     await mustWrite(a, 'device_profiles', 'x', { notes: 'second' });
-    await net.offerAll(); // offers only the second write: B refuses a gap but acks it
+    await net.offerAll(); // nothing: an offer is in flight, and acks name positions
     await net.flush();
     await net.settle();
     expect(await rowsOf(b)).toEqual(await rowsOf(a));
+    expect(await b.store.lastPos()).toBe(await a.store.lastPos());
   });
 
-  it('frames of two pushes delivered in reverse order converge', async () => {
-    const { machines } = await meshWith(['A', 'B'], 'reverse');
+  it('a stale frame arriving after a newer batch is skipped and acknowledged', async () => {
+    const { machines } = await meshWith(['A', 'B'], 'stale');
     const [a, b] = machines as [Machine, Machine];
-    const net = new TestNetwork('reverse');
+    const net = new TestNetwork('stale');
     for (const m of machines) net.join(m);
     await net.connectAll();
     await net.settle();
@@ -209,17 +218,44 @@ describe('known delivery gap', () => {
       return true;
     };
     await mustWrite(a, 'device_profiles', 'x', { name: 'first' });
-    await net.offerAll();
+    await net.offerAll(); // held back
     await mustWrite(a, 'device_profiles', 'x', { notes: 'second' });
-    await net.offerAll();
-    await net.flush(); // the second frame arrives first
-    await held!(); // then the first
+    await net.resendAll(); // the batch cycle re-offers both
+    await net.flush();
+    const log = await b.store.lastPos();
+    expect(await b.store.watermark(a.id)).toBe(await a.store.lastPos());
+    await held!(); // the first, now stale
+    expect(await b.store.lastPos()).toBe(log);
     await net.settle();
     expect(await rowsOf(b)).toEqual(await rowsOf(a));
+    expect(await a.store.cursor(b.id)).toBe(await a.store.lastPos());
+  });
+
+  it('events of one signer ingested in reverse order park as ChainGap and fill in when the gap closes', async () => {
+    const { machines } = await meshWith(['A', 'B'], 'reverse');
+    const [a, b] = machines as [Machine, Machine];
+    await mustWrite(a, 'device_profiles', 'x', { name: 'first' });
+    await mustWrite(a, 'device_profiles', 'x', { notes: 'second' });
+    const log = await logOf(a); // keyring(B), first, second
+    const last = log[2]!;
+    expect(await b.replica.ingest(a.id, [last], 3)).toMatchObject([
+      { type: 'Parked', reason: 'ChainGap', outerId: outerIdOf(last) },
+    ]);
+    expect(await b.store.parkedCount()).toBe(1);
+    expect(await b.store.watermark(a.id)).toBe(3);
+    const outcomes = await b.replica.ingest(a.id, log.slice(0, 2), 2);
+    expect(outcomes.map((o) => [o.type, o.outerId])).toEqual([
+      ['Applied', outerIdOf(log[0]!)],
+      ['Applied', outerIdOf(log[1]!)],
+      ['Applied', outerIdOf(last)],
+    ]);
+    expect(await b.store.parkedCount()).toBe(0);
+    expect(await stateOf(b)).toBe(await stateOf(a));
+    expect(await b.store.watermark(a.id)).toBe(3);
   });
 });
 
-// ---- rejection paths ----------------------------------------------------------------
+// ---- bad input ------------------------------------------------------------------------
 
 type Fixture = { mesh: Mesh; a: Machine; b: Machine; c: Machine; next: EventBody };
 
@@ -228,7 +264,7 @@ async function fixture(): Promise<Fixture> {
   const { mesh, machines } = await meshWith(['A', 'B', 'C'], 'reject');
   const [a, b, c] = machines as [Machine, Machine, Machine];
   await mustWrite(a, 'device_profiles', 'pump-7', { name: 'Pump 7' });
-  const outcomes = await c.replica.ingest(await logOf(a));
+  const outcomes = await c.replica.ingest(a.id, await logOf(a), 3);
   outcomes.forEach(applied);
   const head = await a.store.transact((tx) => tx.head(a.id));
   const next: EventBody = {
@@ -253,20 +289,34 @@ async function signRaw(bodyValue: unknown, signer: Signer): Promise<Uint8Array> 
 }
 
 const seal = (signed: Uint8Array, domain: DomainName, key: Uint8Array, gen = 1): Uint8Array =>
-  encodeSealed(sealEvent(signed, domain, gen, key, seededRandom(`seal/${toHex(signed).slice(0, 16)}/${domain}`)));
+  encodeSealed(sealEvent(signed, domain, gen, key, seededRandom(`seal/${toHex(blake3(signed))}/${domain}`)));
 
-type RejectCase = {
+const sealFor = async (f: Fixture, body: EventBody, signer: Signer = f.a.signer): Promise<Uint8Array> =>
+  seal((await signEvent(body, signer)).bytes, body.domain, f.mesh.keys[body.domain]);
+
+/** An event by member B, first of its chain. */
+const byB = (f: Fixture, over: Partial<EventBody>): EventBody => ({
+  ...f.next,
+  signer: f.b.signer.publicKey,
+  seq: 1,
+  prev: ZERO_HASH,
+  ...over,
+});
+
+type BadInput = {
   readonly name: string;
   readonly envelope: (f: Fixture) => Promise<Uint8Array>;
-  readonly error: string;
-  readonly opaqueId?: false;
-};
+} & (
+  | { readonly outcome: 'Rejected'; readonly reason: string }
+  | { readonly outcome: 'Parked'; readonly reason: ParkReason }
+);
 
-const REJECTIONS: readonly RejectCase[] = [
+const BAD_INPUT: readonly BadInput[] = [
   {
     name: 'forged signature (body names A, signed by Mallory)',
     envelope: async (f) => seal(await signRaw(f.next, unsafeTestingSigner('mallory')), 'GENERAL', f.mesh.keys.GENERAL),
-    error: 'SignatureInvalid',
+    outcome: 'Rejected',
+    reason: 'SignatureInvalid',
   },
   {
     name: 'tampered field (column changed, old signature kept)',
@@ -275,152 +325,347 @@ const REJECTIONS: readonly RejectCase[] = [
       const tampered = encodeCbor([encodeCbor({ ...f.next, cols: { name: 'Evil' } }), event.sig]);
       return seal(tampered, 'GENERAL', f.mesh.keys.GENERAL);
     },
-    error: 'SignatureInvalid',
+    outcome: 'Rejected',
+    reason: 'SignatureInvalid',
   },
   {
     name: 'broken hash chain (prev is not the head)',
-    envelope: async (f) =>
-      seal(
-        (await signEvent({ ...f.next, prev: new Uint8Array(32).fill(7) }, f.a.signer)).bytes,
-        'GENERAL',
-        f.mesh.keys.GENERAL,
-      ),
-    error: 'ChainBroken',
-  },
-  {
-    name: 'gap in the chain (seq skips one)',
-    envelope: async (f) =>
-      seal((await signEvent({ ...f.next, seq: f.next.seq + 1 }, f.a.signer)).bytes, 'GENERAL', f.mesh.keys.GENERAL),
-    error: 'ChainGap',
+    envelope: (f) => sealFor(f, { ...f.next, prev: new Uint8Array(32).fill(7) }),
+    outcome: 'Rejected',
+    reason: 'ChainBroken',
   },
   {
     name: 'fork (another event at an already used seq)',
     envelope: async (f) => {
       const first = (await f.a.store.entriesAfter(0, 1))[0]!;
-      const body = { ...f.next, seq: f.next.seq - 1, prev: fromHex(first.eventId!)!, cols: { name: 'rewritten' } };
-      return seal((await signEvent(body, f.a.signer)).bytes, 'GENERAL', f.mesh.keys.GENERAL);
+      return sealFor(f, {
+        ...f.next,
+        seq: f.next.seq - 1,
+        prev: fromHex(first.eventId!)!,
+        cols: { name: 'rewritten' },
+      });
     },
-    error: 'ChainFork',
-  },
-  {
-    name: 'unknown signer (not an anchor, not in the keyring)',
-    envelope: async (f) => {
-      const stranger = unsafeTestingSigner('stranger');
-      const body = { ...f.next, signer: stranger.publicKey, seq: 1, prev: ZERO_HASH };
-      return seal((await signEvent(body, stranger)).bytes, 'GENERAL', f.mesh.keys.GENERAL);
-    },
-    error: 'UnknownSigner',
+    outcome: 'Rejected',
+    reason: 'ChainFork',
   },
   {
     name: 'sealed under the wrong domain key',
     envelope: async (f) =>
       seal((await signEvent(f.next, f.a.signer)).bytes, 'GENERAL', seededRandom('wrong').bytes(32)),
-    error: 'DecryptFailed',
+    outcome: 'Rejected',
+    reason: 'DecryptFailed',
   },
   {
     name: 'a GENERAL event inside a CONTROL envelope',
     envelope: async (f) => seal((await signEvent(f.next, f.a.signer)).bytes, 'CONTROL', f.mesh.keys.CONTROL),
-    error: 'DomainMismatch',
-  },
-  {
-    name: 'a member writing the keyring',
-    envelope: async (f) => {
-      const body: EventBody = {
-        ...f.next,
-        domain: 'CONTROL',
-        signer: f.b.signer.publicKey,
-        seq: 1,
-        prev: ZERO_HASH,
-        table: 'keyring',
-        row: f.b.id,
-        cols: { role: 'admin' },
-      };
-      return seal((await signEvent(body, f.b.signer)).bytes, 'CONTROL', f.mesh.keys.CONTROL);
-    },
-    error: 'NotAuthorized',
-  },
-  {
-    name: 'an event from the far future (6 minutes ahead)',
-    envelope: async (f) =>
-      seal(
-        (await signEvent({ ...f.next, hlc: { ms: f.c.clock.now() + 6 * 60_000, counter: 0 } }, f.a.signer)).bytes,
-        'GENERAL',
-        f.mesh.keys.GENERAL,
-      ),
-    error: 'ClockSkew',
+    outcome: 'Rejected',
+    reason: 'DomainMismatch',
   },
   {
     name: 'a malformed event inside a good envelope',
     envelope: (f) => Promise.resolve(seal(seededRandom('junk').bytes(120), 'GENERAL', f.mesh.keys.GENERAL)),
-    error: 'MalformedEvent',
+    outcome: 'Rejected',
+    reason: 'MalformedEvent',
+  },
+  {
+    name: 'an oversized event inside a good envelope',
+    envelope: async (f) => {
+      const huge = { ...f.next, cols: { notes: 'n'.repeat(MAX_EVENT_BYTES) } };
+      return seal(await signRaw(huge, f.a.signer), 'GENERAL', f.mesh.keys.GENERAL);
+    },
+    outcome: 'Rejected',
+    reason: 'MalformedEvent',
+  },
+  {
+    name: 'an event naming a column the table does not have',
+    envelope: async (f) =>
+      seal(await signRaw({ ...f.next, cols: { owner: 'eve' } }, f.a.signer), 'GENERAL', f.mesh.keys.GENERAL),
+    outcome: 'Rejected',
+    reason: 'MalformedEvent',
   },
   {
     name: 'malformed envelope bytes',
     envelope: () => Promise.resolve(seededRandom('garbage').bytes(200)),
-    error: 'MalformedEnvelope',
-    opaqueId: false,
+    outcome: 'Rejected',
+    reason: 'MalformedEnvelope',
+  },
+  {
+    name: 'an envelope in non-canonical CBOR (map keys unsorted)',
+    envelope: async (f) => {
+      const good = await sealFor(f, f.next);
+      const sealed = decodeSealed(good);
+      if (!sealed.ok) throw new Error('fixture');
+      const { ct, id, gen, domain } = sealed.value;
+      // Map of 4, keys in reverse order: "id", "gen", "ct", "domain" (shortest first is canonical).
+      const text = (t: string) => [0x60 + t.length, ...new TextEncoder().encode(t)];
+      const bytes = (b: Uint8Array) => [...encodeCbor(b)];
+      return new Uint8Array([
+        0xa4,
+        ...text('id'),
+        ...bytes(id),
+        ...text('gen'),
+        gen,
+        ...text('ct'),
+        ...bytes(ct),
+        ...text('domain'),
+        ...text(domain),
+      ]);
+    },
+    outcome: 'Rejected',
+    reason: 'MalformedEnvelope',
+  },
+  {
+    name: 'an oversized envelope',
+    envelope: () => Promise.resolve(encodeCbor({ junk: new Uint8Array(MAX_SEALED_BYTES) })),
+    outcome: 'Rejected',
+    reason: 'MalformedEnvelope',
   },
   {
     name: 'an envelope whose ciphertext does not match its id',
     envelope: async (f) => {
-      const bytes = seal((await signEvent(f.next, f.a.signer)).bytes, 'GENERAL', f.mesh.keys.GENERAL);
-      const decoded = decodeCbor(bytes, 1 << 20);
-      const m = decoded.ok ? (decoded.value as { ct: Uint8Array }) : undefined;
-      m!.ct[40]! ^= 1;
-      return encodeCbor(m);
+      const sealed = decodeSealed(await sealFor(f, f.next));
+      if (!sealed.ok) throw new Error('fixture');
+      const ct = sealed.value.ct.slice();
+      ct[40]! ^= 1;
+      return encodeSealed({ ...sealed.value, ct });
     },
-    error: 'OuterIdMismatch',
-    opaqueId: false,
+    outcome: 'Rejected',
+    reason: 'OuterIdMismatch',
+  },
+  {
+    name: 'a vouch row that does not start with the writer id (final)',
+    envelope: (f) =>
+      sealFor(f, byB(f, { domain: 'CONTROL', table: 'vouches', row: `${f.c.id}:x`, cols: { note: 'hi' } }), f.b.signer),
+    outcome: 'Rejected',
+    reason: 'NotAuthorized',
+  },
+  {
+    name: 'an admin removing itself (final)',
+    envelope: (f) =>
+      sealFor(f, { ...f.next, domain: 'CONTROL', table: 'keyring', row: f.a.id, op: 'remove', cols: { hwm: 0 } }),
+    outcome: 'Rejected',
+    reason: 'NotAuthorized',
+  },
+  {
+    name: 'gap in the chain (seq skips one)',
+    envelope: (f) => sealFor(f, { ...f.next, seq: f.next.seq + 1 }),
+    outcome: 'Parked',
+    reason: 'ChainGap',
+  },
+  {
+    name: 'unknown signer (not an anchor, not in the keyring)',
+    envelope: async (f) => {
+      const stranger = unsafeTestingSigner('stranger');
+      return sealFor(f, { ...f.next, signer: stranger.publicKey, seq: 1, prev: ZERO_HASH }, stranger);
+    },
+    outcome: 'Parked',
+    reason: 'UnknownSigner',
+  },
+  {
+    name: 'a member writing the keyring (could be granted admin later)',
+    envelope: (f) =>
+      sealFor(f, byB(f, { domain: 'CONTROL', table: 'keyring', row: f.b.id, cols: { name: 'root' } }), f.b.signer),
+    outcome: 'Parked',
+    reason: 'NotAuthorized',
+  },
+  {
+    name: 'a member granting itself admin',
+    envelope: (f) =>
+      sealFor(f, byB(f, { domain: 'CONTROL', table: 'roles', row: f.b.id, cols: { role: 'admin' } }), f.b.signer),
+    outcome: 'Parked',
+    reason: 'NotAuthorized',
+  },
+  {
+    name: 'an event from the far future (6 minutes ahead)',
+    envelope: (f) => sealFor(f, { ...f.next, hlc: { ms: f.c.clock.now() + 6 * 60_000, counter: 0 } }),
+    outcome: 'Parked',
+    reason: 'ClockSkew',
   },
 ];
 
-describe('replica rejections leave the store untouched', () => {
-  it.each(REJECTIONS)('$name → Rejected $error', async (vector) => {
+describe('bad input: typed outcome, nothing applied, recorded or parked, the stream moves on', () => {
+  it.each(BAD_INPUT)('$name → $outcome $reason', async (vector) => {
     const f = await fixture();
     const envelope = await vector.envelope(f);
+    const outerId = outerIdOf(envelope);
     const watched = [f.a.id, f.b.id];
     const before = await snapshot(f.c, watched);
-    const outcomes = await f.c.replica.ingest([envelope]);
+    const rejectedBefore = (await f.c.store.rejections(100)).length;
+
+    const outcomes = await f.c.replica.ingest('peer', [envelope], 42);
+
     expect(outcomes).toHaveLength(1);
-    expect(outcomes[0]).toMatchObject({ type: 'Rejected', error: { type: vector.error } });
-    const outerId = outcomes[0]!.outerId;
-    if (vector.opaqueId === false) expect(outerId).toBeUndefined();
-    else expect(outerId).toMatch(/^[0-9a-f]{64}$/);
+    if (vector.outcome === 'Rejected') {
+      expect(outcomes[0]).toMatchObject({ type: 'Rejected', outerId, error: { type: vector.reason } });
+    } else {
+      expect(outcomes[0]).toMatchObject({ type: 'Parked', outerId, reason: vector.reason });
+    }
     expect(await snapshot(f.c, watched)).toEqual(before);
+    const rejections = await f.c.store.rejections(100);
+    const parked = await f.c.store.parked(100);
+    if (vector.outcome === 'Rejected') {
+      expect(rejections).toHaveLength(rejectedBefore + 1);
+      expect(rejections.find((r) => r.outerId === outerId)).toMatchObject({ reason: vector.reason, peer: 'peer' });
+      expect(parked).toEqual([]);
+    } else {
+      expect(rejections).toHaveLength(rejectedBefore);
+      expect(parked).toMatchObject([{ outerId, reason: vector.reason }]);
+    }
+    // A bad event never stalls a stream.
+    expect(await f.c.store.watermark('peer')).toBe(42);
+    // Delivered again, it is a duplicate and changes nothing.
+    expect(await f.c.replica.ingest('peer', [envelope], 43)).toMatchObject([{ type: 'Duplicate', outerId }]);
+    expect(await f.c.store.rejections(100)).toHaveLength(rejections.length);
+    expect(await f.c.store.parkedCount()).toBe(parked.length);
     // The honest next event is still accepted afterwards.
-    const honest = seal((await signEvent(f.next, f.a.signer)).bytes, 'GENERAL', f.mesh.keys.GENERAL);
-    applied((await f.c.replica.ingest([honest]))[0]);
+    applied((await f.c.replica.ingest('peer', [await sealFor(f, f.next)]))[0]);
   });
 
   it('a batch applies what is good and refuses the rest, in order', async () => {
     const f = await fixture();
-    const good = seal((await signEvent(f.next, f.a.signer)).bytes, 'GENERAL', f.mesh.keys.GENERAL);
-    const forged = await REJECTIONS[0]!.envelope(f);
-    const outcomes = await f.c.replica.ingest([forged, good, good]);
+    const good = await sealFor(f, f.next);
+    const forged = await BAD_INPUT[0]!.envelope(f);
+    const outcomes = await f.c.replica.ingest('peer', [forged, good, good], 7);
     expect(outcomes.map((o) => o.type)).toEqual(['Rejected', 'Applied', 'Duplicate']);
     expect(await rowsOf(f.c)).toEqual({ 'pump-7': { name: 'Pump 7b' } });
+    expect(await f.c.store.watermark('peer')).toBe(7);
   });
 
-  it('the configured skew bound is honoured', async () => {
+  it('an envelope of a removed signer above the mark is kept for forwarding but never materialised', async () => {
+    const { machines } = await meshWith(['A', 'B', 'C'], 'removed');
+    const [a, b, c] = machines as [Machine, Machine, Machine];
+    await mustWrite(b, 'device_profiles', 'r', { name: 'kept' });
+    await a.replica.ingest(b.id, await logOf(b), 1);
+    expect((await a.replica.remove(b.id)).ok).toBe(true); // hwm 1
+    b.clock.advance(10);
+    await mustWrite(b, 'device_profiles', 'r', { name: 'too late', notes: 'x' }); // seq 2, above the mark
+    await c.replica.ingest(a.id, await logOf(a), 99);
+    const before = await snapshot(c, [b.id]);
+    const outcomes = await c.replica.ingest(b.id, await logOf(b), 2);
+    // C had B's first event through A already; the second is above the mark.
+    expect(outcomes).toMatchObject([{ type: 'Duplicate' }, { type: 'Applied', revoked: true, body: { seq: 2 } }]);
+    expect(await rowsOf(c)).toEqual({ r: { name: 'kept' } });
+    const ofB = (await c.store.entriesAfter(0, 10)).filter((e) => e.signer === b.id);
+    expect(ofB.map((e) => [e.seq, e.revoked ?? false])).toEqual([
+      [1, false],
+      [2, true],
+    ]);
+    expect(await c.store.lastPos()).toBe(before.lastPos + 1);
+    expect(await c.store.rejections(10)).toEqual([]);
+    // B learns of its removal and can no longer write.
+    await b.replica.ingest(a.id, await logOf(a), 99);
+    expect(await b.replica.write('device_profiles', 'r', { name: 'again' })).toEqual({
+      ok: false,
+      error: { type: 'Removed', signer: b.id },
+    });
+    expect(await stateOf(b)).toBe(await stateOf(c));
+  });
+});
+
+describe('parked envelopes get in once what they wait for arrives', () => {
+  it('an unknown signer is applied automatically when its keyring row arrives in a later batch', async () => {
+    const mesh = makeMesh('unknown');
+    const [a, n, c] = ['A', 'N', 'C'].map((name) => makeMachine(name, `unknown/${name}`, mesh)) as [
+      Machine,
+      Machine,
+      Machine,
+    ];
+    mesh.anchors.push(a.id);
+    await mustWrite(n, 'device_profiles', 'pump', { name: 'from N' });
+    const fromN = await logOf(n);
+    expect(await c.replica.ingest(n.id, fromN, 1)).toMatchObject([{ type: 'Parked', reason: 'UnknownSigner' }]);
+    expect(await rowsOf(c)).toEqual({});
+    await mustWrite(a, 'keyring', n.id, { name: 'N', endpoint: n.id });
+    const outcomes = await c.replica.ingest(a.id, await logOf(a), 1);
+    expect(outcomes.map((o) => [o.type, o.outerId])).toEqual([
+      ['Applied', outerIdOf((await logOf(a))[0]!)],
+      ['Applied', outerIdOf(fromN[0]!)],
+    ]);
+    expect(await c.store.parkedCount()).toBe(0);
+    expect(await rowsOf(c)).toEqual({ pump: { name: 'from N' } });
+    expect(await c.store.watermark(n.id)).toBe(1);
+    expect(await c.store.watermark(a.id)).toBe(1);
+  });
+
+  it('a member write to the keyring waits for an admin grant, then applies', async () => {
+    const { machines } = await meshWith(['A', 'B', 'C'], 'grant');
+    const [a, b, c] = machines as [Machine, Machine, Machine];
+    await c.replica.ingest(a.id, await logOf(a), 2);
+    // B was granted admin on A, wrote the keyring, and its event reaches C before the grant.
+    await mustWrite(a, 'roles', b.id, { role: 'admin' });
+    await b.replica.ingest(a.id, await logOf(a), 3);
+    await mustWrite(b, 'keyring', b.id, { name: 'B (renamed)' });
+    const ownOfB = (await b.store.entriesAfter(0, 10)).filter((e) => e.signer === b.id).map((e) => e.sealed);
+    expect(await c.replica.ingest(b.id, ownOfB, 4)).toMatchObject([{ type: 'Parked', reason: 'NotAuthorized' }]);
+    const outcomes = await c.replica.ingest(a.id, await logOf(a), 3);
+    expect(outcomes.map((o) => o.type)).toEqual(['Duplicate', 'Duplicate', 'Applied', 'Applied']);
+    expect((await rowsOf(c, 'keyring'))[b.id]).toEqual({ name: 'B (renamed)', endpoint: b.id });
+    expect(await stateOf(c)).toBe(await stateOf(b));
+  });
+
+  it('an event from too far in the future is applied by reevaluate() once the clock catches up', async () => {
     const mesh = makeMesh('skew');
     const a = makeMachine('A', 'skew/A', mesh);
     const strict = makeMachine('S', 'skew/S', mesh, { maxSkewMs: 1000 });
     mesh.anchors.push(a.id);
     a.clock.advance(1500);
     await mustWrite(a, 'device_profiles', 'x', { name: 'early' });
-    expect(await strict.replica.ingest(await logOf(a))).toMatchObject([
-      { type: 'Rejected', error: { type: 'ClockSkew', maxSkewMs: 1000 } },
-    ]);
-    strict.clock.advance(600);
-    applied((await strict.replica.ingest(await logOf(a)))[0]);
+    const before = await snapshot(strict, [a.id]);
+    const parked = await strict.replica.ingest(a.id, await logOf(a), 1);
+    expect(parked).toMatchObject([{ type: 'Parked', reason: 'ClockSkew' }]);
+    expect(parked[0]?.type === 'Parked' && parked[0].detail).toBe('1500 ms ahead (bound 1000 ms)');
+    expect(await strict.store.watermark(a.id)).toBe(1);
+    expect(await snapshot(strict, [a.id])).toEqual(before);
+    // Not yet: 100 ms later it is still 1400 ms ahead.
+    strict.clock.advance(100);
+    expect(await strict.replica.reevaluate()).toEqual([]);
+    expect(await strict.store.parkedCount()).toBe(1);
+    strict.clock.advance(500);
+    expect(await strict.replica.reevaluate()).toMatchObject([{ type: 'Applied', body: { row: 'x' } }]);
+    expect(await strict.store.parkedCount()).toBe(0);
+    expect(await rowsOf(strict)).toEqual({ x: { name: 'early' } });
+    expect(await strict.store.rejections(10)).toEqual([]);
   });
+});
 
+describe('resurrections are surfaced once', () => {
+  it('a later edit of a deleted row reports the (delete, edit) pair once per replica, however often delivered', async () => {
+    const { machines } = await meshWith(['A', 'B'], 'resurrect');
+    const [a, b] = machines as [Machine, Machine];
+    await mustWrite(a, 'device_profiles', 'r', { name: 'pump', location: 'shed' });
+    a.clock.advance(5);
+    const deleted = await a.replica.delete('device_profiles', 'r');
+    expect(deleted).toMatchObject({ ok: true, value: { resurrections: [] } });
+    await b.replica.ingest(a.id, await logOf(a), 3);
+    expect(isAlive((await b.store.row('device_profiles', 'r'))!)).toBe(false);
+    b.clock.advance(10);
+    const edit = await b.replica.write('device_profiles', 'r', { schedule: 'hourly' });
+    if (!edit.ok) throw new Error('fixture');
+    const deleteId = (await a.store.entriesAfter(2, 1))[0]!.eventId!;
+    const editId = (await b.store.entriesAfter(3, 1))[0]!.eventId!;
+    expect(edit.value.resurrections).toMatchObject([{ table: 'device_profiles', row: 'r', deleteId, editId }]);
+    const outcomes = await a.replica.ingest(b.id, await logOf(b), 4);
+    expect(outcomes.flatMap((o) => (o.type === 'Applied' ? o.resurrections : []))).toMatchObject([
+      { key: `${deleteId}:${editId}` },
+    ]);
+    await a.replica.ingest(b.id, await logOf(b), 4);
+    for (const m of [a, b]) {
+      expect(await m.store.resurrections(10)).toMatchObject([{ deleteId, editId }]);
+      const row = (await m.store.row('device_profiles', 'r'))!;
+      expect(isAlive(row)).toBe(true);
+      expect(rowValues(row)).toEqual({ name: 'pump', location: 'shed', schedule: 'hourly' });
+    }
+    expect(await stateOf(a)).toBe(await stateOf(b));
+  });
+});
+
+describe('local writes', () => {
   it('a local keyring write by a non-admin is NotAuthorized and writes nothing', async () => {
     const f = await fixture();
     const before = await snapshot(f.b, [f.b.id]);
-    expect(await f.b.replica.write('keyring', f.b.id, { role: 'admin' })).toEqual({
+    expect(await f.b.replica.write('keyring', f.b.id, { name: 'root' })).toEqual({
       ok: false,
-      error: { type: 'NotAuthorized', signer: f.b.id, table: 'keyring' },
+      error: { type: 'NotAuthorized', table: 'keyring', reason: 'admin role required' },
     });
     expect(await snapshot(f.b, [f.b.id])).toEqual(before);
     expect(await f.b.store.lastPos()).toBe(0);
@@ -446,7 +691,7 @@ describe('storage is not reading', () => {
     const keeper = makeMachine('K', 'opaque/K', mesh, { domains: ['CONTROL'] });
     const c = makeMachine('C', 'opaque/C', mesh);
     mesh.anchors.push(a.id);
-    await mustWrite(a, 'keyring', keeper.id, { name: 'K', role: 'member', endpoint: keeper.id });
+    await mustWrite(a, 'keyring', keeper.id, { name: 'K', endpoint: keeper.id });
     await mustWrite(a, 'device_profiles', 'pump-7', { name: 'Pump 7', location: 'shed' });
 
     const net = new TestNetwork('opaque');
@@ -461,11 +706,9 @@ describe('storage is not reading', () => {
       ['GENERAL', true],
     ]);
     expect(await rowsOf(keeper)).toEqual({});
-    expect(await rowsOf(keeper, 'keyring')).toEqual({
-      [keeper.id]: { name: 'K', role: 'member', endpoint: keeper.id },
-    });
+    expect(await rowsOf(keeper, 'keyring')).toEqual({ [keeper.id]: { name: 'K', endpoint: keeper.id } });
     expect(await rowsOf(c)).toEqual({ 'pump-7': { name: 'Pump 7', location: 'shed' } });
-    expect(await stateOf(c)).toEqual(await stateOf(a));
+    expect(await stateOf(c)).toBe(await stateOf(a));
     // The opaque copy has the same outer id as the original.
     expect(kept[1]!.outerId).toBe((await a.store.entriesAfter(1, 1))[0]!.outerId);
   });
@@ -477,9 +720,37 @@ describe('storage is not reading', () => {
     mesh.anchors.push(a.id);
     await mustWrite(a, 'device_profiles', 'r', { name: 'x' });
     const log = await logOf(a);
-    expect(await keeper.replica.ingest(log)).toMatchObject([{ type: 'StoredOpaque' }]);
-    expect(await keeper.replica.ingest(log)).toMatchObject([{ type: 'Duplicate' }]);
+    expect(await keeper.replica.ingest('peer', log, 1)).toMatchObject([{ type: 'StoredOpaque' }]);
+    expect(await keeper.replica.ingest('peer', log, 1)).toMatchObject([{ type: 'Duplicate' }]);
     expect(await keeper.store.lastPos()).toBe(1);
+    expect(await keeper.store.watermark('peer')).toBe(1);
+  });
+});
+
+describe('known bug: the outer id does not bind the envelope header', () => {
+  // BUG (src/core/seal.ts, outer id = BLAKE3(ct)): domain and generation are in the
+  // AEAD's associated data but not in the id, so anyone on the path (a relay) can
+  // relabel a genuine envelope without changing its id. The receiver records the
+  // relabelled copy as rejected (DecryptFailed) or stores it opaque (a generation it
+  // lacks), and the genuine envelope arriving later is then a "Duplicate" of that id
+  // and is never applied, here or at any machine this one forwards to. Flip to `it`
+  // once the id covers the header (or such records no longer occupy the id).
+  it.fails('a relabelled copy seen first does not shadow the genuine envelope', async () => {
+    const mesh = makeMesh('relabel');
+    const a = makeMachine('A', 'relabel/A', mesh);
+    const c = makeMachine('C', 'relabel/C', mesh);
+    mesh.anchors.push(a.id);
+    await mustWrite(a, 'device_profiles', 'r', { name: 'genuine' });
+    const [genuine] = await logOf(a);
+    const sealed = decodeSealed(genuine!);
+    if (!sealed.ok) throw new Error('fixture');
+    const relabelled = encodeSealed({ ...sealed.value, domain: 'CONTROL' });
+    expect(outerIdOf(relabelled)).toBe(outerIdOf(genuine!));
+    expect(await c.replica.ingest('relay', [relabelled], 1)).toMatchObject([
+      { type: 'Rejected', error: { type: 'DecryptFailed' } },
+    ]);
+    expect(await c.replica.ingest(a.id, [genuine!], 1)).toMatchObject([{ type: 'Applied' }]);
+    expect(await rowsOf(c)).toEqual({ r: { name: 'genuine' } });
   });
 });
 

@@ -314,7 +314,13 @@ describe('peer wire', () => {
     { t: 'events', upto: 0, events: [] },
     { t: 'ack', upto: 42 },
     { t: 'join-request', inv: b(16), signer: b(32), endpoint: b(32), name: 'laptop' },
-    { t: 'join-accept', inv: b(16), signer: b(32), keys: [{ domain: 'CONTROL', gen: 1, key: b(32) }] },
+    {
+      t: 'join-accept',
+      inv: b(16),
+      signer: b(32),
+      anchors: [b(32)],
+      keys: [{ domain: 'CONTROL', gen: 1, key: b(32) }],
+    },
     { t: 'join-refused', inv: b(16), reason: 'ticket already used' },
   ];
 

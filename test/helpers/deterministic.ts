@@ -4,19 +4,21 @@
  * them, so ciphertexts, signatures and HLC sequences are the same on every run.
  *
  * Also an in-memory network of `PeerChannel`s that queues whole frames and lets
- * a test lose, duplicate or reorder them before delivering.
+ * a test lose, duplicate or reorder them before delivering, and a store wrapper
+ * that crashes a transaction at a chosen write, like a tab closed mid-apply.
  */
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { blake3 } from '@noble/hashes/blake3.js';
 import { concat, toHex, utf8 } from '../../src/core/bytes.js';
+import { encodeCbor } from '../../src/core/cbor.js';
 import { DomainKeyring } from '../../src/core/domain-keys.js';
 import type { Hlc } from '../../src/core/hlc.js';
 import { decodePeerMessage, encodePeerMessage, type PeerMessage } from '../../src/core/peer-wire.js';
 import type { Clock, Random, Signer, Verifier } from '../../src/core/ports.js';
 import { Replica } from '../../src/core/replica.js';
-import type { DomainName } from '../../src/core/schema.js';
-import { SyncEngine, type PeerChannel } from '../../src/core/sync.js';
-import { keyringTrust } from '../../src/core/trust.js';
+import { TABLES, type DomainName } from '../../src/core/schema.js';
+import type { ReplicaStore, ReplicaTx } from '../../src/core/store.js';
+import { SyncEngine, type PeerChannel, type SyncListener } from '../../src/core/sync.js';
 import { MemoryReplicaStore } from '../../src/storage/memory-store.js';
 
 export type TestRandom = Random & {
@@ -40,6 +42,23 @@ export function seededRandom(seed: string | Uint8Array): TestRandom {
     return Math.floor(((b[0]! * 2 ** 24 + b[1]! * 2 ** 16 + b[2]! * 2 ** 8 + b[3]!) / 2 ** 32) * n);
   };
   return { bytes, int, chance: (p) => int(1_000_000) < p * 1_000_000 };
+}
+
+/**
+ * A fast seeded stream (splitmix32, seeded by BLAKE3 of the seed) for choices a
+ * test makes very often, such as which frame to deliver next; not for key material.
+ */
+export function fastSeededRandom(seed: string): Pick<TestRandom, 'int' | 'chance'> {
+  const seedBytes = blake3(utf8(`test/fast-random/${seed}`), { dkLen: 4 });
+  let state = new DataView(seedBytes.buffer, seedBytes.byteOffset, 4).getUint32(0);
+  const next = (): number => {
+    state = (state + 0x9e3779b9) | 0;
+    let z = state;
+    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b);
+    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35);
+    return ((z ^ (z >>> 16)) >>> 0) / 2 ** 32;
+  };
+  return { int: (n) => Math.floor(next() * n), chance: (p) => next() < p };
 }
 
 export type TestClock = Clock & {
@@ -67,6 +86,27 @@ export function unsafeTestingSigner(seed: string): Signer & { readonly secretKey
     sign: (message) => Promise.resolve(ed25519.sign(message, secretKey)),
   };
 }
+
+const FAST_LABEL = utf8('test/fast-signature');
+
+/**
+ * A keyed-hash stand-in for Ed25519, thousands of times faster, for property
+ * tests whose subject is merging and delivery, not signatures. Anyone can forge
+ * it (the "signature" is a hash of the public key and the message): never use it
+ * where a test is about forgery; those use `unsafeTestingSigner`.
+ */
+export function unsafeTestingFastSigner(seed: string): Signer {
+  const publicKey = blake3(utf8(`test/fast-key/${seed}`), { dkLen: 32 });
+  return { publicKey, sign: (message) => Promise.resolve(fastSignature(publicKey, message)) };
+}
+
+const fastSignature = (publicKey: Uint8Array, message: Uint8Array): Uint8Array =>
+  blake3(concat(FAST_LABEL, publicKey, message), { dkLen: 64 });
+
+export const unsafeTestingFastVerifier: Verifier = {
+  verify: (publicKey, message, signature) =>
+    Promise.resolve(toHex(fastSignature(publicKey, message)) === toHex(signature)),
+};
 
 export const nobleVerifier: Verifier = {
   verify(publicKey, message, signature) {
@@ -96,13 +136,18 @@ export type MachineOptions = {
   readonly keys?: Partial<Record<DomainName, Uint8Array>>;
   readonly clock?: TestClock;
   readonly maxSkewMs?: number;
+  /** Sign with `unsafeTestingFastSigner` instead of Ed25519 (property tests only). */
+  readonly fastSignatures?: boolean;
+  /** Wraps the machine's fresh in-memory store, e.g. in a `CrashingStore`. */
+  readonly wrapStore?: (store: MemoryReplicaStore) => ReplicaStore;
 };
 
 export type Machine = {
   readonly name: string;
   readonly id: string;
-  readonly signer: ReturnType<typeof unsafeTestingSigner>;
-  readonly store: MemoryReplicaStore;
+  readonly signer: Signer;
+  /** The store the replica uses (the wrapper when `wrapStore` was given). */
+  readonly store: ReplicaStore;
   readonly replica: Replica;
   readonly keyring: DomainKeyring;
   readonly clock: TestClock;
@@ -111,25 +156,35 @@ export type Machine = {
 
 /** A machine of `mesh`, its signer derived from `seed`, with a fresh in-memory store. */
 export function makeMachine(name: string, seed: string, mesh: Mesh, options: MachineOptions = {}): Machine {
-  const signer = unsafeTestingSigner(seed);
+  const signer = options.fastSignatures ? unsafeTestingFastSigner(seed) : unsafeTestingSigner(seed);
   const random = seededRandom(`machine/${seed}`);
   const clock = options.clock ?? testClock();
   const keyring = new DomainKeyring();
   for (const domain of options.domains ?? (['CONTROL', 'GENERAL'] as const)) {
     keyring.add(domain, 1, options.keys?.[domain] ?? mesh.keys[domain]);
   }
-  const store = new MemoryReplicaStore();
+  const memory = new MemoryReplicaStore();
+  const store = options.wrapStore ? options.wrapStore(memory) : memory;
   const id = toHex(signer.publicKey);
   const replica = new Replica({
     store,
     signer,
-    verifier: nobleVerifier,
+    verifier: options.fastSignatures ? unsafeTestingFastVerifier : nobleVerifier,
     envelopes: keyring.envelopes(random),
-    trust: keyringTrust(id, () => mesh.anchors),
+    trust: { self: id, anchors: () => mesh.anchors },
     clock,
     ...(options.maxSkewMs === undefined ? {} : { maxSkewMs: options.maxSkewMs }),
   });
   return { name, id, signer, store, replica, keyring, clock, random };
+}
+
+/** Every materialised row of every table, keyed by table. */
+export async function allRows(store: ReplicaStore): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = {};
+  for (const table of Object.keys(TABLES)) {
+    out[table] = (await store.rows(table)).sort((a, b) => (a.row < b.row ? -1 : a.row > b.row ? 1 : 0));
+  }
+  return out;
 }
 
 export type Snapshot = {
@@ -147,14 +202,52 @@ export async function snapshot(machine: Machine, signers: readonly string[] = []
   }));
   return {
     lastPos: await machine.store.lastPos(),
-    rows: {
-      keyring: await machine.store.rows('keyring'),
-      device_profiles: await machine.store.rows('device_profiles'),
-    },
+    rows: await allRows(machine.store),
     hlc,
     heads,
   };
 }
+
+/**
+ * Everything durable a store holds, in plain comparable form: the log (in
+ * order), rows as canonical CBOR, parked envelopes, rejection records and
+ * resurrections (without arrival times), clock, the heads of `signers` and the
+ * watermarks of `peers`. Equal values mean equal stores.
+ */
+export async function durableState(
+  store: ReplicaStore,
+  { signers = [], peers = [] }: { signers?: readonly string[]; peers?: readonly string[] } = {},
+): Promise<DurableState> {
+  const { hlc, heads } = await store.transact(async (tx) => ({
+    hlc: await tx.getHlc(),
+    heads: await Promise.all(signers.map((s) => tx.head(s))),
+  }));
+  const rows = await allRows(store);
+  const byKey = <T>(items: T[], key: (t: T) => string): T[] => items.sort((a, b) => (key(a) < key(b) ? -1 : 1));
+  return {
+    log: (await store.entriesAfter(0, 1_000_000)).map((e) =>
+      [e.pos, e.outerId, e.eventId ?? '-', e.revoked ? 'revoked' : 'kept'].join(' '),
+    ),
+    rows: toHex(encodeCbor(rows)),
+    parked: byKey(await store.parked(1_000_000), (p) => p.outerId).map((p) => `${p.outerId} ${p.reason}`),
+    rejections: byKey(await store.rejections(1_000_000), (r) => r.outerId).map((r) => `${r.outerId} ${r.reason}`),
+    resurrections: (await store.resurrections(1_000_000)).map((r) => r.key).sort(),
+    hlc,
+    heads,
+    watermarks: await Promise.all(peers.map((p) => store.watermark(p))),
+  };
+}
+
+export type DurableState = {
+  readonly log: string[];
+  readonly rows: string;
+  readonly parked: string[];
+  readonly rejections: string[];
+  readonly resurrections: string[];
+  readonly hlc: Hlc | undefined;
+  readonly heads: unknown[];
+  readonly watermarks: number[];
+};
 
 // ---- in-memory network ---------------------------------------------------------------
 
@@ -182,15 +275,17 @@ export type NetworkFaults = {
 export class TestNetwork {
   readonly engines = new Map<string, SyncEngine>();
   readonly #queue: InFlight[] = [];
-  readonly #random: TestRandom;
+  readonly #random: Pick<TestRandom, 'int' | 'chance'>;
   faults: NetworkFaults = {};
   /** Frames sent between machines that are not partitioned from each other. */
   sent = 0;
   delivered = 0;
   dropped = 0;
+  /** Deliveries whose receiver crashed with an `InjectedFault`. */
+  crashed = 0;
 
   constructor(seed: string) {
-    this.#random = seededRandom(`network/${seed}`);
+    this.#random = fastSeededRandom(`network/${seed}`);
   }
 
   channel(from: string): PeerChannel {
@@ -204,8 +299,8 @@ export class TestNetwork {
   }
 
   /** Adds a machine with a sync engine on this network; the test sets its peers. */
-  join(machine: Machine): SyncEngine {
-    const engine = new SyncEngine(machine.replica, machine.store, this.channel(machine.id));
+  join(machine: Machine, listener: SyncListener = {}): SyncEngine {
+    const engine = new SyncEngine(machine.replica, machine.store, this.channel(machine.id), listener);
     this.engines.set(machine.id, engine);
     return engine;
   }
@@ -220,8 +315,15 @@ export class TestNetwork {
 
   /** Delivers queued frames (and everything they cause) until the queue is empty. */
   async flush(maxFrames = 100_000): Promise<void> {
-    for (let n = 0; this.#queue.length > 0; n++) {
-      if (n >= maxFrames) throw new Error('test network: flush did not settle');
+    if ((await this.deliver(maxFrames)) === maxFrames && this.#queue.length > 0) {
+      throw new Error('test network: flush did not settle');
+    }
+  }
+
+  /** Takes up to `frames` frames off the queue (lost ones count); returns how many were taken. */
+  async deliver(frames: number): Promise<number> {
+    let n = 0;
+    for (; n < frames && this.#queue.length > 0; n++) {
       const index = this.faults.reorder ? this.#random.int(this.#queue.length) : 0;
       const [frame] = this.#queue.splice(index, 1);
       if (!frame) break;
@@ -239,6 +341,7 @@ export class TestNetwork {
       const copies = this.#random.chance(this.faults.duplicate ?? 0) ? 2 : 1;
       for (let i = 0; i < copies; i++) await this.#deliver(decoded);
     }
+    return n;
   }
 
   async #deliver(frame: Frame): Promise<void> {
@@ -247,7 +350,13 @@ export class TestNetwork {
     const { message } = frame;
     if (message.t !== 'events' && message.t !== 'ack') throw new Error(`test network: ${message.t} is not delivery`);
     this.delivered++;
-    await engine.receive(frame.from, message);
+    try {
+      await engine.receive(frame.from, message);
+    } catch (e) {
+      // A crash injected mid-apply: the receiver died with the frame, as a closed tab would.
+      if (!(e instanceof InjectedFault)) throw e;
+      this.crashed++;
+    }
   }
 
   /** Every engine re-offers what its peers have not acknowledged (the batch cycle). */
@@ -259,10 +368,16 @@ export class TestNetwork {
     for (const engine of this.engines.values()) await engine.offerAll();
   }
 
-  /** Every engine goes online and offers to every other machine on the network. */
-  async connectAll(): Promise<void> {
+  /**
+   * Every engine goes online and offers to its peers: every other machine on the
+   * network, or its neighbours in `links` (pairs of machine ids, either direction).
+   */
+  async connectAll(links?: readonly (readonly [string, string])[]): Promise<void> {
     for (const [id, engine] of this.engines) {
-      engine.setPeers([...this.engines.keys()].filter((peer) => peer !== id));
+      const peers = links
+        ? links.flatMap(([x, y]) => (x === id ? [y] : y === id ? [x] : []))
+        : [...this.engines.keys()].filter((peer) => peer !== id);
+      engine.setPeers(peers);
       await engine.connected();
     }
   }
@@ -281,4 +396,92 @@ export class TestNetwork {
     }
     throw new Error('test network: did not settle');
   }
+}
+
+// ---- crashing store ------------------------------------------------------------------
+
+/** The error a `CrashingStore` throws; anything else escaping a test is a real failure. */
+export class InjectedFault extends Error {
+  constructor(write: string, n: number) {
+    super(`injected fault at write ${n} (${write})`);
+    this.name = 'InjectedFault';
+  }
+}
+
+const TX_WRITES = [
+  'setHlc',
+  'setHead',
+  'append',
+  'setRevoked',
+  'putRow',
+  'deleteRow',
+  'park',
+  'unpark',
+  'recordRejection',
+  'addResurrection',
+  'dropResurrectionsOf',
+  'setWatermark',
+] as const satisfies readonly (keyof ReplicaTx)[];
+
+/**
+ * A store whose next transaction throws at its `n`-th write, once (`crashAt`),
+ * in the middle of the callback, after earlier writes of the same transaction
+ * have landed in the inner store: exactly what a crash mid-apply looks like.
+ * Every write of every transaction is counted, so a test can aim at any of them.
+ */
+export class CrashingStore implements ReplicaStore {
+  readonly inner: ReplicaStore;
+  #crashAt: number | undefined;
+  /** Writes made by the last transaction (the crashed one included). */
+  lastWrites = 0;
+  crashes = 0;
+
+  constructor(inner: ReplicaStore) {
+    this.inner = inner;
+  }
+
+  /** Arms a crash at the `n`-th write (1-based) of the next transaction that gets that far. */
+  crashAt(n: number | undefined): void {
+    this.#crashAt = n;
+  }
+
+  get armed(): boolean {
+    return this.#crashAt !== undefined;
+  }
+
+  transact<T>(fn: (tx: ReplicaTx) => Promise<T>): Promise<T> {
+    return this.inner.transact((tx) => {
+      this.lastWrites = 0;
+      return fn(this.#wrap(tx));
+    });
+  }
+
+  #wrap(tx: ReplicaTx): ReplicaTx {
+    const writes: Partial<Record<keyof ReplicaTx, unknown>> = {};
+    for (const name of TX_WRITES) {
+      const write = tx[name] as (...args: unknown[]) => Promise<unknown>;
+      writes[name] = (...args: unknown[]) => {
+        this.lastWrites++;
+        if (this.#crashAt === this.lastWrites) {
+          this.#crashAt = undefined;
+          this.crashes++;
+          return Promise.reject(new InjectedFault(name, this.lastWrites));
+        }
+        return write.apply(tx, args);
+      };
+    }
+    return { ...tx, ...writes } as ReplicaTx;
+  }
+
+  entriesAfter = (after: number, limit: number) => this.inner.entriesAfter(after, limit);
+  lastPos = () => this.inner.lastPos();
+  cursor = (peer: string) => this.inner.cursor(peer);
+  advanceCursor = (peer: string, pos: number) => this.inner.advanceCursor(peer, pos);
+  watermark = (peer: string) => this.inner.watermark(peer);
+  rows = (table: string) => this.inner.rows(table);
+  row = (table: string, row: string) => this.inner.row(table, row);
+  parked = (limit: number) => this.inner.parked(limit);
+  parkedCount = () => this.inner.parkedCount();
+  rejections = (limit: number) => this.inner.rejections(limit);
+  resurrections = (limit: number) => this.inner.resurrections(limit);
 }

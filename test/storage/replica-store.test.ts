@@ -6,8 +6,18 @@
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
 import { toHex } from '../../src/core/bytes.js';
+import type { EventBody, EventOp } from '../../src/core/event.js';
+import type { Stamp } from '../../src/core/hlc.js';
 import type { RowState } from '../../src/core/merge.js';
-import type { NewLogEntry, ReplicaStore } from '../../src/core/store.js';
+import {
+  rowKeyOf,
+  type NewLogEntry,
+  type ParkedEnvelope,
+  type ParkReason,
+  type RejectionRecord,
+  type ReplicaStore,
+  type Resurrection,
+} from '../../src/core/store.js';
 import { DexieReplicaStore, NodeDatabase } from '../../src/storage/dexie-store.js';
 import { MemoryReplicaStore } from '../../src/storage/memory-store.js';
 import { seededRandom } from '../helpers/deterministic.js';
@@ -27,11 +37,61 @@ const entry = (over: Partial<NewLogEntry> = {}): NewLogEntry => ({
 
 const opaque = (): NewLogEntry => ({ outerId: hex(32), domain: 'CONTROL', sealed: random.bytes(60) });
 
+const stampAt = (ms: number): Stamp => ({ ms, counter: 0, node: new Uint8Array(32).fill(ms) });
+
 const row = (table: string, name: string, value: string, ms = 1): RowState => ({
   table,
   row: name,
-  cells: { name: { value, stamp: { ms, counter: 0, node: new Uint8Array(32).fill(ms) } } },
+  cells: { name: { value, stamp: stampAt(ms) } },
 });
+
+/** The opened part of a log entry: a body (only what the store indexes matters) and its row key. */
+const opened = (table: string, rowName: string, op: EventOp): Pick<NewLogEntry, 'body' | 'rowKey'> => ({
+  body: {
+    v: 1,
+    domain: table === 'keyring' ? 'CONTROL' : 'GENERAL',
+    signer: random.bytes(32),
+    seq: 1,
+    prev: new Uint8Array(32),
+    table,
+    row: rowName,
+    op,
+    cols: op === 'put' ? { name: 'x' } : {},
+    hlc: { ms: 1, counter: 0 },
+  } satisfies EventBody,
+  rowKey: rowKeyOf(table, rowName),
+});
+
+const parkedEnvelope = (reason: ParkReason, at: number): ParkedEnvelope => ({
+  outerId: hex(32),
+  sealed: random.bytes(40),
+  event: random.bytes(30),
+  reason,
+  detail: `parked for ${reason}`,
+  parkedAt: at,
+  signer: hex(32),
+  seq: at,
+});
+
+const rejection = (reason: string, at: number): RejectionRecord => ({
+  outerId: hex(32),
+  reason,
+  detail: `${reason} detail`,
+  at,
+  peer: 'peer',
+});
+
+const resurrection = (deleteId: string, editId: string, at: number): Resurrection => ({
+  key: `${deleteId}:${editId}`,
+  table: 'device_profiles',
+  row: 'r',
+  deleteId,
+  editId,
+  at,
+});
+
+const sortById = (value: unknown): unknown =>
+  (value as { outerId: string }[]).sort((a, b) => a.outerId.localeCompare(b.outerId));
 
 /** Plain, comparable form: byte arrays as hex (adapters may hand back Buffer or Uint8Array). */
 const plain = (value: unknown): unknown =>
@@ -187,6 +247,213 @@ function replicaStoreSuite(name: string, create: () => ReplicaStore): void {
       expect([...results].sort()).toEqual([1, 2, 3, 4, 5]);
       expect(await store.transact((tx) => tx.getHlc())).toEqual({ ms: 1, counter: 5 });
     });
+
+    it('lists the opened entries of one row, optionally of one op, in log order', async () => {
+      const store = create();
+      const signer = hex(32);
+      const [p1, d2, p3] = [
+        entry({ signer, seq: 1, ...opened('device_profiles', 'r', 'put') }),
+        entry({ signer, seq: 2, ...opened('device_profiles', 'r', 'del') }),
+        entry({ signer, seq: 3, ...opened('device_profiles', 'r', 'put') }),
+      ];
+      await store.transact(async (tx) => {
+        await tx.append(p1);
+        await tx.append(entry({ signer, seq: 4, ...opened('device_profiles', 'other', 'put') }));
+        await tx.append(opaque());
+        await tx.append(d2);
+        await tx.append(p3);
+      });
+      await store.transact(async (tx) => {
+        const key = rowKeyOf('device_profiles', 'r');
+        expect((await tx.rowEntries(key)).map((e) => [e.pos, e.body?.op])).toEqual([
+          [1, 'put'],
+          [4, 'del'],
+          [5, 'put'],
+        ]);
+        expect((await tx.rowEntries(key, 'put')).map((e) => e.pos)).toEqual([1, 5]);
+        expect((await tx.rowEntries(key, 'del')).map((e) => e.outerId)).toEqual([d2.outerId]);
+        expect(await tx.rowEntries(rowKeyOf('device_profiles', 'none'))).toEqual([]);
+        expect(plain((await tx.rowEntries(key, 'del'))[0]!.body)).toEqual(plain(d2.body));
+      });
+    });
+
+    it('lists a signer’s entries above a sequence number, and flips revoked flags both ways', async () => {
+      const store = create();
+      const [s1, s2] = [hex(32), hex(32)];
+      await store.transact(async (tx) => {
+        for (let seq = 1; seq <= 4; seq++) await tx.append(entry({ signer: s1, seq, ...opened('keyring', s1, 'put') }));
+        await tx.append(entry({ signer: s2, seq: 1 }));
+      });
+      await store.transact(async (tx) => {
+        expect((await tx.signerEntriesAbove(s1, 0)).map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+        expect((await tx.signerEntriesAbove(s1, 2)).map((e) => e.seq)).toEqual([3, 4]);
+        expect(await tx.signerEntriesAbove(s1, 4)).toEqual([]);
+        expect((await tx.signerEntriesAbove(s2, 0)).map((e) => e.pos)).toEqual([5]);
+        await tx.setRevoked(3, true);
+        await tx.setRevoked(4, true);
+      });
+      const revokedOf = async () => (await store.entriesAfter(0, 10)).map((e) => e.revoked ?? false);
+      expect(await revokedOf()).toEqual([false, false, true, true, false]);
+      await store.transact(async (tx) => {
+        await tx.setRevoked(4, false);
+        expect((await tx.signerEntriesAbove(s1, 2)).map((e) => e.revoked ?? false)).toEqual([true, false]);
+      });
+      expect(await revokedOf()).toEqual([false, false, true, false, false]);
+      // An un-revoked entry carries no `revoked` field at all, as if never flagged.
+      expect('revoked' in (await store.entriesAfter(3, 1))[0]!).toBe(false);
+    });
+
+    it('deletes rows', async () => {
+      const store = create();
+      await store.transact(async (tx) => {
+        await tx.putRow(row('device_profiles', 'a', 'x'));
+        await tx.putRow(row('device_profiles', 'b', 'y'));
+      });
+      await store.transact(async (tx) => {
+        await tx.deleteRow('device_profiles', 'a');
+        await tx.deleteRow('device_profiles', 'never');
+        expect(await tx.getRow('device_profiles', 'a')).toBeUndefined();
+      });
+      expect((await store.rows('device_profiles')).map((r) => r.row)).toEqual(['b']);
+    });
+
+    it('keeps rows with tombstones and removals as they were put', async () => {
+      const store = create();
+      const tombstoned: RowState = { ...row('device_profiles', 't', 'v', 3), deleted: stampAt(2) };
+      const removed: RowState = { ...row('keyring', 'k', 'v', 1), removed: { hwm: 7 } };
+      await store.transact(async (tx) => {
+        await tx.putRow(tombstoned);
+        await tx.putRow(removed);
+      });
+      expect(plain(await store.row('device_profiles', 't'))).toEqual(plain(tombstoned));
+      expect(plain(await store.row('keyring', 'k'))).toEqual(plain(removed));
+    });
+
+    it('parks, lists, counts and unparks envelopes; parking again replaces', async () => {
+      const store = create();
+      const [one, two] = [parkedEnvelope('UnknownSigner', 1), parkedEnvelope('ChainGap', 2)];
+      await store.transact(async (tx) => {
+        await tx.park(one);
+        await tx.park(two);
+        await tx.park({ ...one, reason: 'ClockSkew', detail: 'again' });
+        expect(await tx.parkedCount()).toBe(2);
+        expect(await tx.isParked(one.outerId)).toBe(true);
+        expect(await tx.isParked(hex(32))).toBe(false);
+        expect(sortById(plain(await tx.parkedAll()))).toEqual(
+          sortById(plain([{ ...one, reason: 'ClockSkew', detail: 'again' }, two])),
+        );
+      });
+      expect(await store.parkedCount()).toBe(2);
+      expect(await store.parked(10)).toHaveLength(2);
+      expect(await store.parked(1)).toHaveLength(1);
+      await store.transact(async (tx) => {
+        await tx.unpark(one.outerId);
+        await tx.unpark(hex(32));
+        expect(await tx.isParked(one.outerId)).toBe(false);
+      });
+      expect(plain(await store.parked(10))).toEqual(plain([two]));
+      expect(await store.parkedCount()).toBe(1);
+    });
+
+    it('records rejections by outer id', async () => {
+      const store = create();
+      const records = [rejection('SignatureInvalid', 1), rejection('ChainFork', 2), rejection('MalformedEvent', 3)];
+      await store.transact(async (tx) => {
+        for (const r of records) await tx.recordRejection(r);
+        await tx.recordRejection(records[0]!);
+        expect(await tx.isRejected(records[1]!.outerId)).toBe(true);
+        expect(await tx.isRejected(hex(32))).toBe(false);
+      });
+      expect(sortById(plain(await store.rejections(10)))).toEqual(sortById(plain(records)));
+      expect(await store.rejections(2)).toHaveLength(2);
+    });
+
+    it('keeps each resurrection once by key and drops those of one event', async () => {
+      const store = create();
+      const [del1, del2, put1, put2] = [hex(32), hex(32), hex(32), hex(32)];
+      const pairs = [resurrection(del1, put1, 1), resurrection(del1, put2, 2), resurrection(del2, put2, 3)];
+      await store.transact(async (tx) => {
+        for (const r of pairs) await tx.addResurrection(r);
+        await tx.addResurrection({ ...pairs[0]!, at: 9 });
+        expect(await tx.hasResurrection(pairs[0]!.key)).toBe(true);
+        expect(await tx.hasResurrection(`${del2}:${put1}`)).toBe(false);
+      });
+      expect((await store.resurrections(10)).map((r) => r.key).sort()).toEqual(pairs.map((r) => r.key).sort());
+      await store.transact((tx) => tx.dropResurrectionsOf(put2));
+      expect((await store.resurrections(10)).map((r) => r.key)).toEqual([pairs[0]!.key]);
+      await store.transact((tx) => tx.dropResurrectionsOf(del1));
+      expect(await store.resurrections(10)).toEqual([]);
+    });
+
+    it('moves watermarks forward only, per peer, inside transactions', async () => {
+      const store = create();
+      expect(await store.watermark('p')).toBe(0);
+      await store.transact(async (tx) => {
+        await tx.setWatermark('p', 5);
+        await tx.setWatermark('p', 3);
+        await tx.setWatermark('q', 2);
+      });
+      expect(await store.watermark('p')).toBe(5);
+      expect(await store.watermark('q')).toBe(2);
+      // Watermarks and cursors are separate: one is what we hold of theirs, the other what they hold of ours.
+      expect(await store.cursor('p')).toBe(0);
+      await store.transact((tx) => tx.setWatermark('p', 8));
+      expect(await store.watermark('p')).toBe(8);
+    });
+
+    it('a throwing transaction also rolls back revoked flags, parking, rejections, resurrections and watermarks', async () => {
+      const store = create();
+      const signer = hex(32);
+      const kept = entry({ signer, seq: 1, ...opened('device_profiles', 'r', 'put') });
+      const keptParked = parkedEnvelope('ChainGap', 1);
+      const keptPair = resurrection(hex(32), hex(32), 1);
+      await store.transact(async (tx) => {
+        await tx.append(kept);
+        await tx.putRow(row('device_profiles', 'r', 'v'));
+        await tx.park(keptParked);
+        await tx.addResurrection(keptPair);
+        await tx.setWatermark('p', 4);
+      });
+      const before = await everything(store, signer, [keptParked.outerId]);
+      const failure = new Error('boom');
+      await expect(
+        store.transact(async (tx) => {
+          await tx.setRevoked(1, true);
+          await tx.deleteRow('device_profiles', 'r');
+          await tx.unpark(keptParked.outerId);
+          await tx.park(parkedEnvelope('UnknownSigner', 2));
+          await tx.recordRejection(rejection('ChainBroken', 2));
+          await tx.addResurrection(resurrection(hex(32), hex(32), 2));
+          await tx.dropResurrectionsOf(keptPair.deleteId);
+          await tx.setWatermark('p', 9);
+          await tx.setWatermark('q', 1);
+          await tx.append(entry({ signer, seq: 2, ...opened('device_profiles', 'r', 'del') }));
+          throw failure;
+        }),
+      ).rejects.toBe(failure);
+      expect(await everything(store, signer, [keptParked.outerId])).toEqual(before);
+    });
+  });
+}
+
+/** What a store holds, in plain comparable form (for before/after a failed transaction). */
+async function everything(store: ReplicaStore, signer: string, parkedIds: readonly string[]): Promise<unknown> {
+  const inTx = await store.transact(async (tx) => ({
+    signerEntries: await tx.signerEntriesAbove(signer, 0),
+    rowEntries: await tx.rowEntries(rowKeyOf('device_profiles', 'r')),
+    parked: await Promise.all(parkedIds.map((id) => tx.isParked(id))),
+    hlc: await tx.getHlc(),
+  }));
+  return plain({
+    inTx,
+    log: await store.entriesAfter(0, 100),
+    lastPos: await store.lastPos(),
+    rows: await store.rows('device_profiles'),
+    parked: await store.parked(100),
+    parkedCount: await store.parkedCount(),
+    rejections: await store.rejections(100),
+    resurrections: await store.resurrections(100),
+    watermarks: [await store.watermark('p'), await store.watermark('q')],
   });
 }
 

@@ -1,0 +1,219 @@
+/**
+ * Benchmark `catchup`: a peer that was offline while 100,000 events were
+ * written catches up through the real relay on 127.0.0.1, verifying everything.
+ *
+ *   setup    relay (startRelay, port 0, temp data dir); the reader authenticates
+ *            once (so the relay knows it) and leaves; SIGNERS writers each write
+ *            their share through Replica.write (WebCrypto Ed25519, sealed) and
+ *            offer their whole log to the reader as peer-wire `events` frames of
+ *            MAX_EVENTS_PER_FRAME envelopes — what the batch cycle sends — which
+ *            the relay stores in the reader's mailbox.
+ *   timed    the reader reconnects; the relay pumps the mailbox; every frame is
+ *            opened (frame.ts), decoded, and ingested by the SyncEngine: every
+ *            envelope decrypted and decoded, signatures checked by chain segment
+ *            (core/chain-verify.ts: one Ed25519 check per linked run of a signer
+ *            in a batch), admitted and acknowledged. Done when all are applied.
+ *   modes    `opener: in-thread` (everything on the main thread), and a pool of
+ *            worker threads opening envelopes (runtime/node-open-pool.ts) while
+ *            the main thread admits; figures are the faster, both are reported.
+ *   anchor   bare WebCrypto Ed25519 verification of signatures over payloads of
+ *            the same size, in the same run, at the best of sequential and
+ *            concurrent issue; `naive` = EVENTS ÷ that rate, the time verifying
+ *            every signature would take before doing anything else.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { toHex } from '../src/core/bytes.js';
+import { DomainKeyring } from '../src/core/domain-keys.js';
+import { signingPayload } from '../src/core/event.js';
+import { topicOf } from '../src/core/identity.js';
+import { MAX_EVENTS_PER_FRAME } from '../src/core/peer-wire.js';
+import { startRelay, type RelayHandle } from '../src/relay/server.js';
+import { systemClock } from '../src/runtime/clock.js';
+import { NodeOpenPool } from '../src/runtime/node-open-pool.js';
+import { generateSigningIdentity, webRandom, webSigner } from '../src/runtime/webcrypto.js';
+import { NodePeer, type Group } from './lib/node-peer.ts';
+import type { BenchResult } from './run.ts';
+import type { EnvelopeOpener } from '../src/core/open.js';
+import type { Signer } from '../src/core/ports.js';
+
+const EVENTS = 100_000;
+const SIGNERS = 2;
+const ANCHOR_VERIFIES = 4000;
+const POOL_THREADS = 2;
+
+async function makeGroup(): Promise<Group> {
+  const keyring = new DomainKeyring();
+  keyring.add('CONTROL', 1, webRandom.bytes(32));
+  keyring.add('GENERAL', 1, webRandom.bytes(32));
+  return { secret: webRandom.bytes(32), keyring, anchors: [] };
+}
+
+async function writer(relay: RelayHandle, group: Group): Promise<NodePeer> {
+  const signer = webSigner(await generateSigningIdentity());
+  group.anchors.push(toHex(signer.publicKey));
+  return new NodePeer({ relayUrl: relay.wsUrl, group, signer, clock: systemClock });
+}
+
+async function writeShare(peer: NodePeer, count: number, offset: number): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    const n = offset + i;
+    const result = await peer.replica.write('device_profiles', `device-${n % 1000}`, {
+      name: `Device ${n}`,
+      location: `field ${n % 17}`,
+      notes: 'routine inspection, filters replaced',
+      active: n % 2 === 0,
+    });
+    if (!result.ok) throw new Error(`bench catchup: write failed: ${result.error.type}`);
+  }
+}
+
+/** Offers the writer's whole log to `to` in frames, as the batch cycle would; returns the frame count. */
+async function offerAll(peer: NodePeer, to: Uint8Array): Promise<number> {
+  let frames = 0;
+  for (let after = 0; ; frames++) {
+    const entries = await peer.store.entriesAfter(after, MAX_EVENTS_PER_FRAME);
+    if (entries.length === 0) return frames;
+    after = entries[entries.length - 1]!.pos;
+    peer.sendMessage(to, { t: 'events', upto: after, events: entries.map((e) => e.sealed) });
+  }
+}
+
+async function pendingAt(relay: RelayHandle, group: Group, endpoint: Uint8Array): Promise<number> {
+  const url = `${relay.url}/api/presence?topic=${toHex(topicOf(group.secret))}&endpoint=${toHex(endpoint)}`;
+  const body = (await (await fetch(url)).json()) as { pending: number };
+  return body.pending;
+}
+
+async function until(check: () => Promise<boolean>, what: string, timeoutMs = 120_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await check())) {
+    if (performance.now() > deadline) throw new Error(`bench catchup: timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** Fills the relay mailboxes of the readers with EVENTS events from SIGNERS writers; returns frames per reader. */
+async function fillMailboxes(relay: RelayHandle, group: Group, readers: readonly NodePeer[]): Promise<number> {
+  const writers = await Promise.all(Array.from({ length: SIGNERS }, () => writer(relay, group)));
+  await Promise.all(writers.map((w, i) => writeShare(w, EVENTS / SIGNERS, i * (EVENTS / SIGNERS))));
+  let frames = 0;
+  for (const w of writers) {
+    await w.connect();
+    for (const reader of readers) frames += await offerAll(w, reader.endpoint);
+  }
+  frames /= readers.length;
+  for (const reader of readers) {
+    await until(async () => (await pendingAt(relay, group, reader.endpoint)) >= frames, 'the mailbox to fill');
+  }
+  await Promise.all(writers.map((w) => w.disconnect()));
+  return frames;
+}
+
+/** Reconnects the reader and times until every event is applied. */
+async function catchUp(reader: NodePeer, applied: { count: number }): Promise<number> {
+  const start = performance.now();
+  await reader.connect();
+  await until(async () => applied.count >= EVENTS, 'the reader to catch up');
+  const ms = performance.now() - start;
+  if ((await reader.store.lastPos()) !== EVENTS) throw new Error('bench catchup: reader log is incomplete');
+  await reader.disconnect();
+  return ms;
+}
+
+type Reader = { readonly peer: NodePeer; readonly applied: { count: number } };
+
+function reader(relay: RelayHandle, group: Group, signer: Signer, opener: EnvelopeOpener | undefined): Reader {
+  const applied = { count: 0 };
+  const peer = new NodePeer({
+    relayUrl: relay.wsUrl,
+    group,
+    signer,
+    clock: systemClock,
+    ...(opener ? { opener } : {}),
+    listener: { onApplied: (outcomes) => (applied.count += outcomes.filter((o) => o.type === 'Applied').length) },
+  });
+  return { peer, applied };
+}
+
+type Timings = { inThreadMs: number; pooledMs: number; frames: number };
+
+/** One relay and one set of writes; an in-thread reader and a pooled reader catch up one after the other. */
+async function measure(): Promise<Timings> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'sov-bench-catchup-'));
+  const relay = await startRelay({
+    port: 0,
+    dataDir,
+    log: () => undefined,
+    heartbeatMs: 0,
+    mailboxLimits: { maxFrames: 10_000, maxBytes: 512 * 1024 * 1024 },
+  });
+  const group = await makeGroup();
+  const pool = await NodeOpenPool.start(POOL_THREADS, group.keyring.list());
+  try {
+    const signers = await Promise.all([0, 1].map(async () => webSigner(await generateSigningIdentity())));
+    const readers = [reader(relay, group, signers[0]!, undefined), reader(relay, group, signers[1]!, pool)];
+    for (const r of readers) {
+      await r.peer.connect();
+      await r.peer.disconnect();
+    }
+    const frames = await fillMailboxes(
+      relay,
+      group,
+      readers.map((r) => r.peer),
+    );
+    const inThreadMs = await catchUp(readers[0]!.peer, readers[0]!.applied);
+    const pooledMs = await catchUp(readers[1]!.peer, readers[1]!.applied);
+    return { inThreadMs, pooledMs, frames };
+  } finally {
+    await pool.close();
+    await relay.close();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Bare WebCrypto Ed25519 verification, sequential and with 64 in flight; the faster rate. */
+async function rawVerifyPerSecond(payloadBytes: number): Promise<{ sequential: number; concurrent: number }> {
+  const keys = await crypto.subtle.generateKey({ name: 'Ed25519' }, false, ['sign', 'verify']);
+  const message = new Uint8Array(signingPayload(webRandom.bytes(payloadBytes)));
+  const sig = await crypto.subtle.sign({ name: 'Ed25519' }, keys.privateKey, message);
+  const once = async () => {
+    if (!(await crypto.subtle.verify({ name: 'Ed25519' }, keys.publicKey, sig, message))) {
+      throw new Error('bench catchup: anchor signature did not verify');
+    }
+  };
+  let start = performance.now();
+  for (let i = 0; i < ANCHOR_VERIFIES; i++) await once();
+  const sequential = ANCHOR_VERIFIES / ((performance.now() - start) / 1000);
+  start = performance.now();
+  for (let i = 0; i < ANCHOR_VERIFIES; i += 64) await Promise.all(Array.from({ length: 64 }, once));
+  const concurrent = ANCHOR_VERIFIES / ((performance.now() - start) / 1000);
+  return { sequential, concurrent };
+}
+
+export async function run(): Promise<BenchResult> {
+  const { inThreadMs, pooledMs, frames } = await measure();
+  const best = Math.min(inThreadMs, pooledMs);
+  const raw = await rawVerifyPerSecond(200);
+  const rawRate = Math.max(raw.sequential, raw.concurrent);
+  const naiveMs = (EVENTS / rawRate) * 1000;
+  return {
+    figures: {
+      seconds_100k_events: best / 1000,
+      events_per_s: EVENTS / (best / 1000),
+      seconds_in_thread: inThreadMs / 1000,
+      seconds_worker_pool: pooledMs / 1000,
+      pool_threads: POOL_THREADS,
+      events: EVENTS,
+      signers: SIGNERS,
+      frames,
+    },
+    anchors: {
+      raw_ed25519_verify_per_s: rawRate,
+      raw_ed25519_verify_sequential_per_s: raw.sequential,
+      naive_verify_all_seconds: naiveMs / 1000,
+    },
+    ratios: { catchup_time_vs_naive_verify_all: best / naiveMs },
+  };
+}

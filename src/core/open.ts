@@ -1,0 +1,80 @@
+/**
+ * Opening sealed envelopes before admission (SSP/1): decode the envelope and
+ * check its outer id, decrypt it with the domain key of its generation, decode
+ * the signed event inside and check that it names the envelope's domain.
+ * Signatures are checked afterwards over the whole batch (chain-verify.ts), so
+ * a hash-chained run of one signer costs one signature check.
+ *
+ * An envelope of a domain this machine holds no key for is `opaque`: kept and
+ * forwarded, never read (storage is not reading).
+ *
+ * Every result is plain data (objects, strings, numbers, byte arrays), so an
+ * `EnvelopeOpener` may open a batch in worker threads and post the results back.
+ */
+import { toHex } from './bytes.js';
+import { decodeEvent, type EventError, type SignedEvent } from './event.js';
+import { blake3 } from './hash.js';
+import { err, type Result } from './result.js';
+import type { DomainName } from './schema.js';
+import { decodeSealed, type SealedEvent, type SealError } from './seal.js';
+
+export type DomainMismatch = {
+  readonly type: 'DomainMismatch';
+  readonly envelope: DomainName;
+  readonly event: DomainName;
+};
+
+export type OpenError = SealError | EventError | DomainMismatch;
+
+export type Opening =
+  | { readonly kind: 'event'; readonly sealed: SealedEvent; readonly bytes: Uint8Array; readonly event: SignedEvent }
+  | { readonly kind: 'opaque'; readonly sealed: SealedEvent; readonly bytes: Uint8Array }
+  | { readonly kind: 'rejected'; readonly outerId: string; readonly error: OpenError };
+
+/** Opens a batch of envelopes, results in input order; implementations may spread the work over threads. */
+export interface EnvelopeOpener {
+  open(envelopes: readonly Uint8Array[]): Promise<Opening[]>;
+}
+
+type Decrypt<R> = (sealed: SealedEvent) => R;
+
+function decoded(bytes: Uint8Array): Result<SealedEvent, Opening> {
+  const sealed = decodeSealed(bytes);
+  if (sealed.ok) return sealed;
+  return err({ kind: 'rejected', outerId: toHex(blake3(bytes)), error: sealed.error });
+}
+
+function opened(bytes: Uint8Array, sealed: SealedEvent, plain: Result<Uint8Array, SealError>): Opening {
+  const outerId = toHex(sealed.id);
+  if (!plain.ok) {
+    if (plain.error.type === 'DomainKeyMissing') return { kind: 'opaque', sealed, bytes };
+    return { kind: 'rejected', outerId, error: plain.error };
+  }
+  const event = decodeEvent(plain.value);
+  if (!event.ok) return { kind: 'rejected', outerId, error: event.error };
+  if (event.value.body.domain !== sealed.domain) {
+    return {
+      kind: 'rejected',
+      outerId,
+      error: { type: 'DomainMismatch', envelope: sealed.domain, event: event.value.body.domain },
+    };
+  }
+  return { kind: 'event', sealed, bytes, event: event.value };
+}
+
+/** Opens one envelope through the (possibly asynchronous) envelope port. */
+export async function openEnvelope(
+  bytes: Uint8Array,
+  decrypt: Decrypt<Promise<Result<Uint8Array, SealError>>>,
+): Promise<Opening> {
+  const sealed = decoded(bytes);
+  if (!sealed.ok) return sealed.error;
+  return opened(bytes, sealed.value, await decrypt(sealed.value));
+}
+
+/** Opens one envelope with a synchronous decryption (a worker holding the domain keys). */
+export function openEnvelopeSync(bytes: Uint8Array, decrypt: Decrypt<Result<Uint8Array, SealError>>): Opening {
+  const sealed = decoded(bytes);
+  if (!sealed.ok) return sealed.error;
+  return opened(bytes, sealed.value, decrypt(sealed.value));
+}
