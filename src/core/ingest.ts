@@ -16,7 +16,7 @@ import { bytesEqual, fromHex, toHex } from './bytes.js';
 import type { EventBody, SignedEvent } from './event.js';
 import { ZERO_HASH } from './event.js';
 import { recordEvent } from './materialize.js';
-import type { SealedEvent } from './seal.js';
+import { envelopeId, type SealedEvent } from './seal.js';
 import type { ParkReason, ReplicaTx, Resurrection } from './store.js';
 import { authorize, type TrustContext } from './trust.js';
 
@@ -68,7 +68,7 @@ export async function admitEvent(
   now: number,
 ): Promise<Admission> {
   const { sealed, bytes, event } = opened;
-  const outerId = toHex(sealed.id);
+  const outerId = envelopeId(bytes);
   if ((await tx.hasOuterId(outerId)) || (await tx.isRejected(outerId))) return { type: 'Duplicate' };
   const body = event.body;
   const signer = toHex(body.signer);

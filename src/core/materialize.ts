@@ -22,7 +22,7 @@ import { encodeCbor } from './cbor.js';
 import type { EventBody, SignedEvent } from './event.js';
 import { compareHlc, compareStamps, type Hlc, type Stamp } from './hlc.js';
 import { applyChange, type RowChange, type RowState } from './merge.js';
-import type { SealedEvent } from './seal.js';
+import { envelopeId, type SealedEvent } from './seal.js';
 import { authorize, type TrustContext } from './trust.js';
 import { rowKeyOf, type LogEntry, type NewLogEntry, type ReplicaTx, type Resurrection } from './store.js';
 
@@ -59,7 +59,7 @@ export async function recordEvent(
   const eventId = toHex(event.id);
   const rowKey = rowKeyOf(body.table, body.row);
   const entry: NewLogEntry = {
-    outerId: toHex(sealed.id),
+    outerId: envelopeId(sealedBytes),
     domain: sealed.domain,
     sealed: sealedBytes,
     eventId,

@@ -11,12 +11,10 @@
  * Every result is plain data (objects, strings, numbers, byte arrays), so an
  * `EnvelopeOpener` may open a batch in worker threads and post the results back.
  */
-import { toHex } from './bytes.js';
 import { decodeEvent, type EventError, type SignedEvent } from './event.js';
-import { blake3 } from './hash.js';
 import { err, type Result } from './result.js';
 import type { DomainName } from './schema.js';
-import { decodeSealed, type SealedEvent, type SealError } from './seal.js';
+import { decodeSealed, envelopeId, type SealedEvent, type SealError } from './seal.js';
 
 export type DomainMismatch = {
   readonly type: 'DomainMismatch';
@@ -41,11 +39,11 @@ type Decrypt<R> = (sealed: SealedEvent) => R;
 function decoded(bytes: Uint8Array): Result<SealedEvent, Opening> {
   const sealed = decodeSealed(bytes);
   if (sealed.ok) return sealed;
-  return err({ kind: 'rejected', outerId: toHex(blake3(bytes)), error: sealed.error });
+  return err({ kind: 'rejected', outerId: envelopeId(bytes), error: sealed.error });
 }
 
 function opened(bytes: Uint8Array, sealed: SealedEvent, plain: Result<Uint8Array, SealError>): Opening {
-  const outerId = toHex(sealed.id);
+  const outerId = envelopeId(bytes);
   if (!plain.ok) {
     if (plain.error.type === 'DomainKeyMissing') return { kind: 'opaque', sealed, bytes };
     return { kind: 'rejected', outerId, error: plain.error };

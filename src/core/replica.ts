@@ -32,7 +32,7 @@ import { recordEvent } from './materialize.js';
 import { openEnvelope, type DomainMismatch, type EnvelopeOpener, type Opening } from './open.js';
 import type { Clock, Signer, Verifier } from './ports.js';
 import { err, ok, type Result } from './result.js';
-import { decodeSealed, encodeSealed, type SealedEvent, type SealError } from './seal.js';
+import { decodeSealed, encodeSealed, envelopeId, type SealedEvent, type SealError } from './seal.js';
 import { tableSpec, type ColumnValue, type DomainName } from './schema.js';
 import type { ParkReason, ReplicaStore, ReplicaTx, Resurrection } from './store.js';
 import { authorize, type TrustContext } from './trust.js';
@@ -175,11 +175,12 @@ export class Replica {
         return err({ type: 'InvalidEdit', reason: (e as Error).message });
       }
       const sealed = await envelopes.seal(domain, event.bytes);
+      const sealedBytes = encodeSealed(sealed);
       const recorded = await store.transact(async (tx) => {
         if (((await tx.head(this.#self))?.seq ?? 0) !== body.seq - 1) return undefined;
-        return recordEvent(tx, sealed, encodeSealed(sealed), event, false, trust, clock.now());
+        return recordEvent(tx, sealed, sealedBytes, event, false, trust, clock.now());
       });
-      if (recorded) return ok({ outerId: toHex(sealed.id), resurrections: recorded.resurrections });
+      if (recorded) return ok({ outerId: envelopeId(sealedBytes), resurrections: recorded.resurrections });
     }
     throw new Error('replica: local write kept racing another writer');
   }
@@ -221,19 +222,19 @@ export class Replica {
         if (await tx.isRejected(item.outerId)) return { type: 'Duplicate', outerId: item.outerId };
         return this.#reject(tx, peer, item.outerId, item.error);
       case 'opaque': {
-        const outerId = toHex(item.sealed.id);
+        const outerId = envelopeId(item.bytes);
         if (await tx.hasOuterId(outerId)) return { type: 'Duplicate', outerId };
         await tx.append({ outerId, domain: item.sealed.domain, sealed: item.bytes });
         return { type: 'StoredOpaque', outerId };
       }
       case 'skewed': {
-        const outerId = toHex(item.opened.sealed.id);
+        const outerId = envelopeId(item.opened.bytes);
         if ((await tx.isParked(outerId)) || (await tx.hasOuterId(outerId))) return { type: 'Duplicate', outerId };
         const detail = `${item.error.remoteMs - item.error.localMs} ms ahead (bound ${item.error.maxSkewMs} ms)`;
         return this.#park(tx, peer, item.opened, 'ClockSkew', detail);
       }
       case 'event': {
-        const outerId = toHex(item.sealed.id);
+        const outerId = envelopeId(item.bytes);
         if (await tx.isParked(outerId)) return { type: 'Duplicate', outerId };
         const admission = await admitEvent(tx, item, this.#deps.trust, now);
         switch (admission.type) {
@@ -265,7 +266,7 @@ export class Replica {
     reason: ParkReason,
     detail: string,
   ): Promise<IngestOutcome> {
-    const outerId = toHex(opened.sealed.id);
+    const outerId = envelopeId(opened.bytes);
     if ((await tx.parkedCount()) >= (this.#deps.maxParked ?? DEFAULT_MAX_PARKED)) {
       return this.#reject(tx, peer, outerId, { type: 'ParkingFull' });
     }
@@ -320,7 +321,7 @@ export class Replica {
     return openings.map((o, i): Opened => {
       if (o.kind !== 'event') return o;
       const opened = { sealed: o.sealed, bytes: o.bytes, event: o.event };
-      if (!good[i]) return { kind: 'rejected', outerId: toHex(o.sealed.id), error: { type: 'SignatureInvalid' } };
+      if (!good[i]) return { kind: 'rejected', outerId: envelopeId(o.bytes), error: { type: 'SignatureInvalid' } };
       const skew = receive(HLC_ZERO, o.event.body.hlc, now, maxSkew);
       return skew.ok ? { kind: 'event', ...opened } : { kind: 'skewed', opened, error: skew.error };
     });

@@ -13,7 +13,7 @@
  * inside repeats its domain, so a member cannot re-seal it into another domain.
  */
 import { gcm } from '@noble/ciphers/aes.js';
-import { bytesEqual, concat, isBytes, utf8 } from './bytes.js';
+import { bytesEqual, concat, isBytes, toHex, utf8 } from './bytes.js';
 import { decodeCbor, encodeCbor, isRecord } from './cbor.js';
 import { MAX_EVENT_BYTES } from './event.js';
 import { blake3 } from './hash.js';
@@ -58,6 +58,17 @@ export function sealEvent(
   const nonce = random.bytes(NONCE_BYTES);
   const ct = concat(nonce, gcm(key, nonce, sealAad(domain, gen)).encrypt(signedEvent));
   return { domain, gen, id: blake3(ct), ct };
+}
+
+/**
+ * The name a replica stores, deduplicates, parks and rejects an envelope by:
+ * BLAKE3 of the whole canonical envelope, header included. The wire's outer id
+ * covers only the ciphertext, so anyone on the path could relabel a genuine
+ * envelope's domain or generation without changing it; keyed by the outer id, a
+ * relabelled copy seen first would shadow the genuine one for good.
+ */
+export function envelopeId(bytes: Uint8Array): string {
+  return toHex(blake3(bytes));
 }
 
 export function encodeSealed(sealed: SealedEvent): Uint8Array {

@@ -14,7 +14,11 @@ import type { DomainName } from './schema.js';
 /** One envelope in the local log, in arrival order; `pos` starts at 1. */
 export type LogEntry = {
   readonly pos: number;
-  /** outer id (hex): BLAKE3 of the ciphertext; every machine can compute it. */
+  /**
+   * Envelope id (hex): BLAKE3 of the whole sealed envelope, header included (see
+   * `envelopeId` in seal.ts), which every machine can compute without a key. The
+   * wire's outer id (BLAKE3 of the ciphertext) is verified on receipt.
+   */
   readonly outerId: string;
   readonly domain: DomainName;
   readonly sealed: Uint8Array;
