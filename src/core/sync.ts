@@ -29,6 +29,8 @@ export type SyncListener = {
 };
 
 const MAX_BATCH_BYTES = 768 * 1024;
+/** Longest gap between re-offers to a silent peer, in batch cycles. */
+export const MAX_RESEND_BACKOFF = 32;
 
 export class SyncEngine {
   readonly #replica: Replica;
@@ -39,6 +41,8 @@ export class SyncEngine {
   readonly #offered = new Map<string, number>();
   readonly #peers = new Set<string>();
   readonly #rejections = new Map<string, number>();
+  /** Re-offer pacing per peer: the cursor last seen, the current interval and cycles left to skip. */
+  readonly #pace = new Map<string, { cursor: number; every: number; skip: number }>();
   #online = false;
 
   constructor(replica: Replica, store: ReplicaStore, channel: PeerChannel, listener: SyncListener = {}) {
@@ -76,10 +80,31 @@ export class SyncEngine {
     this.#offered.clear();
   }
 
-  /** Batch cycle: re-offer everything not acknowledged yet. */
-  async resend(): Promise<void> {
-    this.#offered.clear();
-    await this.offerAll();
+  /**
+   * Batch cycle: re-offer what a peer has not acknowledged. A peer whose cursor
+   * did not move since the last re-offer (away for a week, say: the relay keeps
+   * its mailbox) is re-offered after 1, 2, 4 … up to MAX_RESEND_BACKOFF cycles,
+   * so its mailbox does not fill with copies of the same batch; any progress
+   * resets the pace. `force` re-offers to every peer now (a user's "sync now").
+   */
+  async resend(force = false): Promise<void> {
+    const last = await this.#store.lastPos();
+    for (const peer of this.#peers) {
+      const cursor = await this.#store.cursor(peer);
+      const pace = this.#pace.get(peer);
+      if (!force && pace && pace.cursor === cursor && last > cursor) {
+        if (pace.skip > 0) {
+          pace.skip--;
+          continue;
+        }
+        pace.every = Math.min(pace.every * 2, MAX_RESEND_BACKOFF);
+        pace.skip = pace.every - 1;
+      } else {
+        this.#pace.set(peer, { cursor, every: 1, skip: 0 });
+      }
+      this.#offered.delete(peer);
+      if (this.#online) await this.#offer(peer);
+    }
   }
 
   /** Realtime push: offer whatever is new to every peer. */

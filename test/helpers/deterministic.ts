@@ -361,7 +361,8 @@ export class TestNetwork {
 
   /** Every engine re-offers what its peers have not acknowledged (the batch cycle). */
   async resendAll(): Promise<void> {
-    for (const engine of this.engines.values()) await engine.resend();
+    // Healing rounds re-offer everything at once; pacing is proven in sync-pacing.test.ts.
+    for (const engine of this.engines.values()) await engine.resend(true);
   }
 
   async offerAll(): Promise<void> {

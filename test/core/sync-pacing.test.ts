@@ -1,0 +1,46 @@
+/**
+ * The batch cycle's re-offer pacing: a peer that never acknowledges (offline for
+ * days; the relay keeps its mailbox) gets geometrically fewer copies of the same
+ * batch, and pacing resets as soon as its cursor moves.
+ */
+import { describe, expect, it } from 'vitest';
+import { SyncEngine, MAX_RESEND_BACKOFF, type DeliveryMessage } from '../../src/core/sync.js';
+import { makeMachine, makeMesh } from '../helpers/deterministic.js';
+
+async function silentPeerSetup() {
+  const mesh = makeMesh('pacing');
+  const a = makeMachine('A', 'pacing/A', mesh);
+  mesh.anchors.push(a.id);
+  const sent: DeliveryMessage[] = [];
+  const engine = new SyncEngine(a.replica, a.store, { send: async (_peer, m) => void sent.push(m) });
+  engine.setPeers(['peer-b']);
+  const written = await a.replica.write('device_profiles', 'r1', { name: 'x' });
+  expect(written.ok).toBe(true);
+  await engine.connected();
+  return { a, engine, sent };
+}
+
+describe('re-offer pacing', () => {
+  it('sends geometrically fewer copies to a peer that never acknowledges', async () => {
+    const { engine, sent } = await silentPeerSetup();
+    expect(sent).toHaveLength(1);
+    const cycles = 200;
+    for (let i = 0; i < cycles; i++) await engine.resend();
+    const copies = sent.length - 1;
+    // 1, 2, 4, … 32 cycles apart: about log2(32) + (200 - 63) / 32 ≈ 11 copies, never one per cycle.
+    expect(copies).toBeGreaterThan(5);
+    expect(copies).toBeLessThan(cycles / 8);
+    expect(sent.every((m) => m.t === 'events' && m.upto === 1)).toBe(true);
+  });
+
+  it('resets to every cycle as soon as the peer acknowledges', async () => {
+    const { a, engine, sent } = await silentPeerSetup();
+    for (let i = 0; i < 3 * MAX_RESEND_BACKOFF; i++) await engine.resend();
+    await engine.receive('peer-b', { t: 'ack', upto: 1 });
+    await a.replica.write('device_profiles', 'r2', { name: 'y' });
+    sent.length = 0;
+    await engine.resend();
+    await engine.resend();
+    expect(sent.filter((m) => m.t === 'events')).toHaveLength(2);
+  });
+});
