@@ -75,8 +75,9 @@ async function offerAll(peer: NodePeer, to: Uint8Array): Promise<number> {
   for (let after = 0; ; frames++) {
     const entries = await peer.store.entriesAfter(after, MAX_EVENTS_PER_FRAME);
     if (entries.length === 0) return frames;
-    after = entries[entries.length - 1]!.pos;
-    peer.sendMessage(to, { t: 'events', upto: after, events: entries.map((e) => e.sealed) });
+    const upto = entries[entries.length - 1]!.pos;
+    peer.sendMessage(to, { t: 'events', after, upto, events: entries.map((e) => e.sealed) });
+    after = upto;
   }
 }
 

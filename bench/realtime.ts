@@ -192,7 +192,7 @@ async function startLoad(relay: RelayHandle, topic: Uint8Array, size: number): P
 /** Size of the sealed frame body A pushes for one event (peer-wire `events`, one envelope). */
 async function frameSize(p: Pair): Promise<number> {
   const entry = (await p.a.store.entriesAfter(0, 1))[0]!;
-  return 28 + encodePeerMessage({ t: 'events', upto: entry.pos, events: [entry.sealed] }).length;
+  return 28 + encodePeerMessage({ t: 'events', after: entry.pos - 1, upto: entry.pos, events: [entry.sealed] }).length;
 }
 
 export async function run(): Promise<BenchResult> {

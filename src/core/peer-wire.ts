@@ -2,9 +2,10 @@
  * Messages between machines, carried as relay frame bodies (end-to-end sealed
  * by `frame.ts`; the relay never sees these).
  *
- *   events       {t, upto: uint, events: [SealedEvent bytes]}   re-offer from the sender's cursor
- *   ack          {t, upto: uint}                                 every envelope ≤ upto is durably
- *                                                                applied, stored or rejected
+ *   events       {t, after: uint, upto: uint, events: [SealedEvent bytes]}
+ *                the sender's log entries in (after, upto]; several may be in flight
+ *   ack          {t, upto: uint}   the receiver's contiguous watermark: every envelope of the
+ *                                  sender's log ≤ upto is durably applied, stored, parked or rejected
  *   join-request {t, inv: 16B, signer: 32B, endpoint: 32B, name}
  *   join-accept  {t, inv: 16B, signer: 32B, anchors: [32B], keys: [{domain, gen, key: 32B}]}
  *                anchors: the admins the inviter trusts without a control record (the founder)
@@ -25,7 +26,7 @@ export const MAX_MACHINE_NAME = 64;
 export type DomainKeyGrant = { readonly domain: DomainName; readonly gen: number; readonly key: Uint8Array };
 
 export type PeerMessage =
-  | { readonly t: 'events'; readonly upto: number; readonly events: readonly Uint8Array[] }
+  | { readonly t: 'events'; readonly after: number; readonly upto: number; readonly events: readonly Uint8Array[] }
   | { readonly t: 'ack'; readonly upto: number }
   | {
       readonly t: 'join-request';
@@ -70,11 +71,13 @@ export function decodePeerMessage(bytes: Uint8Array): Result<PeerMessage, PeerWi
   switch (m['t']) {
     case 'events': {
       const events = m['events'];
-      if (!fieldsAre(m, 'events,t,upto') || !isUint(m['upto']) || !Array.isArray(events))
+      if (!fieldsAre(m, 'after,events,t,upto') || !isUint(m['after']) || !isUint(m['upto']) || !Array.isArray(events)) {
         return malformed('events: fields');
+      }
+      if (m['after'] > m['upto']) return malformed('events: after beyond upto');
       if (events.length > MAX_EVENTS_PER_FRAME) return malformed('events: too many');
       if (!events.every((e) => isBytes(e) && e.length <= MAX_SEALED_BYTES)) return malformed('events: entries');
-      return ok({ t: 'events', upto: m['upto'], events: events as Uint8Array[] });
+      return ok({ t: 'events', after: m['after'], upto: m['upto'], events: events as Uint8Array[] });
     }
     case 'ack':
       if (!fieldsAre(m, 't,upto') || !isUint(m['upto'])) return malformed('ack: fields');

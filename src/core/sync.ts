@@ -29,6 +29,10 @@ export type SyncListener = {
 };
 
 const MAX_BATCH_BYTES = 768 * 1024;
+/** Unacknowledged log entries offered to one peer at most (its relay mailbox holds them). */
+const MAX_IN_FLIGHT_EVENTS = 16 * 1024;
+/** Frames one offer call sends at most, so one peer cannot starve the others. */
+const MAX_FRAMES_PER_OFFER = 16;
 /** Longest gap between re-offers to a silent peer, in batch cycles. */
 export const MAX_RESEND_BACKOFF = 32;
 
@@ -113,42 +117,55 @@ export class SyncEngine {
     for (const peer of this.#peers) await this.#offer(peer);
   }
 
+  /**
+   * Offers the next batches after what is already in flight, up to a window, so a
+   * peer that is away finds its relay mailbox filled rather than one batch deep.
+   * Acks carry the receiver's contiguous watermark, so the cursor never passes a
+   * lost batch; the batch cycle re-offers from the cursor.
+   */
   async #offer(peer: string): Promise<void> {
-    // One offer in flight per peer, always from the durable cursor: an ack names a
-    // position, so acknowledging a later batch must never skip an earlier one that was lost.
-    const from = await this.#store.cursor(peer);
-    if ((this.#offered.get(peer) ?? 0) > from) return;
-    const entries = await this.#store.entriesAfter(from, MAX_EVENTS_PER_FRAME);
-    if (entries.length === 0) return;
-    const events: Uint8Array[] = [];
-    let bytes = 0;
-    let upto = from;
-    for (const entry of entries) {
-      if (events.length > 0 && bytes + entry.sealed.length > MAX_BATCH_BYTES) break;
-      events.push(entry.sealed);
-      bytes += entry.sealed.length;
-      upto = entry.pos;
+    const cursor = await this.#store.cursor(peer);
+    let after = Math.max(cursor, this.#offered.get(peer) ?? 0);
+    for (let frames = 0; after - cursor < MAX_IN_FLIGHT_EVENTS && frames < MAX_FRAMES_PER_OFFER; frames++) {
+      const entries = await this.#store.entriesAfter(after, MAX_EVENTS_PER_FRAME);
+      if (entries.length === 0) return;
+      const events: Uint8Array[] = [];
+      let bytes = 0;
+      let upto = after;
+      for (const entry of entries) {
+        if (events.length > 0 && bytes + entry.sealed.length > MAX_BATCH_BYTES) break;
+        events.push(entry.sealed);
+        bytes += entry.sealed.length;
+        upto = entry.pos;
+      }
+      this.#offered.set(peer, upto);
+      await this.#channel.send(peer, { t: 'events', after, upto, events });
+      after = upto;
     }
-    this.#offered.set(peer, upto);
-    await this.#channel.send(peer, { t: 'events', upto, events });
   }
 
   /** Handles a message from a peer; returns once its effects are durable. */
   async receive(peer: string, message: DeliveryMessage): Promise<void> {
     if (message.t === 'events') {
       // A batch wholly at or below the durable watermark was applied or recorded already.
-      const seen = (await this.#store.watermark(peer)) >= message.upto;
-      const outcomes = seen ? [] : await this.#replica.ingest(peer, message.events, message.upto);
+      // One that starts past it (an earlier batch was lost) is applied, but the watermark
+      // waits for the gap to fill: it only ever covers a contiguous prefix of the peer's log.
+      const watermark = await this.#store.watermark(peer);
+      const seen = watermark >= message.upto;
+      const contiguous = message.after <= watermark;
+      const outcomes = seen
+        ? []
+        : await this.#replica.ingest(peer, message.events, contiguous ? message.upto : undefined);
       for (const outcome of outcomes) {
         if (outcome.type !== 'Rejected') continue;
         this.#rejections.set(outcome.error.type, (this.#rejections.get(outcome.error.type) ?? 0) + 1);
         this.#listener.onRejected?.(peer, outcome.error);
       }
       this.#listener.onApplied?.(outcomes);
-      await this.#channel.send(peer, { t: 'ack', upto: message.upto });
+      await this.#channel.send(peer, { t: 'ack', upto: await this.#store.watermark(peer) });
     } else {
       await this.#store.advanceCursor(peer, message.upto);
-      // Keep the pipe full: the ack may have freed room for the next batch.
+      // Keep the pipe full: the ack may have freed room in the window.
       if (this.#online && this.#peers.has(peer)) await this.#offer(peer);
     }
   }

@@ -310,8 +310,8 @@ describe('relay wire', () => {
 describe('peer wire', () => {
   const b = (n: number) => random.bytes(n);
   const messages: PeerMessage[] = [
-    { t: 'events', upto: 9, events: [b(100), b(200)] },
-    { t: 'events', upto: 0, events: [] },
+    { t: 'events', after: 7, upto: 9, events: [b(100), b(200)] },
+    { t: 'events', after: 0, upto: 0, events: [] },
     { t: 'ack', upto: 42 },
     { t: 'join-request', inv: b(16), signer: b(32), endpoint: b(32), name: 'laptop' },
     {
@@ -329,17 +329,22 @@ describe('peer wire', () => {
   });
 
   it.each<[string, unknown]>([
-    ['events with a negative upto', { t: 'events', upto: -1, events: [] }],
-    ['events with a string entry', { t: 'events', upto: 1, events: ['x'] }],
+    ['events with a negative upto', { t: 'events', after: 0, upto: -1, events: [] }],
+    ['events with after beyond upto', { t: 'events', after: 5, upto: 4, events: [] }],
+    ['events without after', { t: 'events', upto: 1, events: [] }],
+    ['events with a string entry', { t: 'events', after: 0, upto: 1, events: ['x'] }],
     [
       'events with too many entries',
-      { t: 'events', upto: 1, events: Array.from({ length: MAX_EVENTS_PER_FRAME + 1 }, () => b(1)) },
+      { t: 'events', after: 0, upto: 1, events: Array.from({ length: MAX_EVENTS_PER_FRAME + 1 }, () => b(1)) },
     ],
-    ['events with an oversize entry', { t: 'events', upto: 1, events: [new Uint8Array(MAX_SEALED_BYTES + 1)] }],
-    ['events with an extra field', { t: 'events', upto: 1, events: [], x: 1 }],
+    [
+      'events with an oversize entry',
+      { t: 'events', after: 0, upto: 1, events: [new Uint8Array(MAX_SEALED_BYTES + 1)] },
+    ],
+    ['events with an extra field', { t: 'events', after: 0, upto: 1, events: [], x: 1 }],
     [
       'a message over the size limit',
-      { t: 'events', upto: 1, events: Array.from({ length: 14 }, () => new Uint8Array(MAX_SEALED_BYTES)) },
+      { t: 'events', after: 0, upto: 1, events: Array.from({ length: 14 }, () => new Uint8Array(MAX_SEALED_BYTES)) },
     ],
     ['ack with a fractional upto', { t: 'ack', upto: 0.5 }],
     [
@@ -372,6 +377,7 @@ describe('peer wire', () => {
   it('bounds the whole message before decoding it', () => {
     const big = encodeCbor({
       t: 'events',
+      after: 0,
       upto: 1,
       events: Array.from({ length: 14 }, () => new Uint8Array(MAX_SEALED_BYTES)),
     });

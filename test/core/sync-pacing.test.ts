@@ -44,3 +44,45 @@ describe('re-offer pacing', () => {
     expect(sent.filter((m) => m.t === 'events')).toHaveLength(2);
   });
 });
+
+describe('pipelined offers and contiguous acknowledgements', () => {
+  it('fills an absent peer’s mailbox with many batches, not one', async () => {
+    const mesh = makeMesh('pipeline');
+    const a = makeMachine('A', 'pipeline/A', mesh, { fastSignatures: true });
+    mesh.anchors.push(a.id);
+    for (let i = 0; i < 600; i++) await a.replica.write('device_profiles', `r${i}`, { name: `n${i}` });
+    const sent: DeliveryMessage[] = [];
+    const engine = new SyncEngine(a.replica, a.store, { send: async (_peer, m) => void sent.push(m) });
+    engine.setPeers(['peer-b']);
+    await engine.connected();
+    const batches = sent.filter((m) => m.t === 'events');
+    expect(batches.length).toBeGreaterThanOrEqual(3);
+    expect(batches.map((m) => [m.after, m.upto])).toEqual(
+      batches.map((m, i) => [i === 0 ? 0 : batches[i - 1]!.upto, m.upto]),
+    );
+    expect(batches.at(-1)!.upto).toBe(600);
+  });
+
+  it('a receiver that lost the first batch acks only its contiguous prefix', async () => {
+    const mesh = makeMesh('gap');
+    const a = makeMachine('A', 'gap/A', mesh, { fastSignatures: true });
+    const b = makeMachine('B', 'gap/B', mesh, { fastSignatures: true });
+    mesh.anchors.push(a.id);
+    for (let i = 0; i < 300; i++) await a.replica.write('device_profiles', `r${i}`, { name: `n${i}` });
+    const toB: DeliveryMessage[] = [];
+    const sender = new SyncEngine(a.replica, a.store, { send: async (_p, m) => void toB.push(m) });
+    sender.setPeers(['B']);
+    await sender.connected();
+    const acks: number[] = [];
+    const receiver = new SyncEngine(b.replica, b.store, {
+      send: async (_p, m) => {
+        if (m.t === 'ack') acks.push(m.upto);
+      },
+    });
+    const [first, second] = toB as [DeliveryMessage, DeliveryMessage];
+    await receiver.receive('A', second); // the first batch was lost
+    expect(acks).toEqual([0]);
+    await receiver.receive('A', first);
+    expect(acks).toEqual([0, first.t === 'events' ? first.upto : -1]);
+  });
+});
