@@ -71,6 +71,13 @@ export type Resurrection = {
   readonly at: number;
 };
 
+/**
+ * Rejection records kept at most; the oldest go first. A flood of forged frames
+ * must not fill the disk: a forgotten rejection only means a re-sent copy is
+ * checked, and refused, again.
+ */
+export const MAX_REJECTION_RECORDS = 10_000;
+
 export const rowKeyOf = (table: string, row: string): string => `${table}\u0000${row}`;
 
 export interface ReplicaTx {

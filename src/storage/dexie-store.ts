@@ -11,6 +11,7 @@ import { Dexie, type Table, type Transaction } from 'dexie';
 import type { Hlc } from '../core/hlc.js';
 import type { RowState } from '../core/merge.js';
 import type { EventOp } from '../core/event.js';
+import { MAX_REJECTION_RECORDS } from '../core/store.js';
 import type {
   ChainHead,
   LogEntry,
@@ -131,6 +132,8 @@ export class DexieReplicaStore implements ReplicaStore {
       parkedCount: () => db.parked.count(),
       recordRejection: async (record) => {
         await db.rejected.put(record);
+        const excess = (await db.rejected.count()) - MAX_REJECTION_RECORDS;
+        if (excess > 0) await db.rejected.bulkDelete(await db.rejected.orderBy('at').limit(excess).primaryKeys());
       },
       isRejected: async (outerId) => (await db.rejected.where('outerId').equals(outerId).count()) > 0,
       addResurrection: async (r) => {

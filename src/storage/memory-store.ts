@@ -8,6 +8,7 @@ import type { EventOp } from '../core/event.js';
 import type { Hlc } from '../core/hlc.js';
 import type { RowState } from '../core/merge.js';
 import {
+  MAX_REJECTION_RECORDS,
   rowKeyOf,
   type ChainHead,
   type LogEntry,
@@ -159,7 +160,13 @@ function txOver(s: State, undo: Undoable): ReplicaTx {
     isParked: async (outerId) => s.parked.has(outerId),
     parkedAll: async () => [...s.parked.values()],
     parkedCount: async () => s.parked.size,
-    recordRejection: async (record) => undo.set(s.rejected, record.outerId, record),
+    recordRejection: async (record) => {
+      undo.set(s.rejected, record.outerId, record);
+      for (const oldest of s.rejected.keys()) {
+        if (s.rejected.size <= MAX_REJECTION_RECORDS) break;
+        undo.delete(s.rejected, oldest);
+      }
+    },
     isRejected: async (outerId) => s.rejected.has(outerId),
     addResurrection: async (r) => undo.set(s.resurrections, r.key, r),
     hasResurrection: async (key) => s.resurrections.has(key),
