@@ -68,7 +68,7 @@ export async function admitEvent(
   now: number,
 ): Promise<Admission> {
   const { sealed, bytes, event } = opened;
-  const outerId = envelopeId(bytes);
+  const outerId = envelopeId(sealed);
   if ((await tx.hasOuterId(outerId)) || (await tx.isRejected(outerId))) return { type: 'Duplicate' };
   const body = event.body;
   const signer = toHex(body.signer);

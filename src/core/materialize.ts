@@ -59,7 +59,7 @@ export async function recordEvent(
   const eventId = toHex(event.id);
   const rowKey = rowKeyOf(body.table, body.row);
   const entry: NewLogEntry = {
-    outerId: envelopeId(sealedBytes),
+    outerId: envelopeId(sealed),
     domain: sealed.domain,
     sealed: sealedBytes,
     eventId,

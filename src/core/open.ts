@@ -14,7 +14,7 @@
 import { decodeEvent, type EventError, type SignedEvent } from './event.js';
 import { err, type Result } from './result.js';
 import type { DomainName } from './schema.js';
-import { decodeSealed, envelopeId, type SealedEvent, type SealError } from './seal.js';
+import { decodeSealed, envelopeId, undecodableId, type SealedEvent, type SealError } from './seal.js';
 
 export type DomainMismatch = {
   readonly type: 'DomainMismatch';
@@ -39,11 +39,11 @@ type Decrypt<R> = (sealed: SealedEvent) => R;
 function decoded(bytes: Uint8Array): Result<SealedEvent, Opening> {
   const sealed = decodeSealed(bytes);
   if (sealed.ok) return sealed;
-  return err({ kind: 'rejected', outerId: envelopeId(bytes), error: sealed.error });
+  return err({ kind: 'rejected', outerId: undecodableId(bytes), error: sealed.error });
 }
 
 function opened(bytes: Uint8Array, sealed: SealedEvent, plain: Result<Uint8Array, SealError>): Opening {
-  const outerId = envelopeId(bytes);
+  const outerId = envelopeId(sealed);
   if (!plain.ok) {
     if (plain.error.type === 'DomainKeyMissing') return { kind: 'opaque', sealed, bytes };
     return { kind: 'rejected', outerId, error: plain.error };

@@ -180,7 +180,7 @@ export class Replica {
         if (((await tx.head(this.#self))?.seq ?? 0) !== body.seq - 1) return undefined;
         return recordEvent(tx, sealed, sealedBytes, event, false, trust, clock.now());
       });
-      if (recorded) return ok({ outerId: envelopeId(sealedBytes), resurrections: recorded.resurrections });
+      if (recorded) return ok({ outerId: envelopeId(sealed), resurrections: recorded.resurrections });
     }
     throw new Error('replica: local write kept racing another writer');
   }
@@ -222,19 +222,19 @@ export class Replica {
         if (await tx.isRejected(item.outerId)) return { type: 'Duplicate', outerId: item.outerId };
         return this.#reject(tx, peer, item.outerId, item.error);
       case 'opaque': {
-        const outerId = envelopeId(item.bytes);
+        const outerId = envelopeId(item.sealed);
         if (await tx.hasOuterId(outerId)) return { type: 'Duplicate', outerId };
         await tx.append({ outerId, domain: item.sealed.domain, sealed: item.bytes });
         return { type: 'StoredOpaque', outerId };
       }
       case 'skewed': {
-        const outerId = envelopeId(item.opened.bytes);
+        const outerId = envelopeId(item.opened.sealed);
         if ((await tx.isParked(outerId)) || (await tx.hasOuterId(outerId))) return { type: 'Duplicate', outerId };
         const detail = `${item.error.remoteMs - item.error.localMs} ms ahead (bound ${item.error.maxSkewMs} ms)`;
         return this.#park(tx, peer, item.opened, 'ClockSkew', detail);
       }
       case 'event': {
-        const outerId = envelopeId(item.bytes);
+        const outerId = envelopeId(item.sealed);
         if (await tx.isParked(outerId)) return { type: 'Duplicate', outerId };
         const admission = await admitEvent(tx, item, this.#deps.trust, now);
         switch (admission.type) {
@@ -266,7 +266,7 @@ export class Replica {
     reason: ParkReason,
     detail: string,
   ): Promise<IngestOutcome> {
-    const outerId = envelopeId(opened.bytes);
+    const outerId = envelopeId(opened.sealed);
     if ((await tx.parkedCount()) >= (this.#deps.maxParked ?? DEFAULT_MAX_PARKED)) {
       return this.#reject(tx, peer, outerId, { type: 'ParkingFull' });
     }
@@ -321,7 +321,7 @@ export class Replica {
     return openings.map((o, i): Opened => {
       if (o.kind !== 'event') return o;
       const opened = { sealed: o.sealed, bytes: o.bytes, event: o.event };
-      if (!good[i]) return { kind: 'rejected', outerId: envelopeId(o.bytes), error: { type: 'SignatureInvalid' } };
+      if (!good[i]) return { kind: 'rejected', outerId: envelopeId(o.sealed), error: { type: 'SignatureInvalid' } };
       const skew = receive(HLC_ZERO, o.event.body.hlc, now, maxSkew);
       return skew.ok ? { kind: 'event', ...opened } : { kind: 'skewed', opened, error: skew.error };
     });

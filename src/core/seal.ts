@@ -61,13 +61,20 @@ export function sealEvent(
 }
 
 /**
- * The name a replica stores, deduplicates, parks and rejects an envelope by:
- * BLAKE3 of the whole canonical envelope, header included. The wire's outer id
- * covers only the ciphertext, so anyone on the path could relabel a genuine
- * envelope's domain or generation without changing it; keyed by the outer id, a
- * relabelled copy seen first would shadow the genuine one for good.
+ * The name a replica stores, deduplicates, parks and rejects an envelope by: its
+ * outer id together with the header it was labelled with, `outer.domain.gen`.
+ * The wire's outer id covers only the ciphertext, so anyone on the path could
+ * relabel a genuine envelope's domain or generation without changing it; keyed
+ * by the outer id alone, a relabelled copy seen first would shadow the genuine
+ * one for good. (The envelope has no other fields, so this names it as fully as
+ * a hash of its canonical bytes would, without hashing them again.)
  */
-export function envelopeId(bytes: Uint8Array): string {
+export function envelopeId(sealed: SealedEvent): string {
+  return `${toHex(sealed.id)}.${sealed.domain}.${sealed.gen}`;
+}
+
+/** The name of bytes that do not even decode as an envelope. */
+export function undecodableId(bytes: Uint8Array): string {
   return toHex(blake3(bytes));
 }
 

@@ -15,9 +15,9 @@ import type { DomainName } from './schema.js';
 export type LogEntry = {
   readonly pos: number;
   /**
-   * Envelope id (hex): BLAKE3 of the whole sealed envelope, header included (see
-   * `envelopeId` in seal.ts), which every machine can compute without a key. The
-   * wire's outer id (BLAKE3 of the ciphertext) is verified on receipt.
+   * Envelope id: the outer id (BLAKE3 of the ciphertext, verified on receipt)
+   * with the domain and generation it was labelled with (`envelopeId` in
+   * seal.ts); every machine can compute it without a key.
    */
   readonly outerId: string;
   readonly domain: DomainName;

@@ -8,10 +8,8 @@
  */
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { toHex } from '../../src/core/bytes.js';
 import { decodeCbor, encodeCbor } from '../../src/core/cbor.js';
-import { decodeSealed, encodeSealed, sealEvent } from '../../src/core/seal.js';
-import { blake3 } from '../../src/core/hash.js';
+import { decodeSealed, encodeSealed, envelopeId, sealEvent, undecodableId } from '../../src/core/seal.js';
 import type { ReplicaStore } from '../../src/core/store.js';
 import type { DeliveryMessage, PeerChannel } from '../../src/core/sync.js';
 import { SyncEngine } from '../../src/core/sync.js';
@@ -29,8 +27,11 @@ import {
 
 const SENDER = 'sender';
 
-/** The envelope id a replica names an envelope by: BLAKE3 of its bytes, header included. */
-const outerIdOf = (bytes: Uint8Array): string => toHex(blake3(bytes));
+/** The name a replica gives an envelope: outer id plus header, or a hash of bytes that do not decode. */
+const outerIdOf = (bytes: Uint8Array): string => {
+  const sealed = decodeSealed(bytes);
+  return sealed.ok ? envelopeId(sealed.value) : undecodableId(bytes);
+};
 
 async function ok(result: Promise<{ ok: boolean }>): Promise<void> {
   expect((await result).ok).toBe(true);

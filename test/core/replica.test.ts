@@ -21,7 +21,14 @@ import { isAlive, rowValues, type RowState } from '../../src/core/merge.js';
 import type { Signer } from '../../src/core/ports.js';
 import type { IngestOutcome } from '../../src/core/replica.js';
 import { TABLES, type ColumnValue, type DomainName } from '../../src/core/schema.js';
-import { decodeSealed, encodeSealed, MAX_SEALED_BYTES, sealEvent } from '../../src/core/seal.js';
+import {
+  decodeSealed,
+  encodeSealed,
+  envelopeId,
+  MAX_SEALED_BYTES,
+  sealEvent,
+  undecodableId,
+} from '../../src/core/seal.js';
 import type { ParkReason } from '../../src/core/store.js';
 import {
   makeMachine,
@@ -50,7 +57,7 @@ const applied = (outcome: IngestOutcome | undefined) => expect(outcome?.type).to
 
 async function mustWrite(m: Machine, table: string, row: string, cols: Record<string, ColumnValue>): Promise<void> {
   const result = await m.replica.write(table, row, cols);
-  expect(result.ok && result.value.outerId).toMatch(/^[0-9a-f]{64}$/);
+  expect(result.ok && result.value.outerId).toMatch(/^[0-9a-f]{64}\.(CONTROL|GENERAL)\.\d+$/);
 }
 
 /** A mesh whose first machine is the admin anchor and has put the others in the keyring. */
@@ -66,8 +73,11 @@ async function meshWith(names: string[], seed: string): Promise<{ mesh: Mesh; ma
 /** All sealed envelopes in a machine's log, in order. */
 const logOf = async (m: Machine): Promise<Uint8Array[]> => (await m.store.entriesAfter(0, 10_000)).map((e) => e.sealed);
 
-/** The envelope id a replica names an envelope by: BLAKE3 of its bytes, header included. */
-const outerIdOf = (bytes: Uint8Array): string => toHex(blake3(bytes));
+/** The name a replica gives an envelope: outer id plus header, or a hash of bytes that do not decode. */
+const outerIdOf = (bytes: Uint8Array): string => {
+  const sealed = decodeSealed(bytes);
+  return sealed.ok ? envelopeId(sealed.value) : undecodableId(bytes);
+};
 
 describe('replicas converge over a lossy network', () => {
   it('after a partition, concurrent edits of different columns both survive everywhere', async () => {
