@@ -7,9 +7,7 @@
  * inbox and empties it.
  */
 import type { BrowserContext, CDPSession, Page } from '@playwright/test';
-import { expect, test, type RelayProcess } from './relay-process.ts';
-
-const profile = (page: Page, name: string) => page.locator(`[data-testid="profile"][data-name="${name}"]`);
+import { expect, pair, profile, test } from './relay-process.ts';
 
 async function identity(page: Page): Promise<{ endpoint: string; topic: string }> {
   const badge = page.getByTestId('fingerprint');
@@ -66,21 +64,6 @@ function inboxFrames(page: Page): Promise<{ from: string; size: number }[]> {
         };
       }),
   );
-}
-
-async function pair(relay: RelayProcess, a: Page, b: Page): Promise<void> {
-  await a.goto(relay.url);
-  await a.getByTestId('machine-name').fill('workstation');
-  await a.getByTestId('create-mesh').click();
-  await expect(a.getByTestId('relay-state')).toHaveText('ready');
-  await a.getByTestId('invite').click();
-  const ticket = await a.getByTestId('ticket').inputValue();
-  await b.goto(relay.url);
-  await b.getByTestId('machine-name').fill('collector');
-  await b.getByTestId('ticket-input').fill(ticket);
-  await b.getByTestId('join-mesh').click();
-  await expect(b.getByTestId('new-profile-name')).toBeVisible();
-  await expect(b.getByTestId('relay-state')).toHaveText('ready');
 }
 
 test('the service worker fetches a closed machine’s mailbox into its inbox on a sync event', async ({

@@ -4,22 +4,9 @@
  * fault lands, no event is lost and none is applied twice.
  */
 import type { Page } from '@playwright/test';
-import { expect, test, type RelayProcess } from './relay-process.ts';
+import { expect, pair, test } from './relay-process.ts';
 
 const EVENTS = 60;
-
-async function pair(relay: RelayProcess, a: Page, b: Page): Promise<void> {
-  await a.goto(relay.url);
-  await a.getByTestId('machine-name').fill('workstation');
-  await a.getByTestId('create-mesh').click();
-  await expect(a.getByTestId('relay-state')).toHaveText('ready');
-  await a.getByTestId('invite').click();
-  const ticket = await a.getByTestId('ticket').inputValue();
-  await b.goto(relay.url);
-  await b.getByTestId('ticket-input').fill(ticket);
-  await b.getByTestId('join-mesh').click();
-  await expect(b.getByTestId('relay-state')).toHaveText('ready');
-}
 
 async function addProfiles(page: Page, count: number): Promise<void> {
   for (let i = 0; i < count; i++) {

@@ -5,15 +5,13 @@
  * the relay restarts with frames stored for B, and both machines converge.
  */
 import type { Page } from '@playwright/test';
-import { expect, test } from './relay-process.ts';
+import { expect, profile, test } from './relay-process.ts';
 
 async function identity(page: Page): Promise<{ endpoint: string; topic: string }> {
   const badge = page.getByTestId('fingerprint');
   await expect(badge).toHaveAttribute('data-topic', /^[0-9a-f]{64}$/);
   return { endpoint: (await badge.getAttribute('data-endpoint'))!, topic: (await badge.getAttribute('data-topic'))! };
 }
-
-const profile = (page: Page, name: string) => page.locator(`[data-testid="profile"][data-name="${name}"]`);
 
 async function editProfile(page: Page, name: string, field: string, value: string): Promise<void> {
   const card = profile(page, name);

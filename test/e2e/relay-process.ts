@@ -2,7 +2,7 @@
  * Starts the real relay as a child process (`sov relay`), on a fixed port so
  * the app's origin survives a restart, with its own temporary data directory.
  */
-import { test as base, expect } from '@playwright/test';
+import { test as base, expect, type Page } from '@playwright/test';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -85,3 +85,23 @@ export const test = base.extend<{ relay: RelayProcess }>({
   },
 });
 export { expect };
+
+/** A device-profile card by its name. */
+export const profile = (page: Page, name: string) => page.locator(`[data-testid="profile"][data-name="${name}"]`);
+
+/** A founds a mesh as "workstation"; B joins it as "collector" with A's ticket. */
+export async function pair(relay: RelayProcess, a: Page, b: Page): Promise<void> {
+  await a.goto(relay.url);
+  await a.getByTestId('machine-name').fill('workstation');
+  await a.getByTestId('create-mesh').click();
+  await expect(a.getByTestId('relay-state')).toHaveText('ready');
+  await a.getByTestId('invite').click();
+  const ticket = await a.getByTestId('ticket').inputValue();
+  await b.goto(relay.url);
+  await b.getByTestId('machine-name').fill('collector');
+  await b.getByTestId('ticket-input').fill(ticket);
+  await b.getByTestId('join-mesh').click();
+  await expect(b.getByTestId('new-profile-name')).toBeVisible();
+  await expect(b.getByTestId('relay-state')).toHaveText('ready');
+  await expect(a.getByTestId('machine')).toHaveCount(2);
+}

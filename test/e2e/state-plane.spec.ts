@@ -4,24 +4,7 @@
  * visible notice, and a removal that fails the removed machine closed.
  */
 import type { BrowserContext, Page } from '@playwright/test';
-import { expect, test, type RelayProcess } from './relay-process.ts';
-
-const profile = (page: Page, name: string) => page.locator(`[data-testid="profile"][data-name="${name}"]`);
-
-async function pair(relay: RelayProcess, a: Page, b: Page): Promise<void> {
-  await a.goto(relay.url);
-  await a.getByTestId('machine-name').fill('workstation');
-  await a.getByTestId('create-mesh').click();
-  await expect(a.getByTestId('relay-state')).toHaveText('ready');
-  await a.getByTestId('invite').click();
-  const ticket = await a.getByTestId('ticket').inputValue();
-  await b.goto(relay.url);
-  await b.getByTestId('machine-name').fill('collector');
-  await b.getByTestId('ticket-input').fill(ticket);
-  await b.getByTestId('join-mesh').click();
-  await expect(b.getByTestId('relay-state')).toHaveText('ready');
-  await expect(a.getByTestId('machine')).toHaveCount(2);
-}
+import { expect, pair, profile, test, type RelayProcess } from './relay-process.ts';
 
 async function edit(page: Page, name: string, field: string, value: string): Promise<void> {
   const card = profile(page, name);

@@ -8,9 +8,7 @@ import { chromium, type Page } from '@playwright/test';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expect, test, type RelayProcess } from './relay-process.ts';
-
-const profile = (page: Page, name: string) => page.locator(`[data-testid="profile"][data-name="${name}"]`);
+import { expect, profile, test, type RelayProcess } from './relay-process.ts';
 
 async function found(relay: RelayProcess, page: Page, name: string): Promise<string> {
   await page.goto(relay.url);
