@@ -5,7 +5,7 @@
  * the relay restarts with frames stored for B, and both machines converge.
  */
 import type { Page } from '@playwright/test';
-import { expect, profile, test } from './relay-process.ts';
+import { expect, pair, profile, test } from './relay-process.ts';
 
 async function identity(page: Page): Promise<{ endpoint: string; topic: string }> {
   const badge = page.getByTestId('fingerprint');
@@ -27,23 +27,8 @@ test('pair, sync both ways, survive offline, reload and a relay restart', async 
   const a = await contextA.newPage();
   const b = await contextB.newPage();
 
-  // A founds the mesh and invites B.
-  await a.goto(relay.url);
-  await a.getByTestId('machine-name').fill('workstation');
-  await a.getByTestId('create-mesh').click();
-  await expect(a.getByTestId('relay-state')).toHaveText('ready');
-  await a.getByTestId('invite').click();
-  const ticket = await a.getByTestId('ticket').inputValue();
-  expect(ticket).toMatch(/^sov1\./);
-
-  // B joins with the pasted ticket.
-  await b.goto(relay.url);
-  await b.getByTestId('machine-name').fill('collector');
-  await b.getByTestId('ticket-input').fill(ticket);
-  await b.getByTestId('join-mesh').click();
-  await expect(b.getByTestId('new-profile-name')).toBeVisible();
-  await expect(b.getByTestId('relay-state')).toHaveText('ready');
-  await expect(a.getByTestId('machine')).toHaveCount(2);
+  // A founds the mesh and invites B; B joins with the pasted ticket.
+  await pair(relay, a, b);
   await expect(b.getByTestId('machine')).toHaveCount(2);
 
   // An edit in A appears in B.

@@ -97,6 +97,7 @@ export async function pair(relay: RelayProcess, a: Page, b: Page): Promise<void>
   await expect(a.getByTestId('relay-state')).toHaveText('ready');
   await a.getByTestId('invite').click();
   const ticket = await a.getByTestId('ticket').inputValue();
+  expect(ticket).toMatch(/^sov1\./);
   await b.goto(relay.url);
   await b.getByTestId('machine-name').fill('collector');
   await b.getByTestId('ticket-input').fill(ticket);

@@ -3,6 +3,7 @@
  * joins a topic with any signing function (noble secret keys or a WebCrypto endpoint key).
  */
 import { expect } from 'vitest';
+import { ed25519 } from '@noble/curves/ed25519.js';
 import { WebSocket } from 'ws';
 import { bytesEqual } from '../../src/core/bytes.js';
 import {
@@ -14,6 +15,19 @@ import {
 } from '../../src/core/relay-wire.js';
 
 export type RelayMsg<T extends RelayToEndpoint['t']> = Extract<RelayToEndpoint, { t: T }>;
+
+/** A test endpoint: a noble secret key and its public key, which is the endpoint id. */
+export interface Key {
+  readonly secret: Uint8Array;
+  readonly id: Uint8Array;
+}
+
+export const key = (seed: number): Key => {
+  const secret = new Uint8Array(32).fill(seed);
+  return { secret, id: ed25519.getPublicKey(secret) };
+};
+export const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
+export const text = (b: Uint8Array): string => new TextDecoder().decode(b);
 
 export class RelayTestClient {
   readonly #inbox: RelayToEndpoint[] = [];
@@ -71,8 +85,17 @@ export class RelayTestClient {
     return msg as RelayMsg<T>;
   }
 
+  async expectError(code: string): Promise<void> {
+    const msg = await this.expect('error');
+    expect(msg.code).toBe(code);
+  }
+
   send(msg: EndpointToRelay): void {
     this.ws.send(encodeRelayMessage(msg));
+  }
+
+  sendTo(to: Key, body: Uint8Array): void {
+    this.send({ t: 'send', to: to.id, body });
   }
 
   async close(): Promise<void> {

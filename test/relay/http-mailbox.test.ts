@@ -31,25 +31,14 @@ import {
 } from '../../src/core/relay-http.js';
 import { MAX_ACK_IDS, MAX_FRAME_BODY, MAX_RELAY_MESSAGE } from '../../src/core/relay-wire.js';
 import { startRelay, type RelayHandle, type RelayOptions } from '../../src/relay/server.js';
-import { joinRelay, type RelayTestClient } from '../helpers/relay-client.js';
+import { bytes, joinRelay, key, text, type Key, type RelayTestClient } from '../helpers/relay-client.js';
 
-interface Key {
-  readonly secret: Uint8Array;
-  readonly id: Uint8Array;
-}
-
-const key = (seed: number): Key => {
-  const secret = new Uint8Array(32).fill(seed);
-  return { secret, id: ed25519.getPublicKey(secret) };
-};
 const ALICE = key(1);
 const BOB = key(2);
 const CAROL = key(3);
 const DAVE = key(4);
 const TOPIC = new Uint8Array(32).fill(0xa1);
 const OTHER_TOPIC = new Uint8Array(32).fill(0xb2);
-const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
-const text = (b: Uint8Array): string => new TextDecoder().decode(b);
 
 /** Ways to get a request wrong on purpose; the defaults sign it correctly. */
 interface Signing {

@@ -9,110 +9,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { WebSocket } from 'ws';
 import { bytesEqual, toHex } from '../../src/core/bytes.js';
-import {
-  MAX_FRAME_BODY,
-  MAX_RELAY_MESSAGE,
-  decodeRelayMessage,
-  encodeRelayMessage,
-  relayAuthPayload,
-  type EndpointToRelay,
-  type RelayToEndpoint,
-} from '../../src/core/relay-wire.js';
+import { MAX_FRAME_BODY, MAX_RELAY_MESSAGE, relayAuthPayload } from '../../src/core/relay-wire.js';
 import { startRelay, type RelayHandle, type RelayOptions } from '../../src/relay/server.js';
+import { bytes, key, RelayTestClient as Client, text, type Key } from '../helpers/relay-client.js';
 
-type Msg<T extends RelayToEndpoint['t']> = Extract<RelayToEndpoint, { t: T }>;
-
-interface Key {
-  readonly secret: Uint8Array;
-  readonly id: Uint8Array;
-}
-
-const key = (seed: number): Key => {
-  const secret = new Uint8Array(32).fill(seed);
-  return { secret, id: ed25519.getPublicKey(secret) };
-};
 const ALICE = key(1);
 const BOB = key(2);
 const CAROL = key(3);
 const TOPIC = new Uint8Array(32).fill(0xa1);
 const OTHER_TOPIC = new Uint8Array(32).fill(0xb2);
-const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
-const text = (b: Uint8Array): string => new TextDecoder().decode(b);
-
-/** A sov-relay/1 client that queues every message and the close event. */
-class Client {
-  readonly #inbox: RelayToEndpoint[] = [];
-  readonly #waiters: Array<() => void> = [];
-  closeCode: number | undefined;
-  readonly closed: Promise<number>;
-
-  readonly ws: WebSocket;
-
-  private constructor(ws: WebSocket) {
-    this.ws = ws;
-    ws.on('message', (data: Buffer) => {
-      const decoded = decodeRelayMessage(new Uint8Array(data));
-      if (!decoded.ok) throw new Error(`test client: ${decoded.error.reason}`);
-      this.#inbox.push(decoded.value);
-      this.#wake();
-    });
-    this.closed = new Promise((resolve) =>
-      ws.on('close', (code: number) => {
-        this.closeCode = code;
-        this.#wake();
-        resolve(code);
-      }),
-    );
-  }
-
-  /** Listeners are attached before the socket opens: the challenge may arrive in the same tick. */
-  static async open(url: string): Promise<Client> {
-    const client = new Client(new WebSocket(url));
-    await new Promise<void>((resolve, reject) => {
-      client.ws.once('open', () => resolve());
-      client.ws.once('error', reject);
-    });
-    return client;
-  }
-
-  #wake(): void {
-    for (const w of this.#waiters.splice(0)) w();
-  }
-
-  async next(): Promise<RelayToEndpoint> {
-    while (this.#inbox.length === 0) {
-      if (this.closeCode !== undefined) throw new Error(`test client: closed (${this.closeCode}) with empty inbox`);
-      await new Promise<void>((resolve) => this.#waiters.push(resolve));
-    }
-    return this.#inbox.shift()!;
-  }
-
-  async expect<T extends RelayToEndpoint['t']>(t: T): Promise<Msg<T>> {
-    const msg = await this.next();
-    expect(msg.t).toBe(t);
-    return msg as Msg<T>;
-  }
-
-  async expectError(code: string): Promise<void> {
-    const msg = await this.expect('error');
-    expect(msg.code).toBe(code);
-  }
-
-  send(msg: EndpointToRelay): void {
-    this.ws.send(encodeRelayMessage(msg));
-  }
-
-  sendTo(to: Key, body: Uint8Array): void {
-    this.send({ t: 'send', to: to.id, body });
-  }
-
-  async close(): Promise<void> {
-    this.ws.close();
-    await this.closed;
-  }
-}
 
 async function joinAs(relay: RelayHandle, who: Key, topic = TOPIC, signer = who): Promise<Client> {
   const client = await Client.open(relay.wsUrl);
