@@ -2,12 +2,18 @@
  * Deterministic CBOR (RFC 8949 §4.2.1) for everything that is signed or hashed.
  *
  * Encoding sorts map keys bytewise and uses the shortest form of every item.
- * Decoding is strict: it refuses indefinite lengths, undefined, duplicate keys,
- * non-minimal integers and — by re-encoding — any input that is not already in
- * canonical form, so one logical value has exactly one byte string and one hash.
- * Every decode is bounded by `maxBytes` before a single item is allocated.
+ * Encoding is cborg's. Decoding is our own single pass, because it must be
+ * strict and it is the hottest code of catch-up: it refuses indefinite lengths,
+ * undefined, tags, non-text map keys, duplicate or unsorted keys, non-minimal
+ * heads, integers beyond ±2^53, NaN and infinities, floats not in their
+ * shortest exact form, invalid UTF-8 and trailing bytes — so one logical value
+ * has exactly one byte string and one hash. It accepts exactly what "cborg
+ * decodes it strictly and re-encoding gives the same bytes" accepts, and yields
+ * the same values (a differential property test holds it to that). Byte strings
+ * are copied out, never views of the input. Every decode is bounded by
+ * `maxBytes` before anything is allocated.
  */
-import { decode, encode, rfc8949EncodeOptions } from 'cborg';
+import { encode, rfc8949EncodeOptions } from 'cborg';
 import { bytesEqual } from './bytes.js';
 import { err, ok, type Result } from './result.js';
 
@@ -17,34 +23,198 @@ export function encodeCbor(value: unknown): Uint8Array {
   return encode(value, rfc8949EncodeOptions);
 }
 
-const DECODE_OPTIONS = {
-  strict: true,
-  allowUndefined: false,
-  allowIndefinite: false,
-  allowInfinity: false,
-  allowNaN: false,
-  allowBigInt: false,
-  rejectDuplicateMapKeys: true,
-  useMaps: false,
-} as const;
-
 export function decodeCbor(bytes: Uint8Array, maxBytes: number): Result<unknown, CborError> {
   if (bytes.length > maxBytes) {
     return err({ type: 'MalformedCbor', reason: `cbor: ${bytes.length} bytes exceeds ${maxBytes}` });
   }
-  let value: unknown;
   try {
-    value = decode(bytes, DECODE_OPTIONS);
+    const reader = new CanonicalReader(bytes);
+    const value = reader.item(0);
+    reader.end();
+    return ok(value);
   } catch (e) {
-    return err({ type: 'MalformedCbor', reason: `cbor: ${(e as Error).message}` });
+    if (e instanceof NotCanonical) return err({ type: 'MalformedCbor', reason: `cbor: ${e.message}` });
+    throw e;
   }
-  if (!bytesEqual(encodeCbor(value), bytes)) {
-    return err({ type: 'MalformedCbor', reason: 'cbor: input is not in canonical form' });
-  }
-  return ok(value);
 }
 
 /** Narrowing helper for decoded maps: a plain object, not an array or bytes. */
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Uint8Array);
+}
+
+/** Deeper nesting than any message of ours needs; refused before recursion can exhaust the stack. */
+const MAX_DEPTH = 32;
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+class NotCanonical extends Error {}
+
+/** Reads one item in deterministic encoding (RFC 8949 §4.2.1) for the subset of CBOR we write. */
+class CanonicalReader {
+  #pos = 0;
+  readonly #view: DataView;
+
+  constructor(private readonly bytes: Uint8Array) {
+    this.#view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+
+  end(): void {
+    if (this.#pos !== this.bytes.length) this.#fail(`${this.bytes.length - this.#pos} trailing bytes`);
+  }
+
+  #fail(reason: string): never {
+    throw new NotCanonical(`${reason} at byte ${this.#pos}`);
+  }
+
+  #take(n: number): number {
+    const at = this.#pos;
+    if (n > this.bytes.length - at) this.#fail('truncated item');
+    this.#pos = at + n;
+    return at;
+  }
+
+  /** The argument of a head with additional info `minor`, refusing non-minimal and indefinite forms. */
+  #argument(minor: number): number {
+    if (minor < 24) return minor;
+    const view = this.#view;
+    let value: number;
+    let least: number;
+    if (minor === 24) {
+      value = view.getUint8(this.#take(1));
+      least = 24;
+    } else if (minor === 25) {
+      value = view.getUint16(this.#take(2));
+      least = 0x100;
+    } else if (minor === 26) {
+      value = view.getUint32(this.#take(4));
+      least = 0x10000;
+    } else if (minor === 27) {
+      const at = this.#take(8);
+      const high = view.getUint32(at);
+      if (high > 0x1fffff) this.#fail('integer beyond 2^53');
+      value = high * 2 ** 32 + view.getUint32(at + 4);
+      least = 2 ** 32;
+    } else {
+      this.#fail(minor === 31 ? 'indefinite length' : `reserved additional info ${minor}`);
+    }
+    if (value < least) this.#fail('non-minimal head');
+    return value;
+  }
+
+  item(depth: number): unknown {
+    if (depth > MAX_DEPTH) this.#fail('nesting too deep');
+    const initial = this.bytes[this.#take(1)]!;
+    const major = initial >> 5;
+    const minor = initial & 31;
+    if (major === 7) return this.#simple(minor);
+    const arg = this.#argument(minor);
+    switch (major) {
+      case 0:
+        if (arg > Number.MAX_SAFE_INTEGER) this.#fail('integer beyond 2^53');
+        return arg;
+      case 1:
+        if (-1 - arg < Number.MIN_SAFE_INTEGER) this.#fail('integer beyond 2^53');
+        return -1 - arg;
+      case 2: {
+        const at = this.#take(arg);
+        // A fresh Uint8Array even when the input is a Node Buffer (whose slice() is a view).
+        return new Uint8Array(this.bytes.subarray(at, at + arg));
+      }
+      case 3:
+        return this.#text(arg);
+      case 4: {
+        const out: unknown[] = new Array(Math.min(arg, this.bytes.length));
+        out.length = 0;
+        for (let i = 0; i < arg; i++) out.push(this.item(depth + 1));
+        return out;
+      }
+      case 5:
+        return this.#map(arg, depth);
+      default:
+        return this.#fail('tags are not accepted');
+    }
+  }
+
+  #simple(minor: number): unknown {
+    if (minor === 20) return false;
+    if (minor === 21) return true;
+    if (minor === 22) return null;
+    if (minor < 25 || minor > 27) return this.#fail('simple value outside false/true/null');
+    const start = this.#pos - 1;
+    const at = this.#take(1 << (minor - 24));
+    const value =
+      minor === 25
+        ? float16(this.#view.getUint16(at))
+        : minor === 26
+          ? this.#view.getFloat32(at)
+          : this.#view.getFloat64(at);
+    if (!Number.isFinite(value)) this.#fail('NaN or infinite float');
+    // The shortest exact form is the encoder's rule (an integral value is an integer): ask the encoder.
+    if (!bytesEqual(encode(value, rfc8949EncodeOptions), this.bytes.subarray(start, this.#pos))) {
+      this.#fail('float not in its shortest form (input is not in canonical form)');
+    }
+    return value;
+  }
+
+  #text(length: number): string {
+    const at = this.#take(length);
+    const end = at + length;
+    const b = this.bytes;
+    let ascii = '';
+    for (let i = at; i < end; i++) {
+      const c = b[i]!;
+      if (c >= 0x80) {
+        try {
+          return strictUtf8.decode(b.subarray(at, end));
+        } catch {
+          return this.#fail('invalid UTF-8');
+        }
+      }
+      ascii += String.fromCharCode(c);
+    }
+    return ascii;
+  }
+
+  /** Keys are text and ascend strictly in bytewise order of their encodings (which refuses duplicates too). */
+  #map(pairs: number, depth: number): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    let previous = -1;
+    let previousEnd = -1;
+    for (let i = 0; i < pairs; i++) {
+      const start = this.#pos;
+      if (start < this.bytes.length && this.bytes[start]! >> 5 !== 3) this.#fail('map key is not text');
+      const key = this.item(depth + 1) as string;
+      if (previous >= 0 && compareSpans(this.bytes, previous, previousEnd, start, this.#pos) >= 0) {
+        this.#fail('map keys out of order or repeated');
+      }
+      previous = start;
+      previousEnd = this.#pos;
+      const value = this.item(depth + 1);
+      if (key === '__proto__') {
+        Object.defineProperty(out, key, { value, configurable: true, enumerable: true, writable: true });
+      } else {
+        out[key] = value;
+      }
+    }
+    return out;
+  }
+}
+
+function compareSpans(b: Uint8Array, aStart: number, aEnd: number, bStart: number, bEnd: number): number {
+  const n = Math.min(aEnd - aStart, bEnd - bStart);
+  for (let i = 0; i < n; i++) {
+    const d = b[aStart + i]! - b[bStart + i]!;
+    if (d !== 0) return d;
+  }
+  return aEnd - aStart - (bEnd - bStart);
+}
+
+/** IEEE 754 binary16 → number. */
+function float16(half: number): number {
+  const sign = half & 0x8000 ? -1 : 1;
+  const exponent = (half >> 10) & 0x1f;
+  const fraction = half & 0x3ff;
+  if (exponent === 0) return sign * fraction * 2 ** -24;
+  if (exponent === 0x1f) return fraction === 0 ? sign * Infinity : NaN;
+  return sign * (1 + fraction / 1024) * 2 ** (exponent - 15);
 }

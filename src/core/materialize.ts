@@ -67,6 +67,7 @@ export async function recordEvent(
     seq: body.seq,
     body,
     rowKey,
+    op: body.op,
   };
   const pos = await tx.append(revoked ? { ...entry, revoked: true } : entry);
   await tx.setHead(signer, { seq: body.seq, eventId });

@@ -30,6 +30,8 @@ export type LogEntry = {
   readonly body?: EventBody;
   /** `${table}\u0000${row}` of the opened body, for per-row history. */
   readonly rowKey?: string;
+  /** The opened body's op, indexed with `rowKey` so a row's deletes are found without reading its edits. */
+  readonly op?: EventOp;
   /** Set when a later removal of the signer revoked this event: kept for forwarding, never materialised. */
   readonly revoked?: true;
 };

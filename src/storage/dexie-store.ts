@@ -10,7 +10,7 @@
 import { Dexie, type Table, type Transaction } from 'dexie';
 import type { Hlc } from '../core/hlc.js';
 import type { RowState } from '../core/merge.js';
-import type { EventOp } from '../core/event.js';
+import type { EventBody, EventOp } from '../core/event.js';
 import { MAX_REJECTION_RECORDS } from '../core/store.js';
 import type {
   ChainHead,
@@ -54,6 +54,17 @@ export class NodeDatabase extends Dexie {
       rejected: 'outerId, at',
       resurrections: 'key, deleteId, editId, at',
     });
+    // v3: a row's history by op, so a put finds the row's deletes without loading every edit.
+    this.version(3)
+      .stores({ log: '++pos, &outerId, eventId, rowKey, [signer+seq], [rowKey+op]' })
+      .upgrade((tx) =>
+        tx
+          .table('log')
+          .toCollection()
+          .modify((entry: { body?: EventBody; op?: EventOp }) => {
+            if (entry.body) entry.op = entry.body.op;
+          }),
+      );
   }
 }
 
@@ -103,10 +114,10 @@ export class DexieReplicaStore implements ReplicaStore {
       hasOuterId: async (id) => (await db.log.where('outerId').equals(id).count()) > 0,
       hasEventId: async (id) => (await db.log.where('eventId').equals(id).count()) > 0,
       append: (entry: NewLogEntry) => db.log.add(entry as LogEntry),
-      rowEntries: async (rowKey, op?: EventOp) => {
-        const entries = await db.log.where('rowKey').equals(rowKey).toArray();
-        return op === undefined ? entries : entries.filter((e) => e.body?.op === op);
-      },
+      rowEntries: (rowKey, op?: EventOp) =>
+        op === undefined
+          ? db.log.where('rowKey').equals(rowKey).toArray()
+          : db.log.where('[rowKey+op]').equals([rowKey, op]).toArray(),
       signerEntriesAbove: (signer, seq) =>
         db.log
           .where('[signer+seq]')

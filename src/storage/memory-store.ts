@@ -25,6 +25,8 @@ type State = {
   outerIds: Set<string>;
   eventIds: Set<string>;
   byRow: Map<string, number[]>;
+  /** `${rowKey}\u0000${op}` → positions, so a put finds its row's deletes without scanning its edits. */
+  byRowOp: Map<string, number[]>;
   bySigner: Map<string, number[]>;
   heads: Map<string, ChainHead>;
   rows: Map<string, RowState>;
@@ -43,6 +45,7 @@ function newState(): State {
     outerIds: new Set(),
     eventIds: new Set(),
     byRow: new Map(),
+    byRowOp: new Map(),
     bySigner: new Map(),
     heads: new Map(),
     rows: new Map(),
@@ -54,6 +57,8 @@ function newState(): State {
     signers: new Map(),
   };
 }
+
+const rowOpKey = (rowKey: string, op: EventOp): string => `${rowKey}\u0000${op}`;
 
 type SignerCopy = { readonly id: string; readonly key: Uint8Array };
 
@@ -133,17 +138,12 @@ function txOver(s: State, undo: Undoable): ReplicaTx {
         if (entry.eventId) s.eventIds.delete(entry.eventId);
       });
       if (entry.rowKey) index(s.byRow, entry.rowKey, pos, undo);
+      if (entry.rowKey && entry.op) index(s.byRowOp, rowOpKey(entry.rowKey, entry.op), pos, undo);
       if (entry.signer) index(s.bySigner, entry.signer, pos, undo);
       return pos;
     },
-    rowEntries: async (rowKey, op?: EventOp) => {
-      const out: LogEntry[] = [];
-      for (const pos of s.byRow.get(rowKey) ?? []) {
-        const entry = s.log[pos - 1]!;
-        if (op === undefined || entry.body?.op === op) out.push(entry);
-      }
-      return out;
-    },
+    rowEntries: async (rowKey, op?: EventOp) =>
+      entries(op === undefined ? s.byRow.get(rowKey) : s.byRowOp.get(rowOpKey(rowKey, op))),
     signerEntriesAbove: async (signer, seq) => entries(s.bySigner.get(signer)).filter((e) => (e.seq ?? 0) > seq),
     setRevoked: async (pos, revoked) => {
       const old = s.log[pos - 1]!;

@@ -18,6 +18,7 @@ import {
   type ReplicaStore,
   type Resurrection,
 } from '../../src/core/store.js';
+import { Dexie } from 'dexie';
 import { DexieReplicaStore, NodeDatabase } from '../../src/storage/dexie-store.js';
 import { MemoryReplicaStore } from '../../src/storage/memory-store.js';
 import { seededRandom } from '../helpers/deterministic.js';
@@ -46,7 +47,7 @@ const row = (table: string, name: string, value: string, ms = 1): RowState => ({
 });
 
 /** The opened part of a log entry: a body (only what the store indexes matters) and its row key. */
-const opened = (table: string, rowName: string, op: EventOp): Pick<NewLogEntry, 'body' | 'rowKey'> => ({
+const opened = (table: string, rowName: string, op: EventOp): Pick<NewLogEntry, 'body' | 'rowKey' | 'op'> => ({
   body: {
     v: 1,
     domain: table === 'keyring' ? 'CONTROL' : 'GENERAL',
@@ -60,6 +61,7 @@ const opened = (table: string, rowName: string, op: EventOp): Pick<NewLogEntry, 
     hlc: { ms: 1, counter: 0 },
   } satisfies EventBody,
   rowKey: rowKeyOf(table, rowName),
+  op,
 });
 
 const parkedEnvelope = (reason: ParkReason, at: number): ParkedEnvelope => ({
@@ -463,3 +465,35 @@ replicaStoreSuite(
   'dexie',
   () => new DexieReplicaStore(new NodeDatabase(`replica-store-test-${++dbCounter}-${hex(4)}`)),
 );
+
+describe('Dexie schema upgrade', () => {
+  it('v2 logs gain the [rowKey+op] index on open, so per-op row history still finds old entries', async () => {
+    const name = `replica-store-upgrade-${hex(4)}`;
+    const v2 = new Dexie(name);
+    v2.version(2).stores({
+      log: '++pos, &outerId, eventId, rowKey, [signer+seq]',
+      heads: 'signer',
+      rows: '[table+row], table',
+      cursors: 'peer',
+      meta: 'key',
+      watermarks: 'peer',
+      parked: 'outerId, parkedAt',
+      rejected: 'outerId, at',
+      resurrections: 'key, deleteId, editId, at',
+    });
+    const signer = hex(32);
+    // A v2 entry has no `op` field.
+    const withoutOp = ({ op, ...rest }: NewLogEntry): Omit<NewLogEntry, 'op'> => (op ? rest : rest);
+    const put = withoutOp(entry({ signer, seq: 1, ...opened('device_profiles', 'r', 'put') }));
+    const del = withoutOp(entry({ signer, seq: 2, ...opened('device_profiles', 'r', 'del') }));
+    await v2.table('log').bulkAdd([put, del]);
+    v2.close();
+
+    const store = new DexieReplicaStore(new NodeDatabase(name));
+    await store.transact(async (tx) => {
+      const key = rowKeyOf('device_profiles', 'r');
+      expect((await tx.rowEntries(key, 'del')).map((e) => e.outerId)).toEqual([del.outerId]);
+      expect((await tx.rowEntries(key, 'put')).map((e) => e.outerId)).toEqual([put.outerId]);
+    });
+  });
+});

@@ -1,0 +1,153 @@
+/**
+ * Strict canonical CBOR decoding (core/cbor.ts). The byte-level canonical scan
+ * must accept exactly what the old rule accepted — "cborg decodes it and
+ * re-encoding gives the same bytes" — which a differential property test checks
+ * on encodings of random values and on random corruptions of them.
+ */
+import { decode, encode, rfc8949EncodeOptions } from 'cborg';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { bytesEqual, fromHex } from '../../src/core/bytes.js';
+import { decodeCbor, encodeCbor } from '../../src/core/cbor.js';
+
+const LIMIT = 1 << 20;
+
+/** The reference rule: a strict cborg decode whose re-encoding is byte-identical; its value, or undefined. */
+function reference(bytes: Uint8Array): { value: unknown } | undefined {
+  try {
+    const value: unknown = decode(bytes, {
+      strict: true,
+      allowUndefined: false,
+      allowIndefinite: false,
+      allowInfinity: false,
+      allowNaN: false,
+      allowBigInt: false,
+      rejectDuplicateMapKeys: true,
+      useMaps: false,
+    });
+    return bytesEqual(encode(value, rfc8949EncodeOptions), bytes) ? { value } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const referenceAccepts = (bytes: Uint8Array): boolean => reference(bytes) !== undefined;
+
+const leaf = fc.oneof(
+  fc.integer({ min: -(2 ** 40), max: 2 ** 40 }),
+  fc.maxSafeInteger(),
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
+  fc.boolean(),
+  fc.constant(null),
+  fc.string({ unit: 'grapheme', maxLength: 12 }),
+  fc.uint8Array({ maxLength: 40 }),
+);
+const value = fc.letrec((tie) => ({
+  node: fc.oneof(
+    { depthSize: 'small' },
+    leaf,
+    fc.array(tie('node'), { maxLength: 5 }),
+    fc.dictionary(fc.string({ maxLength: 6 }), tie('node'), { maxKeys: 5 }),
+  ),
+})).node;
+
+const corruption = fc.record({
+  kind: fc.constantFrom('flip', 'insert', 'delete', 'truncate'),
+  at: fc.nat(),
+  byte: fc.integer({ min: 0, max: 255 }),
+});
+
+function corrupt(bytes: Uint8Array, c: { kind: string; at: number; byte: number }): Uint8Array {
+  const at = bytes.length === 0 ? 0 : c.at % bytes.length;
+  const out = [...bytes];
+  if (c.kind === 'flip') out[at] = c.byte;
+  else if (c.kind === 'insert') out.splice(at, 0, c.byte);
+  else if (c.kind === 'delete') out.splice(at, 1);
+  else out.length = at;
+  return Uint8Array.from(out);
+}
+
+describe('canonical CBOR decoding', () => {
+  it('round-trips every encodable value', () => {
+    fc.assert(
+      fc.property(value, (v) => {
+        const bytes = encodeCbor(v);
+        const decoded = decodeCbor(bytes, LIMIT);
+        expect(decoded.ok).toBe(true);
+        if (decoded.ok) expect(bytesEqual(encodeCbor(decoded.value), bytes)).toBe(true);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('accepts exactly what the re-encoding rule accepts, with the same values, on corrupted encodings', () => {
+    fc.assert(
+      fc.property(value, fc.array(corruption, { minLength: 0, maxLength: 3 }), (v, cs) => {
+        const bytes = cs.reduce(corrupt, encodeCbor(v));
+        const ours = decodeCbor(bytes, LIMIT);
+        const theirs = reference(bytes);
+        expect(ours.ok).toBe(theirs !== undefined);
+        if (ours.ok) expect(ours.value).toStrictEqual(theirs!.value);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  const refused: ReadonlyArray<readonly [string, string, RegExp]> = [
+    ['non-minimal integer head', '1817', /non-minimal/],
+    ['non-minimal length head', '5801ff', /non-minimal/],
+    ['unsorted map keys', 'a2616201616101', /out of order/],
+    ['duplicate map keys', 'a2616101616102', /out of order or repeated/],
+    ['indefinite-length array', '9f01ff', /indefinite/],
+    ['undefined', 'f7', /simple value/],
+    ['a tag', 'c11a514b67b0', /tags/],
+    ['invalid UTF-8 text', '62c328', /UTF-8/],
+    ['trailing bytes', '0101', /trailing/],
+    ['a truncated string', '6461', /truncated/],
+    ['float64 where float16 is exact', 'fb3ff8000000000000', /canonical/],
+    ['an integral float', 'f93c00', /canonical/],
+    ['an integer beyond 2^53', '1b0020000000000000', /2\^53/],
+  ];
+  for (const [name, hex, reason] of refused) {
+    it(`refuses ${name} with a typed reason`, () => {
+      const bytes = fromHex(hex)!;
+      const result = decodeCbor(bytes, LIMIT);
+      expect(result.ok).toBe(false);
+      if (!result.ok) {
+        expect(result.error.type).toBe('MalformedCbor');
+        expect(result.error.reason).toMatch(reason);
+      }
+      expect(referenceAccepts(bytes)).toBe(false);
+    });
+  }
+
+  it('returns fresh Uint8Arrays for byte strings, also from a Node Buffer', () => {
+    const input = Buffer.from(encodeCbor({ b: Uint8Array.of(1, 2, 3) }));
+    const result = decodeCbor(input, LIMIT);
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    const b = (result.value as { b: Uint8Array }).b;
+    expect(Object.getPrototypeOf(b)).toBe(Uint8Array.prototype);
+    expect(b.buffer.byteLength).toBe(3);
+  });
+
+  it('keeps a "__proto__" key as data, never as a prototype', () => {
+    const result = decodeCbor(encodeCbor(JSON.parse('{"__proto__": {"polluted": 1}}')), LIMIT);
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(Object.getPrototypeOf(result.value)).toBe(Object.prototype);
+    expect(Object.keys(result.value as object)).toEqual(['__proto__']);
+  });
+
+  it('refuses input over the size bound before decoding', () => {
+    const result = decodeCbor(new Uint8Array(65), 64);
+    expect(result.ok).toBe(false);
+  });
+
+  it('refuses nesting deeper than any message needs', () => {
+    const deep = new Uint8Array(40).fill(0x81);
+    const result = decodeCbor(Uint8Array.from([...deep, 0x01]), LIMIT);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.error.reason).toMatch(/too deep/);
+  });
+});
