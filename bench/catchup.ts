@@ -49,13 +49,13 @@ async function makeGroup(): Promise<Group> {
   const keyring = new DomainKeyring();
   keyring.add('CONTROL', 1, webRandom.bytes(32));
   keyring.add('GENERAL', 1, webRandom.bytes(32));
-  return { secret: webRandom.bytes(32), keyring, anchors: [] };
+  return { secret: webRandom.bytes(32), keyring, anchors: [], frameKeys: new Map() };
 }
 
 async function writer(relay: RelayThread, group: Group): Promise<NodePeer> {
   const signer = webSigner(await generateSigningIdentity());
   group.anchors.push(toHex(signer.publicKey));
-  return new NodePeer({ relayUrl: relay.wsUrl, group, signer, clock: systemClock });
+  return NodePeer.create({ relayUrl: relay.wsUrl, group, signer, clock: systemClock });
 }
 
 async function writeShare(peer: NodePeer, count: number, offset: number): Promise<void> {
@@ -78,7 +78,7 @@ async function offerAll(peer: NodePeer, to: Uint8Array): Promise<number> {
     const entries = await peer.store.entriesAfter(after, MAX_EVENTS_PER_FRAME);
     if (entries.length === 0) return frames;
     const upto = entries[entries.length - 1]!.pos;
-    peer.sendMessage(to, { t: 'events', after, upto, events: entries.map((e) => e.sealed) });
+    void peer.sendMessage(to, { t: 'events', after, upto, events: entries.map((e) => e.sealed) });
     after = upto;
   }
 }
@@ -127,9 +127,14 @@ async function catchUp(reader: NodePeer, applied: { count: number }): Promise<nu
 
 type Reader = { readonly peer: NodePeer; readonly applied: { count: number } };
 
-function reader(relay: RelayThread, group: Group, signer: Signer, opener: EnvelopeOpener | undefined): Reader {
+async function reader(
+  relay: RelayThread,
+  group: Group,
+  signer: Signer,
+  opener: EnvelopeOpener | undefined,
+): Promise<Reader> {
   const applied = { count: 0 };
-  const peer = new NodePeer({
+  const peer = await NodePeer.create({
     relayUrl: relay.wsUrl,
     group,
     signer,
@@ -150,7 +155,7 @@ async function measure(): Promise<Timings> {
   const pool = await NodeOpenPool.start(POOL_THREADS, group.keyring.list());
   try {
     const signers = await Promise.all([0, 1].map(async () => webSigner(await generateSigningIdentity())));
-    const readers = [reader(relay, group, signers[0]!, undefined), reader(relay, group, signers[1]!, pool)];
+    const readers = [await reader(relay, group, signers[0]!, undefined), await reader(relay, group, signers[1]!, pool)];
     for (const r of readers) {
       await r.peer.connect();
       await r.peer.disconnect();

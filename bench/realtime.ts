@@ -50,7 +50,7 @@ async function makeGroup(): Promise<Group> {
   const keyring = new DomainKeyring();
   keyring.add('CONTROL', 1, webRandom.bytes(32));
   keyring.add('GENERAL', 1, webRandom.bytes(32));
-  return { secret: webRandom.bytes(32), keyring, anchors: [] };
+  return { secret: webRandom.bytes(32), keyring, anchors: [], frameKeys: new Map() };
 }
 
 /** Resolves each outer id as soon as the peer reports it applied. */
@@ -74,9 +74,9 @@ async function pair(relay: RelayHandle, group: Group): Promise<Pair> {
   group.anchors.push(...signers.map((s) => toHex(s.publicKey)));
   const applied = new AppliedWaiter();
   const peer = (i: number, listener = {}) =>
-    new NodePeer({ relayUrl: relay.wsUrl, group, signer: signers[i]!, clock: systemClock, listener });
-  const a = peer(0);
-  const b = peer(1, { onApplied: applied.onApplied });
+    NodePeer.create({ relayUrl: relay.wsUrl, group, signer: signers[i]!, clock: systemClock, listener });
+  const a = await peer(0);
+  const b = await peer(1, { onApplied: applied.onApplied });
   await a.connect();
   await b.connect();
   a.engine.setPeers([b.id]);

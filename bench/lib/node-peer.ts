@@ -1,9 +1,11 @@
 /**
  * A headless Node peer for the relay benchmarks: a Replica on a memory store,
  * its SyncEngine, and a sov-relay/1 session (src/runtime/node-relay-client.ts)
- * carrying peer-wire messages sealed end to end as frame.ts seals them — the
- * same messages, bytes and rules as the browser, minus IndexedDB and the crypto
- * worker. AES-GCM (frames and envelopes) runs natively (runtime/node-aead.ts).
+ * carrying peer-wire messages sealed end to end by runtime/frame-channel.ts
+ * (HPKE-derived keys, WebCrypto AES-GCM) — the same messages, bytes and rules as
+ * the browser, minus IndexedDB and the crypto worker. Envelope AES-GCM runs
+ * through node:crypto (runtime/node-aead.ts). The group's `frameKeys` stands in
+ * for the keyring's endpoint → frame-key bindings.
  *
  * Incoming frames are handed to the engine as they arrive, without waiting for
  * the previous one: Replica.ingest opens a batch while earlier ones are being
@@ -13,14 +15,14 @@
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { fromHex, toHex } from '../../src/core/bytes.js';
 import type { DomainKeyring } from '../../src/core/domain-keys.js';
-import { frameKey } from '../../src/core/frame.js';
 import { topicOf } from '../../src/core/identity.js';
 import type { EnvelopeOpener } from '../../src/core/open.js';
 import { decodePeerMessage, encodePeerMessage, type PeerMessage } from '../../src/core/peer-wire.js';
 import type { Clock, Signer, Verifier } from '../../src/core/ports.js';
 import { Replica } from '../../src/core/replica.js';
 import { SyncEngine, type SyncListener } from '../../src/core/sync.js';
-import { nodeEnvelopes, nodeOpenFrame, nodeSealFrame } from '../../src/runtime/node-aead.js';
+import { FrameChannel, generateFrameKey } from '../../src/runtime/frame-channel.js';
+import { nodeEnvelopes } from '../../src/runtime/node-aead.js';
 import { NodeRelayClient, type RelayFrame } from '../../src/runtime/node-relay-client.js';
 import { webRandom, webVerifier } from '../../src/runtime/webcrypto.js';
 import { MemoryReplicaStore } from '../../src/storage/memory-store.js';
@@ -30,6 +32,8 @@ export type Group = {
   readonly keyring: DomainKeyring;
   /** Signer ids (hex) every peer trusts as admins. */
   readonly anchors: string[];
+  /** Endpoint id (hex) → frame public key of every peer of the group. */
+  readonly frameKeys: Map<string, Uint8Array>;
 };
 
 export type PeerOptions = {
@@ -50,16 +54,31 @@ export class NodePeer {
   readonly #endpointKey: Uint8Array;
   readonly #options: PeerOptions;
   readonly #topic: Uint8Array;
-  readonly #frameKey: Uint8Array;
+  readonly #channel: FrameChannel;
   #client: NodeRelayClient | undefined;
   #pendingAcks: number[] = [];
+  /** Frames leave in the order they were sent and are handed on in the order they arrived. */
+  #outbound: Promise<void> = Promise.resolve();
+  #inbound: Promise<void> = Promise.resolve();
 
-  constructor(options: PeerOptions) {
+  /** A peer with fresh endpoint and frame keys, registered in the group's `frameKeys`. */
+  static async create(options: PeerOptions): Promise<NodePeer> {
+    return new NodePeer(options, await generateFrameKey());
+  }
+
+  private constructor(options: PeerOptions, frameKey: Awaited<ReturnType<typeof generateFrameKey>>) {
     this.#options = options;
     this.#endpointKey = ed25519.utils.randomSecretKey();
     this.endpoint = ed25519.getPublicKey(this.#endpointKey);
     this.#topic = topicOf(options.group.secret);
-    this.#frameKey = frameKey(options.group.secret);
+    this.#channel = new FrameChannel({
+      endpoint: this.endpoint,
+      frameKey,
+      topic: this.#topic,
+      clock: options.clock,
+      random: webRandom,
+    });
+    options.group.frameKeys.set(toHex(this.endpoint), frameKey.publicKey);
     const anchors = options.group.anchors;
     this.replica = new Replica({
       store: this.store,
@@ -100,10 +119,13 @@ export class NodePeer {
     this.#client = undefined;
   }
 
-  /** Seals a peer-wire message to another endpoint and hands it to the relay. */
-  sendMessage(to: Uint8Array, message: PeerMessage): void {
-    const body = nodeSealFrame(this.#frameKey, this.#topic, this.endpoint, to, encodePeerMessage(message), webRandom);
-    this.sendOpaque(to, body);
+  /** Seals a peer-wire message to another endpoint and hands it to the relay; resolves once handed over. */
+  sendMessage(to: Uint8Array, message: PeerMessage): Promise<void> {
+    const kid = this.#options.group.frameKeys.get(toHex(to));
+    if (!kid) throw new Error('bench peer: no frame key for that endpoint');
+    const sealed = this.#channel.seal({ endpoint: to, kid }, encodePeerMessage(message));
+    this.#outbound = this.#outbound.then(async () => this.sendOpaque(to, await sealed));
+    return this.#outbound;
   }
 
   sendOpaque(to: Uint8Array, body: Uint8Array): void {
@@ -113,13 +135,20 @@ export class NodePeer {
 
   #onFrame(frame: RelayFrame, client: NodeRelayClient): void {
     this.#client ??= client;
-    const plain = nodeOpenFrame(this.#frameKey, this.#topic, frame.from, this.endpoint, frame.body);
-    const message = plain.ok ? decodePeerMessage(plain.value) : undefined;
-    if (!message?.ok || (message.value.t !== 'events' && message.value.t !== 'ack')) return this.#ack(frame.id);
-    this.engine.receive(toHex(frame.from), message.value).then(
-      () => this.#ack(frame.id),
-      (e: unknown) => process.stderr.write(`bench peer: receive failed: ${(e as Error).message}\n`),
-    );
+    const frameKeys = this.#options.group.frameKeys;
+    const opened = this.#channel.open(frame.body, frame.from, (endpoint) => {
+      const kid = frameKeys.get(toHex(endpoint));
+      return kid && { kid };
+    });
+    this.#inbound = this.#inbound.then(async () => {
+      const plain = await opened;
+      const message = plain.ok ? decodePeerMessage(plain.value.message) : undefined;
+      if (!message?.ok || (message.value.t !== 'events' && message.value.t !== 'ack')) return this.#ack(frame.id);
+      this.engine.receive(toHex(frame.from), message.value).then(
+        () => this.#ack(frame.id),
+        (e: unknown) => process.stderr.write(`bench peer: receive failed: ${(e as Error).message}\n`),
+      );
+    });
   }
 
   #ack(id: number): void {

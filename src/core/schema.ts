@@ -5,7 +5,9 @@
  * it was not built for.
  *
  * The CONTROL tables are the mesh's own records (SSP/1 "Revoking a machine"):
- *   keyring   row = signer id (hex)    admitted machines; removal is permanent
+ *   keyring   row = signer id (hex)    admitted machines: endpoint id, frame key (the
+ *                                     X25519 key its frames are sealed with), name;
+ *                                     removal is permanent
  *   roles     row = signer id (hex)    grow-only: a role is granted, never lowered
  *                                     (taking power away is a keyring removal)
  *   bindings  row = endpoint id (hex)  which signer speaks through which endpoint
@@ -41,7 +43,7 @@ export const TABLES = {
     write: 'admin',
     deletable: false,
     removable: true,
-    columns: { endpoint: 'string', name: 'string' },
+    columns: { endpoint: 'string', frame: 'string', name: 'string' },
   },
   roles: {
     domain: 'CONTROL',

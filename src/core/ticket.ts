@@ -2,8 +2,9 @@
  * Pairing tickets (SSP/1 "Adding a machine", seed 004 "P2P endpoint lifecycle").
  *
  *   text   = "sov1." ‖ base64url(cbor(Ticket))
- *   Ticket = {v:1, secret: 32B group secret, endpoint: 32B inviter endpoint id,
- *             fp: 16B inviter signing-key fingerprint, relay: URL, inv: 16B invitation id}
+ *   Ticket = {v:2, secret: 32B group secret, endpoint: 32B inviter endpoint id,
+ *             kid: 32B inviter frame key (X25519, core/frame.ts), fp: 16B inviter
+ *             signing-key fingerprint, relay: URL, inv: 16B invitation id}
  *
  * The ticket is a bearer secret: it must never be logged or persisted in clear
  * outside the key store. `inv` names one invitation, so the inviter can accept
@@ -18,9 +19,10 @@ export const TICKET_PREFIX = 'sov1.';
 export const MAX_TICKET_CHARS = 2048;
 
 export type Ticket = {
-  readonly v: 1;
+  readonly v: 2;
   readonly secret: Uint8Array;
   readonly endpoint: Uint8Array;
+  readonly kid: Uint8Array;
   readonly fp: Uint8Array;
   readonly relay: string;
   readonly inv: Uint8Array;
@@ -53,10 +55,11 @@ export function decodeTicket(text: string): Result<Ticket, TicketError> {
   const decoded = decodeCbor(bytes, MAX_TICKET_CHARS);
   if (!decoded.ok) return invalid(decoded.error.reason);
   const t = decoded.value;
-  if (!isRecord(t) || Object.keys(t).length !== 6 || t['v'] !== 1) return invalid('unsupported version or fields');
-  if (!isBytes(t['secret'], 32) || !isBytes(t['endpoint'], 32) || !isBytes(t['fp'], 16) || !isBytes(t['inv'], 16)) {
+  if (!isRecord(t) || Object.keys(t).length !== 7 || t['v'] !== 2) return invalid('unsupported version or fields');
+  const { secret, endpoint, kid, fp, relay, inv } = t;
+  if (!isBytes(secret, 32) || !isBytes(endpoint, 32) || !isBytes(kid, 32) || !isBytes(fp, 16) || !isBytes(inv, 16)) {
     return invalid('field sizes');
   }
-  if (!isRelayUrl(t['relay'])) return invalid('relay must be a ws: or wss: URL');
-  return ok({ v: 1, secret: t['secret'], endpoint: t['endpoint'], fp: t['fp'], relay: t['relay'], inv: t['inv'] });
+  if (!isRelayUrl(relay)) return invalid('relay must be a ws: or wss: URL');
+  return ok({ v: 2, secret, endpoint, kid, fp, relay, inv });
 }

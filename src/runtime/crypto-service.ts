@@ -8,7 +8,7 @@
 import { bytesEqual, fromHex, toHex } from '../core/bytes.js';
 import { decodeCbor, encodeCbor } from '../core/cbor.js';
 import { DomainKeyring } from '../core/domain-keys.js';
-import { frameKey, openFrame, sealFrame, type FrameError } from '../core/frame.js';
+import { MAX_FRAME_AGE_MS, MAX_FRAME_SKEW_MS, MAX_REQUEST_AGE_MS, type FrameRejection } from '../core/frame.js';
 import { blake3 } from '../core/hash.js';
 import { fingerprint, shortFingerprint, topicOf } from '../core/identity.js';
 import { decodePeerMessage, encodePeerMessage, type PeerMessage, type PeerWireError } from '../core/peer-wire.js';
@@ -19,6 +19,7 @@ import { DOMAINS, type DomainName } from '../core/schema.js';
 import type { SealedEvent, SealError } from '../core/seal.js';
 import { decodeTicket, encodeTicket, type TicketError } from '../core/ticket.js';
 import type { KeyDatabase, IdentityRecord } from '../storage/key-store.js';
+import { FrameChannel, generateFrameKey, type FrameKeyPair, type SenderBinding } from './frame-channel.js';
 import {
   generateSigningIdentity,
   generateWrappingKey,
@@ -32,12 +33,28 @@ import {
 export type IdentityView = {
   readonly signer: string;
   readonly endpoint: string;
+  /** The X25519 key peers seal frames to (hex). */
+  readonly frame: string;
   readonly fingerprint: string;
   readonly topic: string | undefined;
   readonly member: boolean;
 };
 
-export type JoinStart = { readonly topic: string; readonly relay: string; readonly inviter: string };
+export type JoinStart = {
+  readonly topic: string;
+  readonly relay: string;
+  readonly inviter: string;
+  /** The inviter's frame key from the ticket (hex). */
+  readonly inviterFrame: string;
+};
+
+/** A peer as the main thread names it: endpoint id and bound frame key, both hex. */
+export type PeerAddress = { readonly endpoint: string; readonly frame: string };
+
+/** An opened frame: the message, and the frame key its sender proved it holds (hex). */
+export type OpenedMessage = { readonly message: InboundMessage; readonly frame: string };
+
+export type OpenError = FrameRejection | PeerWireError | JoinError;
 
 export type JoinError =
   | TicketError
@@ -56,12 +73,22 @@ export type InboundMessage =
       readonly anchors: readonly Uint8Array[];
     };
 
-type PendingJoin = { inviter: Uint8Array; fp: Uint8Array; inv: Uint8Array };
+type PendingJoin = { inviter: Uint8Array; kid: Uint8Array; fp: Uint8Array; inv: Uint8Array };
+
+/** Messages of the pairing exchange: accepted only inside the narrow request window. */
+const PAIRING = new Set(['join-request', 'join-accept', 'join-refused']);
 
 const GROUP_SECRET = 'group';
 const PENDING_JOIN = 'pending-join';
 const domainSecretName = (domain: DomainName, gen: number): string => `domain/${domain}/${gen}`;
 export const INVITATION_TTL_MS = 24 * 60 * 60 * 1000;
+/** Request ids are kept as long as core/frame.ts would accept their frames. */
+const REPLAY_RETAIN_MS = MAX_FRAME_AGE_MS + MAX_FRAME_SKEW_MS;
+
+async function frameKeyFields(): Promise<{ frame: CryptoKeyPair; framePublic: Uint8Array }> {
+  const { keys, publicKey } = await generateFrameKey();
+  return { frame: keys, framePublic: publicKey };
+}
 
 export class CryptoService {
   readonly #db: KeyDatabase;
@@ -69,7 +96,8 @@ export class CryptoService {
   readonly #verifier = webVerifier();
   readonly #domains = new DomainKeyring();
   #identity: IdentityRecord | undefined;
-  #group: { secret: Uint8Array; topic: Uint8Array; frameKey: Uint8Array } | undefined;
+  #group: { secret: Uint8Array; topic: Uint8Array; channel: FrameChannel } | undefined;
+  #pending: PendingJoin | undefined;
 
   constructor(db: KeyDatabase, clock: Clock) {
     this.#db = db;
@@ -78,9 +106,10 @@ export class CryptoService {
 
   /** Loads this machine's identity, creating it on first launch, and unwraps held secrets. */
   async init(): Promise<IdentityView> {
-    this.#identity = (await this.#db.identity.get('self')) ?? (await this.#createIdentity());
+    this.#identity = await this.#withFrameKey((await this.#db.identity.get('self')) ?? (await this.#createIdentity()));
     const group = await this.#loadSecret(GROUP_SECRET);
-    if (group) this.#setGroup(group);
+    if (group) await this.#setGroup(group);
+    this.#pending = await this.#pendingJoin();
     for (const record of await this.#db.secrets.where('name').startsWith('domain/').toArray()) {
       const [, domain, gen] = record.name.split('/');
       this.#domains.add(domain as DomainName, Number(gen), await this.#unwrap(record.name, record));
@@ -93,6 +122,7 @@ export class CryptoService {
     return {
       signer: toHex(id.signingPublic),
       endpoint: toHex(id.endpointPublic),
+      frame: toHex(this.#frameKey().publicKey),
       fingerprint: shortFingerprint(id.signingPublic),
       topic: this.#group && toHex(this.#group.topic),
       member: this.#domains.list().length > 0,
@@ -108,6 +138,7 @@ export class CryptoService {
       signingPublic: signing.publicKey,
       endpoint: endpoint.keys,
       endpointPublic: endpoint.publicKey,
+      ...(await frameKeyFields()),
       wrapping: await generateWrappingKey(),
       createdAt: this.#clock.now(),
     };
@@ -120,13 +151,46 @@ export class CryptoService {
     }
   }
 
+  /** Identities made before frames used HPKE get their frame key now (kept if another tab added one first). */
+  async #withFrameKey(record: IdentityRecord): Promise<IdentityRecord> {
+    if (record.frame && record.framePublic) return record;
+    await this.#db.transaction('rw', this.#db.identity, async () => {
+      const current = await this.#db.identity.get('self');
+      if (current && !current.frame) await this.#db.identity.put({ ...current, ...(await frameKeyFields()) });
+    });
+    return (await this.#db.identity.get('self'))!;
+  }
+
   #id(): IdentityRecord {
     if (!this.#identity) throw new Error('crypto: init() first');
     return this.#identity;
   }
 
-  #setGroup(secret: Uint8Array): void {
-    this.#group = { secret, topic: topicOf(secret), frameKey: frameKey(secret) };
+  #frameKey(): FrameKeyPair {
+    const { frame, framePublic } = this.#id();
+    if (!frame || !framePublic) throw new Error('crypto: identity has no frame key');
+    return { keys: frame, publicKey: framePublic };
+  }
+
+  async #setGroup(secret: Uint8Array): Promise<void> {
+    const topic = topicOf(secret);
+    const channel = new FrameChannel({
+      endpoint: this.#id().endpointPublic,
+      frameKey: this.#frameKey(),
+      topic,
+      clock: this.#clock,
+      random: webRandom,
+    });
+    const now = this.#clock.now();
+    await this.#db.replay
+      .where('ts')
+      .below(now - REPLAY_RETAIN_MS)
+      .delete();
+    channel.replay.load(
+      (await this.#db.replay.orderBy('ts').toArray()).map((r) => [r.rid, r.ts] as const),
+      now,
+    );
+    this.#group = { secret, topic, channel };
   }
 
   async #storeSecret(name: string, secret: Uint8Array): Promise<void> {
@@ -153,7 +217,7 @@ export class CryptoService {
     const secret = webRandom.bytes(32);
     await this.#storeSecret(GROUP_SECRET, secret);
     for (const domain of DOMAINS) await this.#addDomainKey(domain, 1, webRandom.bytes(32));
-    this.#setGroup(secret);
+    await this.#setGroup(secret);
     return ok(this.view());
   }
 
@@ -164,9 +228,10 @@ export class CryptoService {
     await this.#db.invitations.put({ inv: toHex(inv), expiresAt: this.#clock.now() + ttlMs });
     const id = this.#id();
     return encodeTicket({
-      v: 1,
+      v: 2,
       secret: this.#group.secret,
       endpoint: id.endpointPublic,
+      kid: this.#frameKey().publicKey,
       fp: fingerprint(id.signingPublic),
       relay,
       inv,
@@ -178,11 +243,13 @@ export class CryptoService {
     if (this.view().member) return err({ type: 'AlreadyInMesh' });
     const ticket = decodeTicket(text);
     if (!ticket.ok) return ticket;
-    const { secret, endpoint, fp, inv, relay } = ticket.value;
+    const { secret, endpoint, kid, fp, inv, relay } = ticket.value;
+    const pending: PendingJoin = { inviter: endpoint, kid, fp, inv };
     await this.#storeSecret(GROUP_SECRET, secret);
-    await this.#storeSecret(PENDING_JOIN, encodeCbor({ inviter: endpoint, fp, inv }));
-    this.#setGroup(secret);
-    return ok({ topic: toHex(this.#group!.topic), relay, inviter: toHex(endpoint) });
+    await this.#storeSecret(PENDING_JOIN, encodeCbor(pending));
+    await this.#setGroup(secret);
+    this.#pending = pending;
+    return ok({ topic: toHex(this.#group!.topic), relay, inviter: toHex(endpoint), inviterFrame: toHex(kid) });
   }
 
   /** Forgets an unfinished join: the group secret and the pending ticket. Refused once keys arrived. */
@@ -190,12 +257,13 @@ export class CryptoService {
     if (this.view().member) return err({ type: 'AlreadyInMesh' });
     await this.#db.secrets.bulkDelete([GROUP_SECRET, PENDING_JOIN]);
     this.#group = undefined;
+    this.#pending = undefined;
     return ok(true);
   }
 
   /** The join request to send to the inviter named by the pending ticket. */
   async joinRequest(name: string): Promise<Result<{ to: string; body: Uint8Array }, JoinError>> {
-    const pending = await this.#pendingJoin();
+    const pending = this.#pending;
     if (!pending) return err({ type: 'NoPendingJoin' });
     const id = this.#id();
     const message: PeerMessage = {
@@ -205,7 +273,7 @@ export class CryptoService {
       endpoint: id.endpointPublic,
       name,
     };
-    return ok({ to: toHex(pending.inviter), body: this.#seal(pending.inviter, message) });
+    return ok({ to: toHex(pending.inviter), body: await this.#seal(pending.inviter, pending.kid, message) });
   }
 
   async #pendingJoin(): Promise<PendingJoin | undefined> {
@@ -215,11 +283,13 @@ export class CryptoService {
     return decoded.ok ? (decoded.value as PendingJoin) : undefined;
   }
 
-  /** Inviter side: consumes the invitation and seals the domain keys to the joiner's endpoint. */
+  /** Inviter side: consumes the invitation and seals the domain keys to the joiner's endpoint and frame key. */
   async admitJoin(
-    request: { inv: Uint8Array; endpoint: Uint8Array },
+    request: { inv: Uint8Array; endpoint: Uint8Array; frame: string },
     anchors: readonly Uint8Array[],
   ): Promise<Result<Uint8Array, JoinError>> {
+    const kid = fromHex(request.frame);
+    if (!kid || kid.length !== 32) return err({ type: 'InvitationUnknown' });
     const inv = toHex(request.inv);
     const invitation = await this.#db.invitations.get(inv);
     if (!invitation) return err({ type: 'InvitationUnknown' });
@@ -227,7 +297,7 @@ export class CryptoService {
     if (invitation.expiresAt < this.#clock.now()) return err({ type: 'InvitationExpired' });
     const keys = this.#domains.list();
     return ok(
-      this.#seal(request.endpoint, {
+      await this.#seal(request.endpoint, kid, {
         t: 'join-accept',
         inv: request.inv,
         signer: this.#id().signingPublic,
@@ -246,45 +316,74 @@ export class CryptoService {
     return { topic: this.#group.topic, endpoint: id.endpointPublic, sig };
   }
 
-  #seal(to: Uint8Array, message: PeerMessage): Uint8Array {
+  #seal(endpoint: Uint8Array, kid: Uint8Array, message: PeerMessage): Promise<Uint8Array> {
     if (!this.#group) throw new Error('crypto: no group');
-    const { frameKey: key, topic } = this.#group;
-    return sealFrame(key, topic, this.#id().endpointPublic, to, encodePeerMessage(message), webRandom);
+    return this.#group.channel.seal({ endpoint, kid }, encodePeerMessage(message));
   }
 
-  /** Seals a delivery message (events, ack, refusal) to one peer endpoint. */
-  sealMessage(to: string, message: Exclude<PeerMessage, { t: 'join-accept' }>): Uint8Array {
-    const endpoint = fromHex(to);
-    if (!endpoint || endpoint.length !== 32) throw new Error('crypto: bad endpoint id');
-    return this.#seal(endpoint, message);
+  /** Seals a delivery message (events, ack, refusal) to one peer. */
+  sealMessage(to: PeerAddress, message: Exclude<PeerMessage, { t: 'join-accept' }>): Promise<Uint8Array> {
+    const endpoint = fromHex(to.endpoint);
+    const kid = fromHex(to.frame);
+    if (!endpoint || endpoint.length !== 32 || !kid || kid.length !== 32) throw new Error('crypto: bad peer address');
+    return this.#seal(endpoint, kid, message);
   }
 
-  /** Opens a frame from a peer; a join-accept installs its keys here and comes back without them. */
+  /**
+   * Opens a frame the relay delivered from `from`, whose bound frame key (from
+   * the keyring, hex) is `bound` when the sender is a known machine. Frames from
+   * unknown endpoints are opened only while this machine has an invitation out
+   * or a join under way, and then only pairing messages pass. A join-accept
+   * installs its keys here and comes back without them.
+   */
   async openMessage(
     from: string,
     body: Uint8Array,
-  ): Promise<Result<InboundMessage, FrameError | PeerWireError | JoinError>> {
+    bound: string | undefined,
+  ): Promise<Result<OpenedMessage, OpenError>> {
     const sender = fromHex(from);
-    if (!this.#group || !sender || sender.length !== 32) return err({ type: 'FrameUndecryptable' });
-    const plain = openFrame(this.#group.frameKey, this.#group.topic, sender, this.#id().endpointPublic, body);
-    if (!plain.ok) return plain;
-    const message = decodePeerMessage(plain.value);
+    if (!this.#group || !sender || sender.length !== 32) return err({ type: 'UnknownEndpoint' });
+    const unbound = bound === undefined;
+    const binding = await this.#bindingOf(sender, bound);
+    const opened = await this.#group.channel.open(body, sender, () => binding);
+    if (!opened.ok) return opened;
+    const { header } = opened.value;
+    void this.#db.replay.put({ rid: toHex(header.rid), ts: header.ts });
+    const message = decodePeerMessage(opened.value.message);
     if (!message.ok) return message;
-    if (message.value.t !== 'join-accept') return ok(message.value);
-    return this.#acceptKeys(sender, message.value);
+    const m = message.value;
+    if (unbound && !PAIRING.has(m.t)) return err({ type: 'UnknownEndpoint' });
+    const age = this.#clock.now() - header.ts;
+    if (PAIRING.has(m.t) && age > MAX_REQUEST_AGE_MS) return err({ type: 'StaleRequest', ageMs: age });
+    const frame = toHex(header.kid);
+    if (m.t !== 'join-accept') return ok({ message: m, frame });
+    const accepted = await this.#acceptKeys(sender, m);
+    return accepted.ok ? ok({ message: accepted.value, frame }) : accepted;
+  }
+
+  /** Who may have sent a frame from `sender`: its keyring binding, the inviter named by our ticket, or a joiner. */
+  async #bindingOf(sender: Uint8Array, bound: string | undefined): Promise<SenderBinding> {
+    const kid = bound === undefined ? undefined : fromHex(bound);
+    if (kid && kid.length === 32) return { kid };
+    const pending = this.#pending;
+    if (pending && bytesEqual(pending.inviter, sender)) return { kid: pending.kid };
+    const now = this.#clock.now();
+    const open = await this.#db.invitations.filter((i) => i.expiresAt >= now).count();
+    return open > 0 ? 'unbound' : undefined;
   }
 
   async #acceptKeys(
     sender: Uint8Array,
     message: Extract<PeerMessage, { t: 'join-accept' }>,
   ): Promise<Result<InboundMessage, JoinError>> {
-    const pending = await this.#pendingJoin();
+    const pending = this.#pending;
     if (!pending || !bytesEqual(pending.inv, message.inv)) return err({ type: 'NoPendingJoin' });
     if (!bytesEqual(pending.inviter, sender) || !bytesEqual(pending.fp, fingerprint(message.signer))) {
       return err({ type: 'InviterMismatch' });
     }
     for (const grant of message.keys) await this.#addDomainKey(grant.domain, grant.gen, grant.key);
     await this.#db.secrets.delete(PENDING_JOIN);
+    this.#pending = undefined;
     return ok({ t: 'join-accept', inv: message.inv, signer: message.signer, anchors: message.anchors });
   }
 

@@ -15,7 +15,7 @@ import type { Resurrection } from '../core/store.js';
 import { SyncEngine } from '../core/sync.js';
 import { DexieReplicaStore, NodeDatabase } from '../storage/dexie-store.js';
 import { systemClock } from './clock.js';
-import type { CryptoService, IdentityView, InboundMessage, JoinError } from './crypto-service.js';
+import type { CryptoService, IdentityView, InboundMessage, JoinError, PeerAddress } from './crypto-service.js';
 import { BackgroundSync } from './background-sync.js';
 import { RelayConnection, type RelayState } from './relay-connection.js';
 import { TabSession } from './tab-session.js';
@@ -29,7 +29,8 @@ type MeshMeta = {
   readonly name: string;
   /** Signers this machine trusts as admins without a control record: the founder and its inviter. */
   readonly anchors: readonly string[];
-  readonly anchorEndpoints: readonly string[];
+  /** The inviter's endpoint and frame key, known from the ticket before the keyring arrives. */
+  readonly anchorPeers?: readonly PeerAddress[];
 };
 
 export type Notice = {
@@ -108,7 +109,13 @@ export class MeshNode {
     this.#sync = new SyncEngine(
       this.#replica,
       store,
-      { send: async (peer, message) => this.#sendTo(peer, await crypto.sealMessage(peer, message)) },
+      {
+        send: async (peer, message) => {
+          const address = this.#addressOf(peer);
+          if (!address) return this.#count('NoFrameKey');
+          this.#sendTo(peer, await crypto.sealMessage(address, message));
+        },
+      },
       { onApplied: (outcomes) => this.#applied(outcomes) },
     );
   }
@@ -138,9 +145,9 @@ export class MeshNode {
     if (!created.ok) throw new Error('mesh: this machine already belongs to a mesh');
     this.#identity = created.value;
     const self = this.#identity.signer;
-    await this.#saveMeta({ status: 'member', relay, name, anchors: [self], anchorEndpoints: [] });
+    await this.#saveMeta({ status: 'member', relay, name, anchors: [self], anchorPeers: [] });
     for (const [table, cols] of [
-      ['keyring', { endpoint: this.#identity.endpoint, name }],
+      ['keyring', { endpoint: this.#identity.endpoint, frame: this.#identity.frame, name }],
       ['roles', { role: 'admin' }],
     ] as const) {
       const written = await this.#replica.write(table, self, cols);
@@ -160,8 +167,9 @@ export class MeshNode {
   async join(ticket: string, name: string): Promise<Result<unknown, JoinError>> {
     const started = await this.#crypto.beginJoin(ticket);
     if (!started.ok) return started;
-    const { relay, inviter } = started.value;
-    await this.#saveMeta({ status: 'joining', relay, name, anchors: [], anchorEndpoints: [inviter] });
+    const { relay, inviter, inviterFrame } = started.value;
+    const anchorPeers = [{ endpoint: inviter, frame: inviterFrame }];
+    await this.#saveMeta({ status: 'joining', relay, name, anchors: [], anchorPeers });
     this.#identity = await this.#crypto.view();
     this.#announce();
     await this.#startRelay();
@@ -323,12 +331,25 @@ export class MeshNode {
     if (to && this.#relay?.send(to, body) !== true) this.#count('NotSentOffline');
   }
 
-  /** Handles one frame from a peer, arrived live or through the inbox; durable once it resolves. */
+  /**
+   * Handles one frame from a peer, arrived live or through the inbox; durable
+   * once it resolves. The crypto worker refuses it before anything is imported
+   * unless its sender is bound in the keyring (or it is a pairing message this
+   * machine is waiting for); each refusal is counted by reason.
+   */
   async #onFrame(from: string, body: Uint8Array): Promise<void> {
-    const opened = await this.#crypto.openMessage(from, body);
+    const opened = await this.#crypto.openMessage(from, body, this.#addressOf(from)?.frame);
     if (!opened.ok) this.#count(opened.error.type);
-    else await this.#dispatch(from, opened.value);
+    else await this.#dispatch(from, opened.value.message, opened.value.frame);
     await this.#publish();
+  }
+
+  /** The endpoint and bound frame key of a peer: from the keyring, else from the ticket we joined with. */
+  #addressOf(endpoint: string): PeerAddress | undefined {
+    const machine = this.#machines.find((m) => m.endpoint === endpoint && !m.removed && m.frame !== '');
+    if (machine) return { endpoint, frame: machine.frame };
+    if (this.#machines.some((m) => m.endpoint === endpoint && m.removed)) return undefined;
+    return this.#meta?.anchorPeers?.find((p) => p.endpoint === endpoint);
   }
 
   /** Applies what the service worker fetched while no page was connected. */
@@ -339,12 +360,12 @@ export class MeshNode {
     await this.#frames;
   }
 
-  async #dispatch(from: string, message: InboundMessage): Promise<void> {
+  async #dispatch(from: string, message: InboundMessage, frame: string): Promise<void> {
     switch (message.t) {
       case 'join-request':
-        return this.#admit(from, message);
+        return this.#admit({ endpoint: from, frame }, message);
       case 'join-accept':
-        return this.#joined(from, toHex(message.signer), message.anchors.map(toHex));
+        return this.#joined({ endpoint: from, frame }, toHex(message.signer), message.anchors.map(toHex));
       case 'join-refused':
         if (this.#meta?.status === 'joining') this.#notice('warning', `join refused: ${message.reason}`);
         return;
@@ -357,20 +378,28 @@ export class MeshNode {
     }
   }
 
-  async #admit(from: string, request: Extract<InboundMessage, { t: 'join-request' }>): Promise<void> {
+  async #admit(joiner: PeerAddress, request: Extract<InboundMessage, { t: 'join-request' }>): Promise<void> {
+    const from = joiner.endpoint;
     const refuse = (reason: string): void => {
       this.#notice('warning', `refused a join request: ${reason}`);
       void this.#crypto
-        .sealMessage(from, { t: 'join-refused', inv: request.inv, reason })
+        .sealMessage(joiner, { t: 'join-refused', inv: request.inv, reason })
         .then((b) => this.#sendTo(from, b));
     };
     if (toHex(request.endpoint) !== from) return refuse('endpoint does not match the sender');
     if (!this.#isAdmin() || !this.#meta) return refuse('this machine is not an admin');
     const anchors = this.#meta.anchors.map((a) => fromHex(a)!);
-    const accept = await this.#crypto.admitJoin({ inv: request.inv, endpoint: request.endpoint }, anchors);
+    const accept = await this.#crypto.admitJoin(
+      { inv: request.inv, endpoint: request.endpoint, frame: joiner.frame },
+      anchors,
+    );
     if (!accept.ok) return refuse(accept.error.type);
     const name = request.name || 'machine';
-    const added = await this.#replica.write('keyring', toHex(request.signer), { endpoint: from, name });
+    const added = await this.#replica.write('keyring', toHex(request.signer), {
+      endpoint: from,
+      frame: joiner.frame,
+      name,
+    });
     if (!added.ok) return refuse(added.error.type);
     this.#sendTo(from, accept.value);
     this.#announce();
@@ -379,10 +408,10 @@ export class MeshNode {
     await this.#sync.offerAll();
   }
 
-  async #joined(from: string, inviter: string, inviterAnchors: readonly string[]): Promise<void> {
+  async #joined(from: PeerAddress, inviter: string, inviterAnchors: readonly string[]): Promise<void> {
     if (this.#meta?.status !== 'joining') return;
     const anchors = [...new Set([...inviterAnchors, inviter])];
-    await this.#saveMeta({ ...this.#meta, status: 'member', anchors, anchorEndpoints: [from] });
+    await this.#saveMeta({ ...this.#meta, status: 'member', anchors, anchorPeers: [from] });
     this.#identity = await this.#crypto.view();
     this.#announce();
     this.#notice('info', 'joined the mesh');
@@ -393,7 +422,7 @@ export class MeshNode {
   /** Peers are the endpoints of machines in the keyring that were not removed. */
   async #refreshPeers(): Promise<void> {
     this.#machines = machinesView(await this.#store.rows('keyring'), await this.#store.rows('roles'));
-    const endpoints = new Set(this.#meta?.anchorEndpoints ?? []);
+    const endpoints = new Set((this.#meta?.anchorPeers ?? []).map((p) => p.endpoint));
     for (const machine of this.#machines) {
       if (machine.removed) endpoints.delete(machine.endpoint);
       else endpoints.add(machine.endpoint);

@@ -1,15 +1,14 @@
 /**
  * AES-256-GCM through node:crypto (OpenSSL) for headless Node peers: the same
- * algorithm, nonce layout, associated data and checks as core/seal.ts and
- * core/frame.ts (noble, pure JavaScript), so the bytes on the wire are
- * identical either way — only faster (on the benchmark machine ~6x for an
- * envelope, ~20x for a 100 KiB frame). Synchronous, so it also runs inside the
+ * algorithm, nonce layout, associated data and checks as core/seal.ts (noble,
+ * pure JavaScript), so the bytes on the wire are identical either way — only
+ * faster (on the benchmark machine ~6x for an envelope). Frames use WebCrypto
+ * AES-GCM (runtime/frame-channel.ts), which is native in Node too. Synchronous, so it also runs inside the
  * worker threads of node-open-pool.ts. Browsers keep the core's implementation.
  */
 import { createCipheriv, createDecipheriv } from 'node:crypto';
 import { concat } from '../core/bytes.js';
 import type { DomainKeyring } from '../core/domain-keys.js';
-import { frameAad, type FrameError } from '../core/frame.js';
 import { blake3 } from '../core/hash.js';
 import type { Random } from '../core/ports.js';
 import type { EnvelopeCrypto } from '../core/replica.js';
@@ -55,30 +54,6 @@ export function nodeOpenSealed(sealed: SealedEvent, keys: DomainKeyLookup): Resu
   if (!key) return err({ type: 'DomainKeyMissing', domain: sealed.domain, gen: sealed.gen });
   const plain = decrypt(key, sealAad(sealed.domain, sealed.gen), sealed.ct);
   return plain ? ok(plain) : err({ type: 'DecryptFailed', domain: sealed.domain, gen: sealed.gen });
-}
-
-/** core/frame.ts `openFrame`, natively. */
-export function nodeOpenFrame(
-  key: Uint8Array,
-  topic: Uint8Array,
-  from: Uint8Array,
-  to: Uint8Array,
-  body: Uint8Array,
-): Result<Uint8Array, FrameError> {
-  const plain = decrypt(key, frameAad(topic, from, to), body);
-  return plain ? ok(plain) : err({ type: 'FrameUndecryptable' });
-}
-
-/** core/frame.ts `sealFrame`, natively. */
-export function nodeSealFrame(
-  key: Uint8Array,
-  topic: Uint8Array,
-  from: Uint8Array,
-  to: Uint8Array,
-  message: Uint8Array,
-  random: Random,
-): Uint8Array {
-  return encrypt(key, random.bytes(NONCE_BYTES), frameAad(topic, from, to), message);
 }
 
 /** The envelope port of a DomainKeyring (core/domain-keys.ts), natively. */

@@ -22,6 +22,8 @@ export type RowView = {
 export type Machine = {
   readonly signer: string;
   readonly endpoint: string;
+  /** The X25519 frame key (hex) the keyring binds to this machine's endpoint. */
+  readonly frame: string;
   readonly name: string;
   readonly role: 'admin' | 'member';
   readonly removed: boolean;
@@ -55,6 +57,7 @@ export function machinesView(keyring: readonly RowState[], roles: readonly RowSt
     return {
       signer: row.row,
       endpoint: String(v['endpoint'] ?? ''),
+      frame: String(v['frame'] ?? ''),
       name: String(v['name'] ?? ''),
       role: roleOf.get(row.row) === 'admin' ? 'admin' : 'member',
       removed: row.removed !== undefined,

@@ -14,11 +14,17 @@ export type IdentityRecord = {
   readonly signingPublic: Uint8Array;
   readonly endpoint: CryptoKeyPair;
   readonly endpointPublic: Uint8Array;
+  /** X25519 frame key (runtime/frame-channel.ts); added to identities made before frames used HPKE. */
+  readonly frame?: CryptoKeyPair;
+  readonly framePublic?: Uint8Array;
   readonly wrapping: CryptoKey;
   readonly createdAt: number;
 };
 
 export type SecretRecord = { readonly name: string } & WrappedSecret;
+
+/** A frame request id this machine accepted, kept while a replay could still arrive in its time window. */
+export type ReplayRecord = { readonly rid: string; readonly ts: number };
 
 /** An invitation this machine issued and has not yet seen used. */
 export type InvitationRecord = { readonly inv: string; readonly expiresAt: number };
@@ -27,9 +33,11 @@ export class KeyDatabase extends Dexie {
   identity!: Table<IdentityRecord, 'self'>;
   secrets!: Table<SecretRecord, string>;
   invitations!: Table<InvitationRecord, string>;
+  replay!: Table<ReplayRecord, string>;
 
   constructor(name = 'sov-keys') {
     super(name);
     this.version(1).stores({ identity: 'id', secrets: 'name', invitations: 'inv' });
+    this.version(2).stores({ replay: 'rid, ts' });
   }
 }

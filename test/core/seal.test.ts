@@ -3,7 +3,6 @@ import { blake3 as nobleBlake3 } from '@noble/hashes/blake3.js';
 import { describe, expect, it } from 'vitest';
 import { toBase64Url, toHex } from '../../src/core/bytes.js';
 import { encodeCbor } from '../../src/core/cbor.js';
-import { frameKey, openFrame, sealFrame } from '../../src/core/frame.js';
 import { fingerprint, shortFingerprint, topicOf } from '../../src/core/identity.js';
 import {
   decodePeerMessage,
@@ -132,50 +131,6 @@ describe('sealed envelopes', () => {
   });
 });
 
-describe('frames between machines', () => {
-  const secret = random.bytes(32);
-  const key = frameKey(secret);
-  const topic = topicOf(secret);
-  const alice = random.bytes(32);
-  const bob = random.bytes(32);
-  const message = encodePeerMessage({ t: 'ack', upto: 7 });
-
-  it('round-trips between the addressed sender and recipient', () => {
-    const body = sealFrame(key, topic, alice, bob, message, random);
-    expect(openFrame(key, topic, alice, bob, body)).toEqual({ ok: true, value: message });
-  });
-
-  it.each<[string, (body: Uint8Array) => ReturnType<typeof openFrame>]>([
-    ['wrong sender', (b) => openFrame(key, topic, bob, bob, b)],
-    ['wrong recipient', (b) => openFrame(key, topic, alice, alice, b)],
-    ['swapped direction', (b) => openFrame(key, topic, bob, alice, b)],
-    ['wrong topic', (b) => openFrame(key, topicOf(random.bytes(32)), alice, bob, b)],
-    ['wrong group secret', (b) => openFrame(frameKey(random.bytes(32)), topic, alice, bob, b)],
-    [
-      'flipped bit',
-      (b) =>
-        openFrame(
-          key,
-          topic,
-          alice,
-          bob,
-          b.map((x, i) => (i === 15 ? x ^ 1 : x)),
-        ),
-    ],
-    ['truncated to nonce and tag', (b) => openFrame(key, topic, alice, bob, b.subarray(0, 27))],
-    ['empty body', () => openFrame(key, topic, alice, bob, new Uint8Array(0))],
-  ])('%s → FrameUndecryptable', (_, open) => {
-    expect(open(sealFrame(key, topic, alice, bob, message, random))).toEqual({
-      ok: false,
-      error: { type: 'FrameUndecryptable' },
-    });
-  });
-
-  it('refuses a group secret of the wrong size', () => {
-    expect(() => frameKey(new Uint8Array(16))).toThrow(/32 bytes/);
-  });
-});
-
 describe('identity', () => {
   it('topicOf is BLAKE3(secret ‖ "sovereign-sync-v1"), computed independently', () => {
     const secret = random.bytes(32);
@@ -195,9 +150,10 @@ describe('identity', () => {
 
 describe('tickets', () => {
   const ticket: Ticket = {
-    v: 1,
+    v: 2,
     secret: random.bytes(32),
     endpoint: random.bytes(32),
+    kid: random.bytes(32),
     fp: random.bytes(16),
     relay: 'wss://relay.example.org/sov',
     inv: random.bytes(16),
@@ -220,14 +176,16 @@ describe('tickets', () => {
     ['not base64url', 'sov1.@@@@'],
     ['a base64url length of 4n+1', 'sov1.AAAAA'],
     ['not CBOR', 'sov1.' + toBase64Url(Uint8Array.of(0xff))],
-    ['version 2', text({ ...ticket, v: 2 })],
+    ['version 1', text({ ...ticket, v: 1 })],
+    ['version 3', text({ ...ticket, v: 3 })],
     ['an extra field', text({ ...ticket, x: 1 })],
     [
       'a missing field',
-      text({ v: 1, secret: ticket.secret, endpoint: ticket.endpoint, fp: ticket.fp, relay: ticket.relay }),
+      text({ v: 2, secret: ticket.secret, endpoint: ticket.endpoint, fp: ticket.fp, relay: ticket.relay, inv: ticket.inv }),
     ],
     ['a 31-byte secret', text({ ...ticket, secret: ticket.secret.subarray(1) })],
     ['a 32-byte fingerprint', text({ ...ticket, fp: ticket.secret })],
+    ['a 16-byte frame key', text({ ...ticket, kid: ticket.fp })],
     ['an http relay', text({ ...ticket, relay: 'https://relay.example.org' })],
     ['a relay that is not a URL', text({ ...ticket, relay: 'relay.example.org' })],
     ['too many characters', 'sov1.' + 'A'.repeat(2048)],

@@ -1,12 +1,19 @@
 /**
  * A hostile endpoint that knows the group's topic (a removed machine, say) sends
- * frames to a member: garbage, and frames that claim to be events. The member
- * rejects each before any import, counts it by typed reason in the sync panel,
- * and stores nothing; an oversized frame is refused by the relay itself.
+ * frames to a member: garbage, bytes that claim to be events, and well-formed
+ * end-to-end frames sealed with its own keys — to the member, and to the member
+ * as if from another group. The member rejects each before any import, counts
+ * it by typed reason in the sync panel, and stores nothing; an oversized frame
+ * is refused by the relay itself.
  */
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { WebSocket } from 'ws';
 import { fromHex } from '../../src/core/bytes.ts';
+import { topicOf } from '../../src/core/identity.ts';
+import { encodePeerMessage } from '../../src/core/peer-wire.ts';
+import { systemClock } from '../../src/runtime/clock.ts';
+import { FrameChannel, generateFrameKey } from '../../src/runtime/frame-channel.ts';
+import { webRandom } from '../../src/runtime/webcrypto.ts';
 import { decodeRelayMessage, encodeRelayMessage, MAX_FRAME_BODY, relayAuthPayload } from '../../src/core/relay-wire.ts';
 import { expect, test } from './relay-process.ts';
 
@@ -30,6 +37,7 @@ async function hostileSession(wsUrl: string, topic: Uint8Array) {
   });
   return {
     ws,
+    endpoint,
     errors,
     send: (to: Uint8Array, body: Uint8Array) => ws.send(encodeRelayMessage({ t: 'send', to, body })),
   };
@@ -44,17 +52,26 @@ test('frames from a stranger are rejected before import and counted', async ({ b
   const badge = page.getByTestId('fingerprint');
   const topic = fromHex((await badge.getAttribute('data-topic'))!)!;
   const target = fromHex((await badge.getAttribute('data-endpoint'))!)!;
+  const targetFrame = fromHex((await badge.getAttribute('data-frame'))!)!;
   const logBefore = await page.getByTestId('sync-panel').textContent();
 
   const stranger = await hostileSession(relay.url.replace('http', 'ws') + '/ws', topic);
   stranger.send(target, new Uint8Array(64).fill(7));
   stranger.send(target, new Uint8Array([0xa1, 0x61, 0x74, 0x66, 0x65, 0x76, 0x65, 0x6e, 0x74, 0x73]));
   stranger.send(target, new Uint8Array(MAX_FRAME_BODY + 1));
+  // Well-formed frames under the stranger's own frame key: for this group, and labelled for another.
+  const frameKey = await generateFrameKey();
+  const sealer = (t: Uint8Array) =>
+    new FrameChannel({ endpoint: stranger.endpoint, frameKey, topic: t, clock: systemClock, random: webRandom });
+  const events = encodePeerMessage({ t: 'events', after: 0, upto: 1, events: [new Uint8Array(40)] });
+  const to = { endpoint: target, kid: targetFrame };
+  stranger.send(target, await sealer(topic).seal(to, events));
+  stranger.send(target, await sealer(topicOf(webRandom.bytes(32))).seal(to, events));
 
-  await expect(page.locator('[data-testid="rejection"][data-reason="FrameUndecryptable"]')).toHaveAttribute(
-    'data-count',
-    '2',
-  );
+  const rejected = (reason: string) => page.locator(`[data-testid="rejection"][data-reason="${reason}"]`);
+  await expect(rejected('MalformedFrame')).toHaveAttribute('data-count', '2');
+  await expect(rejected('UnknownEndpoint')).toHaveAttribute('data-count', '1');
+  await expect(rejected('WrongGroup')).toHaveAttribute('data-count', '1');
   await expect.poll(() => stranger.errors).toContain('frame-too-large');
   // Nothing was imported: the log length shown in the panel is unchanged.
   const logLine = (text: string | null) => /Log(\d+)events/.exec((text ?? '').replace(/\s+/g, ''))?.[1];

@@ -76,7 +76,12 @@ test('bad tickets are refused and a used ticket admits nobody else', async ({ br
   await c.goto(relay.url);
   await c.getByTestId('ticket-input').fill(ticket);
   await c.getByTestId('join-mesh').click();
-  await expect(c.getByTestId('joining')).toContainText('join refused: InvitationUnknown');
+  // With its invitation used, A no longer opens frames from unknown endpoints: C's request is refused unread.
+  await expect(a.locator('[data-testid="rejection"][data-reason="UnknownEndpoint"]')).toHaveAttribute(
+    'data-count',
+    /^[1-9]/,
+  );
+  await expect(c.getByTestId('joining')).toBeVisible();
   await expect(a.getByTestId('machine')).toHaveCount(2);
   await c.getByTestId('cancel-join').click();
   await expect(c.getByTestId('create-mesh')).toBeVisible();

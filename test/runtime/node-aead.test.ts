@@ -4,9 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { DomainKeyring } from '../../src/core/domain-keys.js';
-import { frameKey, openFrame, sealFrame } from '../../src/core/frame.js';
 import { decodeSealed, encodeSealed, openSealed, sealEvent } from '../../src/core/seal.js';
-import { nodeEnvelopes, nodeOpenFrame, nodeOpenSealed, nodeSealFrame } from '../../src/runtime/node-aead.js';
+import { nodeEnvelopes, nodeOpenSealed } from '../../src/runtime/node-aead.js';
 import { seededRandom } from '../helpers/deterministic.js';
 
 const keyring = (): DomainKeyring => {
@@ -40,21 +39,4 @@ describe('node-aead', () => {
     expect(nodeOpenSealed({ ...sealed, ct: ct.subarray(0, 27) }, lookup(k))).toMatchObject({ ok: false });
   });
 
-  it('frames: identical bytes both ways, recipient bound', () => {
-    const key = frameKey(seededRandom('aead/group').bytes(32));
-    const [topic, from, to] = ['t', 'f', 'r'].map((s) => seededRandom(s).bytes(32)) as [
-      Uint8Array,
-      Uint8Array,
-      Uint8Array,
-    ];
-    const message = seededRandom('aead/frame').bytes(5000);
-    const byNoble = sealFrame(key, topic, from, to, message, seededRandom('n3'));
-    expect(nodeSealFrame(key, topic, from, to, message, seededRandom('n3'))).toEqual(byNoble);
-    expect(nodeOpenFrame(key, topic, from, to, byNoble)).toEqual({ ok: true, value: message });
-    expect(nodeOpenFrame(key, topic, from, from, byNoble)).toEqual(openFrame(key, topic, from, from, byNoble));
-    expect(nodeOpenFrame(key, topic, from, from, byNoble)).toEqual({
-      ok: false,
-      error: { type: 'FrameUndecryptable' },
-    });
-  });
 });

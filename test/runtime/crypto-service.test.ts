@@ -1,0 +1,154 @@
+/**
+ * The crypto worker's service driven directly in Node (fake IndexedDB): the
+ * pairing exchange over HPKE-sealed frames, and refusals before import —
+ * strangers, replays (remembered across a restart), stale pairing requests.
+ */
+import 'fake-indexeddb/auto';
+import { describe, expect, it } from 'vitest';
+import { toHex } from '../../src/core/bytes.js';
+import { MAX_REQUEST_AGE_MS } from '../../src/core/frame.js';
+import { CryptoService } from '../../src/runtime/crypto-service.js';
+import { KeyDatabase } from '../../src/storage/key-store.js';
+import { testClock, type TestClock } from '../helpers/deterministic.js';
+
+let dbs = 0;
+
+async function machine(clock: TestClock, name = `crypto-test-${++dbs}`): Promise<CryptoService> {
+  const service = new CryptoService(new KeyDatabase(name), clock);
+  await service.init();
+  return service;
+}
+
+async function founded(clock: TestClock): Promise<CryptoService> {
+  const founder = await machine(clock);
+  expect((await founder.createMesh()).ok).toBe(true);
+  return founder;
+}
+
+/** Runs invite → join request → accept; returns both sides and the frames exchanged. */
+async function pair(clock: TestClock) {
+  const inviter = await founded(clock);
+  const joiner = await machine(clock);
+  const ticket = await inviter.createInvitation('ws://127.0.0.1:1/ws');
+  const started = await joiner.beginJoin(ticket);
+  if (!started.ok) throw new Error(started.error.type);
+  const request = await joiner.joinRequest('field tablet');
+  if (!request.ok) throw new Error(request.error.type);
+  return { inviter, joiner, request: request.value.body };
+}
+
+describe('crypto service pairing over end-to-end frames', () => {
+  it('pairs: the inviter opens the unbound join request, the joiner installs the keys it is sent', async () => {
+    const clock = testClock();
+    const { inviter, joiner, request } = await pair(clock);
+    const j = joiner.view();
+    const opened = await inviter.openMessage(j.endpoint, request, undefined);
+    expect(opened.ok).toBe(true);
+    if (!opened.ok) return;
+    expect(opened.value.message.t).toBe('join-request');
+    expect(opened.value.frame).toBe(j.frame);
+    const accept = await inviter.admitJoin(
+      {
+        inv: (opened.value.message as { inv: Uint8Array }).inv,
+        endpoint: new Uint8Array(Buffer.from(j.endpoint, 'hex')),
+        frame: j.frame,
+      },
+      [],
+    );
+    expect(accept.ok).toBe(true);
+    if (!accept.ok) return;
+    const i = inviter.view();
+    const joined = await joiner.openMessage(i.endpoint, accept.value, undefined);
+    expect(joined.ok && joined.value.message.t).toBe('join-accept');
+    expect(joiner.view().member).toBe(true);
+    // Delivery frames now flow both ways under the bound keys.
+    const events = await joiner.sealMessage({ endpoint: i.endpoint, frame: i.frame }, { t: 'ack', upto: 3 });
+    expect((await inviter.openMessage(j.endpoint, events, j.frame)).ok).toBe(true);
+  });
+
+  it('refuses a stranger: no invitation out, no binding → UnknownEndpoint, before decrypting', async () => {
+    const clock = testClock();
+    const { inviter, joiner, request } = await pair(clock);
+    const other = await founded(clock);
+    const j = joiner.view();
+    expect(await other.openMessage(j.endpoint, request, undefined)).toMatchObject({
+      ok: false,
+      error: { type: 'WrongGroup' },
+    });
+    // The inviter's invitation is consumed; with none left, unknown endpoints are refused outright.
+    const opened = await inviter.openMessage(j.endpoint, request, undefined);
+    expect(opened.ok).toBe(true);
+    if (!opened.ok) return;
+    await inviter.admitJoin(
+      {
+        inv: (opened.value.message as { inv: Uint8Array }).inv,
+        endpoint: new Uint8Array(Buffer.from(j.endpoint, 'hex')),
+        frame: j.frame,
+      },
+      [],
+    );
+    const again = await joiner.joinRequest('field tablet');
+    if (!again.ok) throw new Error(again.error.type);
+    expect(await inviter.openMessage(j.endpoint, again.value.body, undefined)).toMatchObject({
+      ok: false,
+      error: { type: 'UnknownEndpoint' },
+    });
+  });
+
+  it('refuses delivery messages from an unbound sender even while an invitation is out', async () => {
+    const clock = testClock();
+    const { inviter, joiner } = await pair(clock);
+    const i = inviter.view();
+    const ack = await joiner.sealMessage({ endpoint: i.endpoint, frame: i.frame }, { t: 'ack', upto: 1 });
+    expect(await inviter.openMessage(joiner.view().endpoint, ack, undefined)).toMatchObject({
+      ok: false,
+      error: { type: 'UnknownEndpoint' },
+    });
+  });
+
+  it('refuses a frame whose sender is bound to another frame key → BindingMismatch', async () => {
+    const clock = testClock();
+    const { inviter, joiner, request } = await pair(clock);
+    const wrong = toHex(new Uint8Array(32).fill(9));
+    expect(await inviter.openMessage(joiner.view().endpoint, request, wrong)).toMatchObject({
+      ok: false,
+      error: { type: 'BindingMismatch' },
+    });
+  });
+
+  it('refuses a pairing request older than the request window → StaleRequest', async () => {
+    const clock = testClock();
+    const { inviter, joiner, request } = await pair(clock);
+    clock.advance(MAX_REQUEST_AGE_MS + 1);
+    // Keep the invitation valid: it lives 24 h.
+    expect(await inviter.openMessage(joiner.view().endpoint, request, undefined)).toMatchObject({
+      ok: false,
+      error: { type: 'StaleRequest' },
+    });
+  });
+
+  it('refuses a replayed frame, also after the receiving machine restarts', async () => {
+    const clock = testClock();
+    const name = `crypto-test-replay-${++dbs}`;
+    const inviter = await machine(clock, name);
+    expect((await inviter.createMesh()).ok).toBe(true);
+    const joiner = await machine(clock);
+    const started = await joiner.beginJoin(await inviter.createInvitation('ws://127.0.0.1:1/ws'));
+    expect(started.ok).toBe(true);
+    await inviter.createInvitation('ws://127.0.0.1:1/ws');
+    const request = await joiner.joinRequest('tablet');
+    if (!request.ok) throw new Error(request.error.type);
+    const from = joiner.view().endpoint;
+    expect((await inviter.openMessage(from, request.value.body, undefined)).ok).toBe(true);
+    expect(await inviter.openMessage(from, request.value.body, undefined)).toMatchObject({
+      ok: false,
+      error: { type: 'ReplayedRequest' },
+    });
+    await new Promise((resolve) => setTimeout(resolve, 20)); // the request id is written behind the open
+    const restarted = await machine(clock, name);
+    expect(await restarted.openMessage(from, request.value.body, undefined)).toMatchObject({
+      ok: false,
+      error: { type: 'ReplayedRequest' },
+    });
+  });
+});
