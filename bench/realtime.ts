@@ -200,7 +200,14 @@ export async function run(): Promise<BenchResult> {
   // Back-to-back samples exceed the default per-connection rate limit (200 messages/s);
   // this measures latency, not the limiter.
   const rateLimit = { perSecond: 100_000, burst: 100_000 };
-  const relay = await startRelay({ port: 0, dataDir, log: () => undefined, heartbeatMs: 0, rateLimit });
+  const relay = await startRelay({
+    port: 0,
+    dataDir,
+    log: () => undefined,
+    heartbeatMs: 0,
+    rateLimit,
+    admission: 'open',
+  });
   try {
     const group = await makeGroup();
     const topic = topicOf(group.secret);

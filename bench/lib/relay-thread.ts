@@ -17,7 +17,7 @@ const WORKER_MAIN = `
   const { register } = await import(workerData.tsx);
   register();
   const { startRelay } = await import(workerData.server);
-  const relay = await startRelay({ port: 0, log: () => undefined, heartbeatMs: 0, ...workerData.options });
+  const relay = await startRelay({ port: 0, log: () => undefined, heartbeatMs: 0, admission: 'open', ...workerData.options });
   parentPort.on('message', async () => { await relay.close(); parentPort.postMessage({ closed: true }); });
   parentPort.postMessage({ url: relay.url, wsUrl: relay.wsUrl });
 `;

@@ -66,6 +66,7 @@ export type RelayHttpErrorCode =
   | 'frame-too-large'
   | 'mailbox-full'
   | 'unknown-recipient'
+  | 'not-admitted'
   | 'rate-limited';
 
 export const HTTP_STATUS: Readonly<Record<RelayHttpErrorCode, number>> = {
@@ -76,6 +77,7 @@ export const HTTP_STATUS: Readonly<Record<RelayHttpErrorCode, number>> = {
   'unknown-endpoint': 403,
   'unknown-recipient': 404,
   'mailbox-full': 409,
+  'not-admitted': 403,
   'frame-too-large': 413,
   'rate-limited': 429,
 };

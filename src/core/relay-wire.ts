@@ -3,17 +3,23 @@
  * endpoint exchange over one WebSocket, each a single binary message holding one
  * canonical CBOR map with a string field `t`.
  *
- *   relay → endpoint  challenge {t, v:1, nonce: 32B}
- *   endpoint → relay  auth      {t, topic: 32B, endpoint: 32B, sig: 64B}
+ *   relay → endpoint  challenge {t, v:1, nonce: 32B, relay: 32B}     relay = the relay's Ed25519 public key
+ *   endpoint → relay  auth      {t, topic: 32B, endpoint: 32B, sig: 64B, cnonce: 32B [, invite: 16B]}
  *                     sig = Ed25519(endpoint key, "sov/1/relay-auth" ‖ nonce ‖ topic ‖ endpoint)
- *   relay → endpoint  ready     {t, endpoint: 32B}
+ *                     invite: the invitation id of a pairing ticket, for a joiner not yet admitted
+ *   relay → endpoint  ready     {t, endpoint: 32B, proof: 64B}
+ *                     proof = Ed25519(relay key, "sov/1/relay-proof" ‖ nonce ‖ cnonce ‖ topic ‖ endpoint)
  *   endpoint → relay  send      {t, to: 32B, body: bytes}          store-and-forward, opaque body
  *   relay → endpoint  frame     {t, id: uint, from: 32B, body: bytes}
  *   endpoint → relay  ack       {t, ids: uint[]}                   drop delivered frames from the mailbox
+ *   endpoint → relay  admit     {t, record: bytes}                 an admin-signed admission list (core/admission.ts)
+ *   relay → endpoint  admitted  {t, version: uint}                 the list now in force for this topic
  *   relay → endpoint  error     {t, code: string, message: string} the relay closes after a fatal one
  *
  * The relay routes by (topic, endpoint id) only; bodies are end-to-end sealed by
- * the endpoints and never interpreted here. Every length is bounded before use.
+ * the endpoints and never interpreted here. An endpoint pins the relay's key (the
+ * founder on first contact, a joiner from its ticket) and refuses a relay whose
+ * proof does not verify. Every length is bounded before use.
  */
 import { isBytes, utf8, concat } from './bytes.js';
 import { decodeCbor, encodeCbor, isRecord } from './cbor.js';
@@ -26,15 +32,26 @@ export const MAX_FRAME_BODY = 1024 * 1024;
 export const MAX_RELAY_MESSAGE = MAX_FRAME_BODY + 1024;
 export const MAX_ACK_IDS = 4096;
 const AUTH_LABEL = utf8('sov/1/relay-auth');
+const PROOF_LABEL = utf8('sov/1/relay-proof');
+export const MAX_ADMISSION_RECORD = 64 * 1024;
 
 export type RelayToEndpoint =
-  | { readonly t: 'challenge'; readonly v: number; readonly nonce: Uint8Array }
-  | { readonly t: 'ready'; readonly endpoint: Uint8Array }
+  | { readonly t: 'challenge'; readonly v: number; readonly nonce: Uint8Array; readonly relay: Uint8Array }
+  | { readonly t: 'ready'; readonly endpoint: Uint8Array; readonly proof: Uint8Array }
+  | { readonly t: 'admitted'; readonly version: number }
   | { readonly t: 'frame'; readonly id: number; readonly from: Uint8Array; readonly body: Uint8Array }
   | { readonly t: 'error'; readonly code: RelayErrorCode; readonly message: string };
 
 export type EndpointToRelay =
-  | { readonly t: 'auth'; readonly topic: Uint8Array; readonly endpoint: Uint8Array; readonly sig: Uint8Array }
+  | {
+      readonly t: 'auth';
+      readonly topic: Uint8Array;
+      readonly endpoint: Uint8Array;
+      readonly sig: Uint8Array;
+      readonly cnonce: Uint8Array;
+      readonly invite?: Uint8Array;
+    }
+  | { readonly t: 'admit'; readonly record: Uint8Array }
   | { readonly t: 'send'; readonly to: Uint8Array; readonly body: Uint8Array }
   | { readonly t: 'ack'; readonly ids: readonly number[] };
 
@@ -45,7 +62,9 @@ export type RelayErrorCode =
   | 'frame-too-large'
   | 'rate-limited'
   | 'mailbox-full'
-  | 'unknown-recipient';
+  | 'unknown-recipient'
+  | 'not-admitted'
+  | 'admission-refused';
 
 export type RelayWireError = { readonly type: 'MalformedFrame'; readonly reason: string };
 
@@ -55,6 +74,16 @@ const malformed = (reason: string): Result<never, RelayWireError> =>
 /** The bytes an endpoint signs to answer a challenge. */
 export function relayAuthPayload(nonce: Uint8Array, topic: Uint8Array, endpoint: Uint8Array): Uint8Array {
   return concat(AUTH_LABEL, nonce, topic, endpoint);
+}
+
+/** The bytes the relay signs in `ready`, proving it holds the key the endpoint pinned. */
+export function relayProofPayload(
+  nonce: Uint8Array,
+  cnonce: Uint8Array,
+  topic: Uint8Array,
+  endpoint: Uint8Array,
+): Uint8Array {
+  return concat(PROOF_LABEL, nonce, cnonce, topic, endpoint);
 }
 
 export function encodeRelayMessage(message: RelayToEndpoint | EndpointToRelay): Uint8Array {
@@ -82,12 +111,22 @@ export function decodeEndpointMessage(bytes: Uint8Array): Result<EndpointToRelay
   if (!decoded.ok) return decoded;
   const m = decoded.value;
   switch (m['t']) {
-    case 'auth':
-      if (!keys(m, ['t', 'topic', 'endpoint', 'sig'])) return malformed('auth: fields');
-      if (!isBytes(m['topic'], 32) || !isBytes(m['endpoint'], 32) || !isBytes(m['sig'], 64)) {
+    case 'auth': {
+      const invited = 'invite' in m;
+      const fields = ['t', 'topic', 'endpoint', 'sig', 'cnonce', ...(invited ? ['invite'] : [])];
+      if (!keys(m, fields)) return malformed('auth: fields');
+      const { topic, endpoint, sig, cnonce, invite } = m;
+      if (!isBytes(topic, 32) || !isBytes(endpoint, 32) || !isBytes(sig, 64) || !isBytes(cnonce, 32)) {
         return malformed('auth: field sizes');
       }
-      return ok({ t: 'auth', topic: m['topic'], endpoint: m['endpoint'], sig: m['sig'] });
+      if (invited && !isBytes(invite, 16)) return malformed('auth: invite size');
+      return ok({ t: 'auth', topic, endpoint, sig, cnonce, ...(invited ? { invite: invite as Uint8Array } : {}) });
+    }
+    case 'admit':
+      if (!keys(m, ['t', 'record']) || !isBytes(m['record']) || m['record'].length > MAX_ADMISSION_RECORD) {
+        return malformed('admit: fields');
+      }
+      return ok({ t: 'admit', record: m['record'] });
     case 'send':
       if (!keys(m, ['t', 'to', 'body'])) return malformed('send: fields');
       if (!isBytes(m['to'], 32) || !isBytes(m['body'])) return malformed('send: field types');
@@ -110,13 +149,19 @@ export function decodeRelayMessage(bytes: Uint8Array): Result<RelayToEndpoint, R
   const m = decoded.value;
   switch (m['t']) {
     case 'challenge':
-      if (!keys(m, ['t', 'v', 'nonce']) || !isUint(m['v']) || !isBytes(m['nonce'], 32)) {
+      if (!keys(m, ['t', 'v', 'nonce', 'relay']) || !isUint(m['v']) || !isBytes(m['nonce'], 32)) {
         return malformed('challenge: fields');
       }
-      return ok({ t: 'challenge', v: m['v'], nonce: m['nonce'] });
+      if (!isBytes(m['relay'], 32)) return malformed('challenge: relay key');
+      return ok({ t: 'challenge', v: m['v'], nonce: m['nonce'], relay: m['relay'] });
     case 'ready':
-      if (!keys(m, ['t', 'endpoint']) || !isBytes(m['endpoint'], 32)) return malformed('ready: fields');
-      return ok({ t: 'ready', endpoint: m['endpoint'] });
+      if (!keys(m, ['t', 'endpoint', 'proof']) || !isBytes(m['endpoint'], 32) || !isBytes(m['proof'], 64)) {
+        return malformed('ready: fields');
+      }
+      return ok({ t: 'ready', endpoint: m['endpoint'], proof: m['proof'] });
+    case 'admitted':
+      if (!keys(m, ['t', 'version']) || !isUint(m['version'])) return malformed('admitted: fields');
+      return ok({ t: 'admitted', version: m['version'] });
     case 'frame':
       if (!keys(m, ['t', 'id', 'from', 'body']) || !isUint(m['id']) || !isBytes(m['from'], 32) || !isBytes(m['body'])) {
         return malformed('frame: fields');

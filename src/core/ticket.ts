@@ -4,7 +4,8 @@
  *   text   = "sov1." ‖ base64url(cbor(Ticket))
  *   Ticket = {v:2, secret: 32B group secret, endpoint: 32B inviter endpoint id,
  *             kid: 32B inviter frame key (X25519, core/frame.ts), fp: 16B inviter
- *             signing-key fingerprint, relay: URL, inv: 16B invitation id}
+ *             signing-key fingerprint, relay: URL, rk: 32B the relay's Ed25519 key
+ *             (pinned: the joiner refuses a relay that cannot prove it), inv: 16B invitation id}
  *
  * The ticket is a bearer secret: it must never be logged or persisted in clear
  * outside the key store. `inv` names one invitation, so the inviter can accept
@@ -25,6 +26,7 @@ export type Ticket = {
   readonly kid: Uint8Array;
   readonly fp: Uint8Array;
   readonly relay: string;
+  readonly rk: Uint8Array;
   readonly inv: Uint8Array;
 };
 
@@ -55,11 +57,12 @@ export function decodeTicket(text: string): Result<Ticket, TicketError> {
   const decoded = decodeCbor(bytes, MAX_TICKET_CHARS);
   if (!decoded.ok) return invalid(decoded.error.reason);
   const t = decoded.value;
-  if (!isRecord(t) || Object.keys(t).length !== 7 || t['v'] !== 2) return invalid('unsupported version or fields');
-  const { secret, endpoint, kid, fp, relay, inv } = t;
+  if (!isRecord(t) || Object.keys(t).length !== 8 || t['v'] !== 2) return invalid('unsupported version or fields');
+  const { secret, endpoint, kid, fp, relay, rk, inv } = t;
   if (!isBytes(secret, 32) || !isBytes(endpoint, 32) || !isBytes(kid, 32) || !isBytes(fp, 16) || !isBytes(inv, 16)) {
     return invalid('field sizes');
   }
   if (!isRelayUrl(relay)) return invalid('relay must be a ws: or wss: URL');
-  return ok({ v: 2, secret, endpoint, kid, fp, relay, inv });
+  if (!isBytes(rk, 32)) return invalid('relay key size');
+  return ok({ v: 2, secret, endpoint, kid, fp, relay, rk, inv });
 }

@@ -184,10 +184,10 @@ export class HttpMailbox {
   };
 
   #authenticate(auth: HttpAuth, route: MailboxRoute, body: Uint8Array): Result<true, RelayHttpError> {
-    const { now, store } = this.#opts;
+    const { now, hub } = this.#opts;
     if (!isFresh(auth.ts, now())) return refusal('stale', `timestamp outside ±${CLOCK_WINDOW_MS / 1000} s`);
-    if (!store.isMember(auth.topic, auth.endpoint)) {
-      return refusal('unknown-endpoint', 'endpoint never authenticated under this topic');
+    if (!hub.serves(auth.topic, auth.endpoint)) {
+      return refusal('unknown-endpoint', 'endpoint is not a member admitted under this topic');
     }
     if (!verify(auth, 'POST', route, body)) return refusal('auth-failed', 'signature does not verify');
     const key = `${toHex(auth.topic)}:${toHex(auth.endpoint)}`;

@@ -2,11 +2,23 @@
  * The relay's connection state machine and router (sov-relay/1, see core/relay-wire.ts).
  * No HTTP here: server.ts owns sockets and hands each upgraded WebSocket to `accept`.
  *
- *   connect → challenge{nonce}   (32 random bytes, fresh per connection)
- *   auth{topic, endpoint, sig}   within `authTimeoutMs`; sig verifies under `endpoint`
+ *   connect → challenge{nonce, relay}   (32 random bytes, fresh per connection; the relay's key)
+ *   auth{topic, endpoint, sig, cnonce[, invite]}
+ *                                within `authTimeoutMs`; sig verifies under `endpoint`
  *                                (the endpoint id IS its Ed25519 public key) over
- *                                relayAuthPayload(nonce, topic, endpoint), strict RFC 8032
- *   → ready, then every stored frame of (topic, endpoint) in id order
+ *                                relayAuthPayload(nonce, topic, endpoint), strict RFC 8032;
+ *                                then admission (below)
+ *   → ready{proof}               the relay's signature over relayProofPayload(nonce, cnonce,
+ *                                topic, endpoint), which the endpoint checks against the key it
+ *                                pinned; then every stored frame of (topic, endpoint) in id order
+ *   admit{record}                a new admission list for the session's topic (core/admission.ts)
+ *
+ * Admission (`admission: 'enforce'`, what `sov relay` runs): a topic's signed list names the
+ * endpoints served. A listed endpoint is a member; one presenting an open invitation is served
+ * as a joiner that may write only to its inviter; before any list exists, a session may only
+ * push the first list. A new list takes effect at once: sessions it no longer serves are closed
+ * (`not-admitted`) and their mailboxes dropped. `admission: 'open'` serves every endpoint that
+ * authenticates (the relay's own mechanics tests and the benchmarks).
  *   send{to, body}               stored durably under (topic, to) BEFORE anything else;
  *                                forwarded at once if `to` is online under the same topic
  *   ack{ids}                     deletes those frames of this (topic, endpoint) only
@@ -37,6 +49,7 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import type { RawData, WebSocket } from 'ws';
 import { isBytes, toHex } from '../core/bytes.js';
 import { decodeCbor, isRecord } from '../core/cbor.js';
+import { decodeAdmission, nextAdmission, standingOf, type AdmissionList, type Standing } from '../core/admission.js';
 import {
   MAX_FRAME_BODY,
   MAX_RELAY_MESSAGE,
@@ -44,6 +57,7 @@ import {
   decodeEndpointMessage,
   encodeRelayMessage,
   relayAuthPayload,
+  relayProofPayload,
   type EndpointToRelay,
   type RelayErrorCode,
   type RelayToEndpoint,
@@ -60,10 +74,19 @@ export interface HubOptions {
   readonly rateLimit: RateLimitOptions;
   readonly authTimeoutMs: number;
   readonly allowUnknownRecipients: boolean;
+  /** The relay's long-term Ed25519 identity: endpoints pin its public key. */
+  readonly identity: { readonly secretKey: Uint8Array; readonly publicKey: Uint8Array };
+  readonly admission: 'enforce' | 'open';
 }
 
 /** Why `submit` refused a frame; the same codes on both transports. */
-export type SubmitError = { readonly code: 'unknown-recipient' | 'mailbox-full'; readonly message: string };
+export type SubmitError = {
+  readonly code: 'unknown-recipient' | 'mailbox-full' | 'not-admitted';
+  readonly message: string;
+};
+
+/** How a session is served: a listed member, a joiner on an invitation, or the founder before any list. */
+type SessionStanding = NonNullable<Standing> | { readonly kind: 'founding' };
 
 type SendMessage = Extract<EndpointToRelay, { t: 'send' }>;
 type AuthMessage = Extract<EndpointToRelay, { t: 'auth' }>;
@@ -74,6 +97,8 @@ interface Peer {
   readonly topic: Uint8Array;
   readonly endpoint: Uint8Array;
   readonly label: string;
+  readonly invite: Uint8Array | undefined;
+  standing: SessionStanding;
 }
 
 interface Connection {
@@ -127,6 +152,8 @@ export class RelayHub {
   readonly #opts: HubOptions;
   readonly #sessions = new Map<string, Connection>();
   readonly #connections = new Set<Connection>();
+  /** Decoded admission lists in force, by topic hex (the store holds the signed records). */
+  readonly #lists = new Map<string, AdmissionList | undefined>();
   #serial = 0;
   #closing = false;
 
@@ -175,7 +202,7 @@ export class RelayHub {
     ws.on('error', (e) => (c.endReason = `socket error: ${e.message}`));
     ws.on('pong', () => (c.alive = true));
     this.#opts.log(`relay: #${c.serial} connect`);
-    this.#write(c, { t: 'challenge', v: RELAY_PROTOCOL_VERSION, nonce });
+    this.#write(c, { t: 'challenge', v: RELAY_PROTOCOL_VERSION, nonce, relay: this.#opts.identity.publicKey });
   }
 
   /** One heartbeat round: terminate sockets that missed the previous ping, ping the rest. */
@@ -233,6 +260,7 @@ export class RelayHub {
     }
     if (msg.t === 'auth') return this.#fail(c, 'malformed', 'relay: already authenticated');
     if (msg.t === 'send') return this.#send(c, c.peer, msg);
+    if (msg.t === 'admit') return this.#admit(c, c.peer, msg.record);
     this.#opts.store.ack(c.peer.topic, c.peer.endpoint, msg.ids);
   }
 
@@ -248,13 +276,79 @@ export class RelayHub {
     const topic = msg.topic.slice();
     const endpoint = msg.endpoint.slice();
     const topicHex = toHex(topic);
-    const peer: Peer = { key: `${topicHex}:${toHex(endpoint)}`, topicHex, topic, endpoint, label: short(endpoint) };
+    const { store } = this.#opts;
+    const invite = msg.invite?.slice() ?? this.#stored(() => store.invitedWith(topic, endpoint));
+    const standing = this.#standing(topic, endpoint, invite);
+    if (!standing) return this.#fail(c, 'not-admitted', "relay: this endpoint is not on the group's admission list");
+    const key = `${topicHex}:${toHex(endpoint)}`;
+    const peer: Peer = { key, topicHex, topic, endpoint, label: short(endpoint), invite, standing };
     c.peer = peer;
     this.#replaceSession(peer.key, c);
-    this.#opts.store.noteMember(topic, endpoint);
-    this.#opts.log(`relay: #${c.serial} auth endpoint=${peer.label} topic=${short(topic)}`);
-    this.#write(c, { t: 'ready', endpoint });
+    if (this.#opts.admission === 'open') store.noteMember(topic, endpoint);
+    else if (standing.kind === 'invited' && msg.invite) store.noteInvited(topic, endpoint, msg.invite);
+    this.#opts.log(`relay: #${c.serial} auth endpoint=${peer.label} topic=${short(topic)} as ${standing.kind}`);
+    const proof = ed25519.sign(relayProofPayload(c.nonce, msg.cnonce, topic, endpoint), this.#opts.identity.secretKey);
+    this.#write(c, { t: 'ready', endpoint, proof });
     this.#pump(c);
+  }
+
+  #stored<T>(read: () => T): T | undefined {
+    return this.#opts.admission === 'open' ? undefined : read();
+  }
+
+  #list(topic: Uint8Array): AdmissionList | undefined {
+    const id = toHex(topic);
+    if (!this.#lists.has(id)) {
+      const record = this.#opts.store.admission(topic);
+      const decoded = record && decodeAdmission(record);
+      this.#lists.set(id, decoded?.ok ? decoded.value.list : undefined);
+    }
+    return this.#lists.get(id);
+  }
+
+  /** How `endpoint` is served under `topic` now; undefined when it is not. */
+  #standing(topic: Uint8Array, endpoint: Uint8Array, invite: Uint8Array | undefined): SessionStanding | undefined {
+    if (this.#opts.admission === 'open') return { kind: 'member' };
+    const list = this.#list(topic);
+    if (!list) return { kind: 'founding' };
+    return standingOf(list, endpoint, invite, this.#opts.now());
+  }
+
+  /** A new admission list from a session of its topic: checked, stored, and enforced at once. */
+  #admit(c: Connection, peer: Peer, record: Uint8Array): void {
+    if (this.#opts.admission === 'open') return this.#reject(c, 'admission-refused', 'relay: admission is open here');
+    const decoded = decodeAdmission(record);
+    const next = decoded.ok ? nextAdmission(peer.topic, this.#list(peer.topic), decoded.value.list) : decoded;
+    if (!next.ok) return this.#reject(c, 'admission-refused', `relay: ${next.error.reason}`);
+    this.#opts.store.setAdmission(peer.topic, record);
+    this.#lists.set(peer.topicHex, next.value);
+    this.#opts.log(`relay: topic=${short(peer.topic)} admission list version ${next.value.version}`);
+    this.#write(c, { t: 'admitted', version: next.value.version });
+    this.#enforce(peer.topic);
+  }
+
+  /** Closes the sessions and drops the mailboxes the list in force no longer serves. */
+  #enforce(topic: Uint8Array): void {
+    const topicHex = toHex(topic);
+    for (const session of this.#sessions.values()) {
+      const p = session.peer;
+      if (!p || p.topicHex !== topicHex) continue;
+      const standing = this.#standing(topic, p.endpoint, p.invite);
+      if (standing) p.standing = standing;
+      else this.#fail(session, 'not-admitted', 'relay: this endpoint was removed from the admission list');
+    }
+    const { store } = this.#opts;
+    for (const endpoint of store.endpointsOf(topic)) {
+      if (this.#standing(topic, endpoint, store.invitedWith(topic, endpoint))) continue;
+      const dropped = store.dropEndpoint(topic, endpoint);
+      this.#opts.log(`relay: topic=${short(topic)} dropped endpoint=${short(endpoint)} (${dropped} frames)`);
+    }
+  }
+
+  /** Whether `endpoint` may use the HTTP mailbox API under `topic`: a member, never a joiner. */
+  serves(topic: Uint8Array, endpoint: Uint8Array): boolean {
+    if (this.#opts.admission === 'open') return this.#opts.store.isMember(topic, endpoint);
+    return this.#standing(topic, endpoint, undefined)?.kind === 'member';
   }
 
   #replaceSession(key: string, c: Connection): void {
@@ -266,6 +360,11 @@ export class RelayHub {
   }
 
   #send(c: Connection, peer: Peer, msg: SendMessage): void {
+    const { standing } = peer;
+    if (standing.kind === 'founding') return this.#reject(c, 'not-admitted', 'relay: push an admission list first');
+    if (standing.kind === 'invited' && toHex(standing.by) !== toHex(msg.to)) {
+      return this.#reject(c, 'not-admitted', 'relay: a joiner may write only to its inviter');
+    }
     const sent = this.submit(peer.topic, peer.endpoint, msg.to, msg.body);
     if (!sent.ok) this.#reject(c, sent.error.code, sent.error.message);
   }
@@ -277,7 +376,11 @@ export class RelayHub {
    */
   submit(topic: Uint8Array, from: Uint8Array, to: Uint8Array, body: Uint8Array): Result<number, SubmitError> {
     const { store } = this.#opts;
-    if (!this.#opts.allowUnknownRecipients && !store.isMember(topic, to)) {
+    if (this.#opts.admission === 'enforce') {
+      if (!this.#standing(topic, to, store.invitedWith(topic, to))) {
+        return err({ code: 'unknown-recipient', message: 'relay: recipient is not admitted under this topic' });
+      }
+    } else if (!this.#opts.allowUnknownRecipients && !store.isMember(topic, to)) {
       return err({ code: 'unknown-recipient', message: 'relay: recipient never connected under this topic' });
     }
     const stored = store.enqueue(topic, to, from, body);

@@ -63,6 +63,16 @@ export interface MailboxStore {
   /** Records that `endpoint` authenticated under `topic`. Idempotent. */
   noteMember(topic: Uint8Array, endpoint: Uint8Array): void;
   isMember(topic: Uint8Array, endpoint: Uint8Array): boolean;
+  /** The signed admission list in force for `topic` (core/admission.ts), as pushed. */
+  admission(topic: Uint8Array): Uint8Array | undefined;
+  setAdmission(topic: Uint8Array, record: Uint8Array): void;
+  /** Remembers the invitation id a not-yet-listed joiner authenticated with. */
+  noteInvited(topic: Uint8Array, endpoint: Uint8Array, invite: Uint8Array): void;
+  invitedWith(topic: Uint8Array, endpoint: Uint8Array): Uint8Array | undefined;
+  /** Endpoints of `topic` that have a mailbox or a remembered invitation. */
+  endpointsOf(topic: Uint8Array): Uint8Array[];
+  /** Deletes an endpoint's mailbox and invitation under `topic` (it lost admission); returns frames dropped. */
+  dropEndpoint(topic: Uint8Array, endpoint: Uint8Array): number;
   close(): void;
 }
 
@@ -109,6 +119,8 @@ export class MemoryMailboxStore implements MailboxStore {
   readonly #limits: MailboxLimits;
   readonly #boxes = new Map<string, MemoryMailbox>();
   readonly #members = new Set<string>();
+  readonly #admissions = new Map<string, Uint8Array>();
+  readonly #invited = new Map<string, Uint8Array>();
   #lastId = 0;
   #closed = false;
 
@@ -163,6 +175,39 @@ export class MemoryMailboxStore implements MailboxStore {
 
   isMember(topic: Uint8Array, endpoint: Uint8Array): boolean {
     return this.#members.has(this.#key(topic, endpoint));
+  }
+
+  admission(topic: Uint8Array): Uint8Array | undefined {
+    checkId(topic, 'topic');
+    return this.#admissions.get(toHex(topic));
+  }
+
+  setAdmission(topic: Uint8Array, record: Uint8Array): void {
+    checkId(topic, 'topic');
+    this.#admissions.set(toHex(topic), record.slice());
+  }
+
+  noteInvited(topic: Uint8Array, endpoint: Uint8Array, invite: Uint8Array): void {
+    this.#invited.set(this.#key(topic, endpoint), invite.slice());
+  }
+
+  invitedWith(topic: Uint8Array, endpoint: Uint8Array): Uint8Array | undefined {
+    return this.#invited.get(this.#key(topic, endpoint));
+  }
+
+  endpointsOf(topic: Uint8Array): Uint8Array[] {
+    checkId(topic, 'topic');
+    const prefix = `${toHex(topic)}:`;
+    const keys = new Set([...this.#boxes.keys(), ...this.#invited.keys()].filter((k) => k.startsWith(prefix)));
+    return [...keys].map((k) => Uint8Array.from(Buffer.from(k.slice(prefix.length), 'hex')));
+  }
+
+  dropEndpoint(topic: Uint8Array, endpoint: Uint8Array): number {
+    const key = this.#key(topic, endpoint);
+    const dropped = this.#boxes.get(key)?.frames.length ?? 0;
+    this.#boxes.delete(key);
+    this.#invited.delete(key);
+    return dropped;
   }
 
   close(): void {

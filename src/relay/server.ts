@@ -1,11 +1,13 @@
 /**
  * Relay composition root: one HTTP(S) server carrying
  *   GET /ws                  WebSocket upgrade, sov-relay/1 (behaviour in hub.ts)
- *   GET /api/health          {ok, protocol: 'sov-relay/1', sessions, uptimeMs}
+ *   GET /api/health          {ok, protocol: 'sov-relay/1', relayKey (hex), sessions, uptimeMs}
  *   GET /api/presence?topic=<hex32>&endpoint=<hex32>   {online, pending}
  *   POST /api/v1/mailbox/{fetch,ack,send}   signed HTTP mailbox API (http-mailbox.ts)
  *   GET anything else        the built PWA from `staticDir` (static.ts)
- * Durable state lives in `<dataDir>/relay.sqlite` (storage/sqlite-mailbox.ts).
+ * Durable state lives in `<dataDir>/relay.sqlite` (storage/sqlite-mailbox.ts); the relay's
+ * Ed25519 identity (which endpoints pin) in `<dataDir>/relay-identity.key` (32 secret bytes,
+ * mode 0600, created on first start).
  *
  * TLS: `tls.cert` and `tls.key` are PEM *contents* (string or bytes), not paths; the CLI
  * reads the files. Without `tls` the relay speaks plain HTTP/WS (behind a TLS proxy or on
@@ -17,13 +19,16 @@
  * rides on ambient credentials, every session proves its endpoint key by signature.
  * Presence answers only callers that already know both the topic and the endpoint id.
  */
+import { ed25519 } from '@noble/curves/ed25519.js';
 import { randomBytes as nodeRandomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
-import { fromHex } from '../core/bytes.js';
+import { fromHex, toHex } from '../core/bytes.js';
 import { MAX_RELAY_MESSAGE } from '../core/relay-wire.js';
 import { SqliteMailboxStore } from '../storage/sqlite-mailbox.js';
 import { HttpMailbox, MAILBOX_PREFIX } from './http-mailbox.js';
@@ -53,8 +58,10 @@ export interface RelayOptions {
   /** Ping interval; a socket that misses one full interval is terminated. 0 disables. */
   readonly heartbeatMs?: number | undefined;
   readonly maxConnections?: number | undefined;
-  /** Accept sends to endpoints that never authenticated under the topic (default false). */
+  /** Accept sends to endpoints that never authenticated under the topic (default false; open admission only). */
   readonly allowUnknownRecipients?: boolean | undefined;
+  /** `enforce` (default): serve only endpoints on each group's signed admission list (relay/hub.ts). */
+  readonly admission?: 'enforce' | 'open' | undefined;
 }
 
 export interface RelayHandle {
@@ -74,6 +81,7 @@ interface Context {
   readonly staticRoot: string | undefined;
   readonly now: () => number;
   readonly startedAt: number;
+  readonly identity: { readonly publicKey: Uint8Array };
 }
 
 function sendJson(res: ServerResponse, status: number, value: unknown): void {
@@ -91,6 +99,7 @@ function handleApi(ctx: Context, url: URL, res: ServerResponse): void {
     const body = {
       ok: true,
       protocol: RELAY_PROTOCOL,
+      relayKey: toHex(ctx.identity.publicKey),
       sessions: ctx.hub.sessionCount(),
       uptimeMs: ctx.now() - ctx.startedAt,
     };
@@ -159,12 +168,30 @@ function checkPort(port: number): number {
   return port;
 }
 
+const IDENTITY_FILE = 'relay-identity.key';
+
+/** The relay's Ed25519 identity from `<dataDir>/relay-identity.key`, created (0600) on first start. */
+export function loadRelayIdentity(dataDir: string): { secretKey: Uint8Array; publicKey: Uint8Array } {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const path = join(dataDir, IDENTITY_FILE);
+  let secretKey: Uint8Array;
+  if (existsSync(path)) {
+    secretKey = new Uint8Array(readFileSync(path));
+    if (secretKey.length !== 32) throw new Error(`relay: ${IDENTITY_FILE} must hold 32 bytes`);
+  } else {
+    secretKey = ed25519.utils.randomSecretKey();
+    writeFileSync(path, secretKey, { mode: 0o600, flag: 'wx' });
+  }
+  return { secretKey, publicKey: ed25519.getPublicKey(secretKey) };
+}
+
 export async function startRelay(options: RelayOptions): Promise<RelayHandle> {
   const host = options.host ?? '127.0.0.1';
   const port = checkPort(options.port ?? DEFAULT_RELAY_PORT);
   const now = options.now ?? Date.now;
   const log = options.log ?? ((line: string) => console.log(line));
   const store = SqliteMailboxStore.open(options.dataDir, options.mailboxLimits ?? DEFAULT_MAILBOX_LIMITS);
+  const identity = loadRelayIdentity(options.dataDir);
   const hub = new RelayHub({
     store,
     now,
@@ -173,9 +200,12 @@ export async function startRelay(options: RelayOptions): Promise<RelayHandle> {
     rateLimit: { ...DEFAULT_RATE_LIMIT, ...options.rateLimit },
     authTimeoutMs: options.authTimeoutMs ?? 10_000,
     allowUnknownRecipients: options.allowUnknownRecipients ?? false,
+    identity,
+    admission: options.admission ?? 'enforce',
   });
   const mailbox = new HttpMailbox({ hub, store, now, log, rateLimit: { ...DEFAULT_RATE_LIMIT, ...options.rateLimit } });
-  const ctx: Context = { hub, store, mailbox, staticRoot: resolveStaticRoot(options.staticDir), now, startedAt: now() };
+  const staticRoot = resolveStaticRoot(options.staticDir);
+  const ctx: Context = { hub, store, mailbox, staticRoot, now, startedAt: now(), identity };
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     handleHttp(ctx, req, res).catch((e: unknown) => {
       log(`relay: http error: ${(e as Error).message}`);

@@ -6,6 +6,7 @@
  * `workers/crypto.worker.ts`; unit tests drive it directly in Node.
  */
 import { bytesEqual, fromHex, toHex } from '../core/bytes.js';
+import { admissionBody, admissionSigningPayload, encodeAdmission, inviteId } from '../core/admission.js';
 import { decodeCbor, encodeCbor } from '../core/cbor.js';
 import { DomainKeyring } from '../core/domain-keys.js';
 import { MAX_FRAME_AGE_MS, MAX_FRAME_SKEW_MS, MAX_REQUEST_AGE_MS, type FrameRejection } from '../core/frame.js';
@@ -43,6 +44,8 @@ export type IdentityView = {
 export type JoinStart = {
   readonly topic: string;
   readonly relay: string;
+  /** The relay's key from the ticket (hex), which the joiner pins. */
+  readonly relayKey: string;
   readonly inviter: string;
   /** The inviter's frame key from the ticket (hex). */
   readonly inviterFrame: string;
@@ -222,7 +225,9 @@ export class CryptoService {
   }
 
   /** Issues a pairing ticket for one joiner; the ticket itself is returned once and never stored. */
-  async createInvitation(relay: string, ttlMs = INVITATION_TTL_MS): Promise<string> {
+  async createInvitation(relay: string, relayKey: string, ttlMs = INVITATION_TTL_MS): Promise<string> {
+    const rk = fromHex(relayKey);
+    if (!rk || rk.length !== 32) throw new Error('crypto: the relay key is not pinned yet');
     if (!this.#group || !this.view().member) throw new Error('crypto: not in a mesh');
     const inv = webRandom.bytes(16);
     await this.#db.invitations.put({ inv: toHex(inv), expiresAt: this.#clock.now() + ttlMs });
@@ -234,6 +239,7 @@ export class CryptoService {
       kid: this.#frameKey().publicKey,
       fp: fingerprint(id.signingPublic),
       relay,
+      rk,
       inv,
     });
   }
@@ -243,13 +249,19 @@ export class CryptoService {
     if (this.view().member) return err({ type: 'AlreadyInMesh' });
     const ticket = decodeTicket(text);
     if (!ticket.ok) return ticket;
-    const { secret, endpoint, kid, fp, inv, relay } = ticket.value;
+    const { secret, endpoint, kid, fp, inv, relay, rk } = ticket.value;
     const pending: PendingJoin = { inviter: endpoint, kid, fp, inv };
     await this.#storeSecret(GROUP_SECRET, secret);
     await this.#storeSecret(PENDING_JOIN, encodeCbor(pending));
     await this.#setGroup(secret);
     this.#pending = pending;
-    return ok({ topic: toHex(this.#group!.topic), relay, inviter: toHex(endpoint), inviterFrame: toHex(kid) });
+    return ok({
+      topic: toHex(this.#group!.topic),
+      relay,
+      relayKey: toHex(rk),
+      inviter: toHex(endpoint),
+      inviterFrame: toHex(kid),
+    });
   }
 
   /** Forgets an unfinished join: the group secret and the pending ticket. Refused once keys arrived. */
@@ -307,13 +319,42 @@ export class CryptoService {
     );
   }
 
-  /** Signs a relay challenge with the endpoint key. */
-  async relayAuth(nonce: Uint8Array): Promise<{ topic: Uint8Array; endpoint: Uint8Array; sig: Uint8Array }> {
+  /** Signs a relay challenge with the endpoint key; while joining, presents the ticket's invitation id. */
+  async relayAuth(
+    nonce: Uint8Array,
+  ): Promise<{ topic: Uint8Array; endpoint: Uint8Array; sig: Uint8Array; invite?: Uint8Array }> {
     if (!this.#group) throw new Error('crypto: no group');
     const id = this.#id();
     const payload = relayAuthPayload(nonce, this.#group.topic, id.endpointPublic);
     const sig = await webSigner({ keys: id.endpoint, publicKey: id.endpointPublic }).sign(payload);
-    return { topic: this.#group.topic, endpoint: id.endpointPublic, sig };
+    const invite = this.#pending?.inv;
+    return { topic: this.#group.topic, endpoint: id.endpointPublic, sig, ...(invite ? { invite } : {}) };
+  }
+
+  /**
+   * Signs an admission list for the relay (core/admission.ts) naming `endpoints`
+   * and `admins`, plus every invitation of ours still open, under our signing key.
+   */
+  async signAdmission(admins: readonly string[], endpoints: readonly string[], version: number): Promise<Uint8Array> {
+    if (!this.#group) throw new Error('crypto: no group');
+    const id = this.#id();
+    const now = this.#clock.now();
+    const open = await this.#db.invitations.filter((i) => i.expiresAt >= now).toArray();
+    const keys = (hexes: readonly string[]) =>
+      [...new Set(hexes)].flatMap((h) => {
+        const k = fromHex(h);
+        return k && k.length === 32 ? [k] : [];
+      });
+    const body = admissionBody({
+      v: 1,
+      topic: this.#group.topic,
+      version,
+      signer: id.signingPublic,
+      admins: keys(admins),
+      endpoints: keys(endpoints),
+      invites: open.map((i) => ({ id: inviteId(fromHex(i.inv)!), by: id.endpointPublic, exp: i.expiresAt })),
+    });
+    return encodeAdmission(body, await this.sign(admissionSigningPayload(body)));
   }
 
   #seal(endpoint: Uint8Array, kid: Uint8Array, message: PeerMessage): Promise<Uint8Array> {

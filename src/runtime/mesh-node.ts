@@ -31,6 +31,10 @@ type MeshMeta = {
   readonly anchors: readonly string[];
   /** The inviter's endpoint and frame key, known from the ticket before the keyring arrives. */
   readonly anchorPeers?: readonly PeerAddress[];
+  /** The relay's Ed25519 key (hex) this machine pinned: from the ticket, or a founder's first contact. */
+  readonly relayKey?: string;
+  /** The version of the last admission list this machine pushed (admins). */
+  readonly admissionVersion?: number;
 };
 
 export type Notice = {
@@ -157,19 +161,26 @@ export class MeshNode {
     await this.#startRelay();
   }
 
-  /** Issues a pairing ticket (admins only). */
-  invite(): Promise<string> {
+  /**
+   * Issues a pairing ticket (admins only), once the relay's key is pinned, and
+   * pushes an admission list naming the new invitation so the relay will serve
+   * the joiner (and let it write to this machine only).
+   */
+  async invite(): Promise<string> {
     if (!this.#meta || !this.#isAdmin()) throw new Error('mesh: only an admin can invite');
-    return this.#crypto.createInvitation(this.#meta.relay);
+    if (!this.#meta.relayKey) throw new Error('mesh: connect to the relay once before inviting');
+    const ticket = await this.#crypto.createInvitation(this.#meta.relay, this.#meta.relayKey);
+    await this.#pushAdmission();
+    return ticket;
   }
 
   /** Starts joining with a pasted ticket; completes when the inviter's answer arrives. */
   async join(ticket: string, name: string): Promise<Result<unknown, JoinError>> {
     const started = await this.#crypto.beginJoin(ticket);
     if (!started.ok) return started;
-    const { relay, inviter, inviterFrame } = started.value;
+    const { relay, relayKey, inviter, inviterFrame } = started.value;
     const anchorPeers = [{ endpoint: inviter, frame: inviterFrame }];
-    await this.#saveMeta({ status: 'joining', relay, name, anchors: [], anchorPeers });
+    await this.#saveMeta({ status: 'joining', relay, relayKey, name, anchors: [], anchorPeers });
     this.#identity = await this.#crypto.view();
     this.#announce();
     await this.#startRelay();
@@ -199,7 +210,10 @@ export class MeshNode {
   /** Removes a machine for good: its later events, bindings and sessions fail closed everywhere. */
   async removeMachine(signer: string): Promise<Result<WriteOutcome, WriteError>> {
     const removed = await this.#local(() => this.#replica.remove(signer));
-    if (removed.ok) await this.#refreshPeers();
+    if (removed.ok) {
+      await this.#refreshPeers();
+      await this.#pushAdmission();
+    }
     return removed;
   }
 
@@ -239,6 +253,11 @@ export class MeshNode {
     if (!this.#meta) return;
     const relay = new RelayConnection(this.#meta.relay, {
       authenticate: (nonce) => this.#crypto.relayAuth(nonce),
+      pinnedRelayKey: () => (this.#meta?.relayKey ? fromHex(this.#meta.relayKey) : undefined),
+      onRelayKey: (key) => {
+        if (this.#meta && !this.#meta.relayKey) void this.#saveMeta({ ...this.#meta, relayKey: toHex(key) });
+      },
+      admissionRecord: () => this.#admissionRecord(),
       onState: (state, detail) => this.#relayChanged(state, detail ?? ''),
       onRelayError: (code, message) => {
         this.#count(`relay:${code}`);
@@ -401,6 +420,9 @@ export class MeshNode {
       name,
     });
     if (!added.ok) return refuse(added.error.type);
+    // The relay serves the joiner as a member (and forgets the used invitation) before the keys go out.
+    await this.#refreshPeers();
+    await this.#pushAdmission();
     this.#sendTo(from, accept.value);
     this.#announce();
     this.#notice('info', `${name} joined the mesh`);
@@ -432,6 +454,28 @@ export class MeshNode {
     this.#sync.setPeers(endpoints);
   }
 
+  /**
+   * The admission list this machine would have the relay enforce (admins only):
+   * every machine of the keyring not removed, the admins among them, and our open
+   * invitations. Versions only grow, so a later list always wins at the relay.
+   */
+  async #admissionRecord(): Promise<Uint8Array | undefined> {
+    const meta = this.#meta;
+    if (!meta || meta.status !== 'member' || !this.#isAdmin()) return undefined;
+    const live = this.#machines.filter((m) => !m.removed);
+    const endpoints = [this.#identity.endpoint, ...live.map((m) => m.endpoint)];
+    const admins = [...meta.anchors, ...live.filter((m) => m.role === 'admin').map((m) => m.signer)];
+    const version = Math.max(Date.now(), (meta.admissionVersion ?? 0) + 1);
+    await this.#saveMeta({ ...meta, admissionVersion: version });
+    return this.#crypto.signAdmission(admins, endpoints, version);
+  }
+
+  async #pushAdmission(): Promise<void> {
+    if (this.#relay?.state !== 'ready') return;
+    const record = await this.#admissionRecord();
+    if (record) this.#relay.admit(record);
+  }
+
   #applied(outcomes: readonly IngestOutcome[]): void {
     const applied = outcomes.filter((o) => o.type === 'Applied');
     for (const o of applied) if (o.revoked) this.#count('SignerRemoved');
@@ -439,7 +483,9 @@ export class MeshNode {
     this.#announce();
     this.#resurrected(applied.flatMap((o) => o.resurrections));
     if (applied.some((o) => o.body.domain === 'CONTROL')) {
-      void this.#refreshPeers().then(() => this.#sync.offerAll());
+      void this.#refreshPeers()
+        .then(() => this.#pushAdmission())
+        .then(() => this.#sync.offerAll());
     }
   }
 

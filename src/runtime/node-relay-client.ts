@@ -9,12 +9,16 @@
  * their effects are durable, and the relay keeps unacknowledged ones for the
  * next session.
  */
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { randomBytes as nodeRandomBytes } from 'node:crypto';
 import { WebSocket, type RawData } from 'ws';
+import { bytesEqual } from '../core/bytes.js';
 import {
   decodeRelayMessage,
   encodeRelayMessage,
   MAX_RELAY_MESSAGE,
   relayAuthPayload,
+  relayProofPayload,
   type EndpointToRelay,
   type RelayToEndpoint,
 } from '../core/relay-wire.js';
@@ -32,7 +36,21 @@ export type NodeRelayOptions = {
   readonly onFrame: (frame: RelayFrame, client: NodeRelayClient) => void;
   /** Non-fatal relay errors (rate-limited, mailbox-full, …). */
   readonly onError?: (code: string, message: string) => void;
+  /** The relay key to insist on; without it the key the relay proves is accepted (first contact). */
+  readonly relayKey?: Uint8Array;
+  /** An invitation id, for a joiner the admission list does not name yet. */
+  readonly invite?: Uint8Array;
+  /** Called with the relay's proven key once the session is ready. */
+  readonly onRelayKey?: (key: Uint8Array) => void;
 };
+
+function verifyProof(proof: Uint8Array, payload: Uint8Array, relay: Uint8Array): boolean {
+  try {
+    return ed25519.verify(proof, payload, relay, { zip215: false });
+  } catch {
+    return false;
+  }
+}
 
 function toBytes(data: RawData): Uint8Array {
   const buffer = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
@@ -54,6 +72,7 @@ export class NodeRelayClient {
     const client = new NodeRelayClient(ws);
     return new Promise((resolve, reject) => {
       let ready = false;
+      let challenge: { nonce: Uint8Array; cnonce: Uint8Array; relay: Uint8Array } | undefined;
       const fail = (reason: string) => {
         if (ready) return;
         ws.terminate();
@@ -70,13 +89,34 @@ export class NodeRelayClient {
         }
         const message = decoded.value;
         switch (message.t) {
-          case 'challenge':
-            return void Promise.resolve(options.sign(relayAuthPayload(message.nonce, options.topic, options.endpoint)))
-              .then((sig) => client.#send({ t: 'auth', topic: options.topic, endpoint: options.endpoint, sig }))
+          case 'challenge': {
+            if (options.relayKey && !bytesEqual(options.relayKey, message.relay))
+              return fail('relay announced another key');
+            const cnonce = new Uint8Array(nodeRandomBytes(32));
+            challenge = { nonce: message.nonce, cnonce, relay: message.relay };
+            const { topic, endpoint, invite } = options;
+            return void Promise.resolve(options.sign(relayAuthPayload(message.nonce, topic, endpoint)))
+              .then((sig) => client.#send({ t: 'auth', topic, endpoint, sig, cnonce, ...(invite ? { invite } : {}) }))
               .catch((e: unknown) => fail(`signing failed: ${(e as Error).message}`));
-          case 'ready':
+          }
+          case 'ready': {
+            const proven =
+              challenge !== undefined &&
+              verifyProof(
+                message.proof,
+                relayProofPayload(challenge.nonce, challenge.cnonce, options.topic, options.endpoint),
+                challenge.relay,
+              );
+            if (!proven) {
+              ws.close(4001, 'relay not proven');
+              return fail('the relay could not prove its identity');
+            }
             ready = true;
+            options.onRelayKey?.(challenge!.relay);
             return resolve(client);
+          }
+          case 'admitted':
+            return;
           case 'frame':
             return options.onFrame(message, client);
           case 'error':
@@ -89,6 +129,11 @@ export class NodeRelayClient {
   /** Store-and-forward of an opaque body to another endpoint of the same topic. */
   send(to: Uint8Array, body: Uint8Array): void {
     this.#send({ t: 'send', to, body });
+  }
+
+  /** Pushes an admin-signed admission list (core/admission.ts) for this topic. */
+  admit(record: Uint8Array): void {
+    this.#send({ t: 'admit', record });
   }
 
   /** Drops delivered frames from this endpoint's mailbox. */

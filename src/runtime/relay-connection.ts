@@ -6,24 +6,42 @@
  * socket for real (an open WebSocket survives DevTools' offline emulation), so
  * the relay sees the endpoint leave and stores frames for it instead.
  */
-import { toHex } from '../core/bytes.js';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { bytesEqual, toHex } from '../core/bytes.js';
 import {
   decodeRelayMessage,
   encodeRelayMessage,
+  relayProofPayload,
   type EndpointToRelay,
   type RelayToEndpoint,
 } from '../core/relay-wire.js';
 
 export type RelayState = 'offline' | 'connecting' | 'ready';
 
+export type RelayAuth = { topic: Uint8Array; endpoint: Uint8Array; sig: Uint8Array; invite?: Uint8Array };
+
 export type RelayHandlers = {
-  /** Signs the challenge with the endpoint key (in the crypto worker). */
-  authenticate(nonce: Uint8Array): Promise<{ topic: Uint8Array; endpoint: Uint8Array; sig: Uint8Array }>;
+  /** Signs the challenge with the endpoint key (in the crypto worker); `invite` while joining. */
+  authenticate(nonce: Uint8Array): Promise<RelayAuth>;
+  /**
+   * The relay key this endpoint pinned (a joiner's comes from its ticket), or
+   * undefined on a founder's first contact, when the key the relay proves is
+   * handed to `onRelayKey` to be pinned from then on.
+   */
+  pinnedRelayKey(): Uint8Array | undefined;
+  onRelayKey(key: Uint8Array): void;
+  /** Admission lists to push whenever the session becomes ready (admins only). */
+  admissionRecord?(): Promise<Uint8Array | undefined>;
   onState(state: RelayState, detail?: string): void;
   onFrame(frame: Extract<RelayToEndpoint, { t: 'frame' }>): void;
   /** The relay refused something we sent (too large, rate-limited, mailbox full, …). */
   onRelayError(code: string, message: string): void;
 };
+
+/** Refusals after which the relay closes the session. */
+const FATAL = new Set(['not-admitted', 'auth-failed', 'not-authenticated', 'malformed']);
+
+type PendingAuth = { nonce: Uint8Array; cnonce: Uint8Array; relay: Uint8Array; auth: RelayAuth };
 
 const MIN_BACKOFF_MS = 500;
 const MAX_BACKOFF_MS = 15_000;
@@ -36,6 +54,10 @@ export class RelayConnection {
   #backoff = MIN_BACKOFF_MS;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #state: RelayState = 'offline';
+  /** This connection's challenge, our nonce and the relay key it announced, until `ready` proves it. */
+  #pending: PendingAuth | undefined;
+  /** Why the relay last refused this session (shown until the next successful session). */
+  #refusal: string | undefined;
 
   constructor(url: string, handlers: RelayHandlers) {
     this.#url = url;
@@ -79,6 +101,11 @@ export class RelayConnection {
     return this.#send({ t: 'send', to, body });
   }
 
+  /** Pushes an admin-signed admission list for this group to the relay. */
+  admit(record: Uint8Array): boolean {
+    return this.#send({ t: 'admit', record });
+  }
+
   ack(ids: readonly number[]): boolean {
     return ids.length === 0 || this.#send({ t: 'ack', ids });
   }
@@ -109,7 +136,7 @@ export class RelayConnection {
     socket.onclose = () => {
       if (socket !== this.#socket) return;
       this.#socket = undefined;
-      this.#setState('offline', 'connection closed');
+      this.#setState('offline', this.#refusal ?? 'connection closed');
       this.#scheduleReconnect();
     };
   }
@@ -126,17 +153,51 @@ export class RelayConnection {
     const message = decoded.value;
     switch (message.t) {
       case 'challenge': {
+        const pinned = this.#handlers.pinnedRelayKey();
+        if (pinned && !bytesEqual(pinned, message.relay)) return this.#unproven(socket, 'announced another key');
         const auth = await this.#handlers.authenticate(message.nonce);
-        if (socket.readyState === WebSocket.OPEN) socket.send(encodeRelayMessage({ t: 'auth', ...auth }));
+        const cnonce = crypto.getRandomValues(new Uint8Array(32));
+        this.#pending = { nonce: message.nonce, cnonce, relay: message.relay, auth };
+        if (socket.readyState === WebSocket.OPEN) socket.send(encodeRelayMessage({ t: 'auth', ...auth, cnonce }));
         return;
       }
-      case 'ready':
+      case 'ready': {
+        const pending = this.#pending;
+        this.#pending = undefined;
+        if (!pending || !this.#proven(pending, message.proof)) return this.#unproven(socket, 'proof does not verify');
+        if (!this.#handlers.pinnedRelayKey()) this.#handlers.onRelayKey(pending.relay);
         this.#backoff = MIN_BACKOFF_MS;
-        return this.#setState('ready', toHex(message.endpoint).slice(0, 8));
+        this.#refusal = undefined;
+        this.#setState('ready', toHex(message.endpoint).slice(0, 8));
+        const record = await this.#handlers.admissionRecord?.();
+        if (record) this.admit(record);
+        return;
+      }
+      case 'admitted':
+        return;
       case 'frame':
         return this.#handlers.onFrame(message);
       case 'error':
+        if (FATAL.has(message.code)) this.#refusal = `relay refused: ${message.message}`;
         return this.#handlers.onRelayError(message.code, message.message);
     }
+  }
+
+  #proven(pending: PendingAuth, proof: Uint8Array): boolean {
+    const { nonce, cnonce, relay, auth } = pending;
+    try {
+      return ed25519.verify(proof, relayProofPayload(nonce, cnonce, auth.topic, auth.endpoint), relay, {
+        zip215: false,
+      });
+    } catch {
+      return false;
+    }
+  }
+
+  /** A relay that cannot prove the pinned key is never used: close, report, retry later. */
+  #unproven(socket: WebSocket, why: string): void {
+    this.#refusal = `the relay could not prove its identity (${why})`;
+    socket.close(4001, 'relay not proven');
+    this.#handlers.onRelayError('relay-unproven', `the relay could not prove its identity (${why})`);
   }
 }

@@ -12,6 +12,9 @@
  *   mailbox_usage(topic, recipient, frames, bytes) — running totals kept in the same
  *     transaction as every insert/delete, so the per-mailbox bound costs one lookup.
  *   members(topic, endpoint) — endpoints that authenticated under a topic.
+ * Version 2 adds:
+ *   admissions(topic, record) — the admin-signed admission list in force per topic.
+ *   invited(topic, endpoint, invite) — joiners served on an open invitation.
  *
  * Threats: every statement is prepared and parameterised; ids and sizes are checked by the
  * shared helpers in relay/mailbox.ts; bounds are enforced before anything is written.
@@ -33,7 +36,7 @@ import {
 } from '../relay/mailbox.js';
 
 export const RELAY_DB_FILE = 'relay.sqlite';
-const SCHEMA_VERSION = 1;
+const SCHEMA_VERSION = 2;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS frames (
@@ -55,6 +58,16 @@ CREATE TABLE IF NOT EXISTS mailbox_usage (
 CREATE TABLE IF NOT EXISTS members (
   topic BLOB NOT NULL,
   endpoint BLOB NOT NULL,
+  PRIMARY KEY (topic, endpoint)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS admissions (
+  topic BLOB PRIMARY KEY,
+  record BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS invited (
+  topic BLOB NOT NULL,
+  endpoint BLOB NOT NULL,
+  invite BLOB NOT NULL,
   PRIMARY KEY (topic, endpoint)
 ) WITHOUT ROWID;
 `;
@@ -89,6 +102,24 @@ function prepareStatements(db: Database.Database) {
     isMember: db.prepare<[Uint8Array, Uint8Array], { one: number }>(
       'SELECT 1 AS one FROM members WHERE topic = ? AND endpoint = ?',
     ),
+    admission: db.prepare<[Uint8Array], { record: Uint8Array }>('SELECT record FROM admissions WHERE topic = ?'),
+    setAdmission: db.prepare<[Uint8Array, Uint8Array]>(
+      'INSERT INTO admissions (topic, record) VALUES (?, ?) ON CONFLICT (topic) DO UPDATE SET record = excluded.record',
+    ),
+    noteInvited: db.prepare<[Uint8Array, Uint8Array, Uint8Array]>(
+      'INSERT OR REPLACE INTO invited (topic, endpoint, invite) VALUES (?, ?, ?)',
+    ),
+    invitedWith: db.prepare<[Uint8Array, Uint8Array], { invite: Uint8Array }>(
+      'SELECT invite FROM invited WHERE topic = ? AND endpoint = ?',
+    ),
+    endpointsOf: db.prepare<[Uint8Array, Uint8Array], { endpoint: Uint8Array }>(
+      `SELECT recipient AS endpoint FROM mailbox_usage WHERE topic = ?
+       UNION SELECT endpoint FROM invited WHERE topic = ?`,
+    ),
+    dropFrames: db.prepare<[Uint8Array, Uint8Array]>('DELETE FROM frames WHERE topic = ? AND recipient = ?'),
+    dropUsage: db.prepare<[Uint8Array, Uint8Array]>('DELETE FROM mailbox_usage WHERE topic = ? AND recipient = ?'),
+    dropInvited: db.prepare<[Uint8Array, Uint8Array]>('DELETE FROM invited WHERE topic = ? AND endpoint = ?'),
+    dropMember: db.prepare<[Uint8Array, Uint8Array]>('DELETE FROM members WHERE topic = ? AND endpoint = ?'),
   };
 }
 
@@ -120,6 +151,7 @@ export class SqliteMailboxStore implements MailboxStore {
   readonly #limits: MailboxLimits;
   readonly #enqueueTx: (t: Uint8Array, r: Uint8Array, s: Uint8Array, b: Uint8Array) => Result<number, MailboxError>;
   readonly #ackTx: (t: Uint8Array, r: Uint8Array, ids: readonly number[]) => number;
+  readonly #dropTx: (t: Uint8Array, e: Uint8Array) => number;
 
   private constructor(db: Database.Database, limits: MailboxLimits) {
     this.#db = db;
@@ -131,6 +163,13 @@ export class SqliteMailboxStore implements MailboxStore {
     this.#ackTx = db.transaction((t: Uint8Array, r: Uint8Array, ids: readonly number[]) =>
       this.#ackInTx(t, r, ids),
     ).immediate;
+    this.#dropTx = db.transaction((t: Uint8Array, e: Uint8Array) => {
+      const dropped = this.#sql.dropFrames.run(t, e).changes;
+      this.#sql.dropUsage.run(t, e);
+      this.#sql.dropInvited.run(t, e);
+      this.#sql.dropMember.run(t, e);
+      return dropped;
+    }).immediate;
   }
 
   /** Opens (creating if needed) `<dataDir>/relay.sqlite`. Throws if the file cannot be opened. */
@@ -180,6 +219,38 @@ export class SqliteMailboxStore implements MailboxStore {
   isMember(topic: Uint8Array, endpoint: Uint8Array): boolean {
     this.#check(topic, endpoint);
     return this.#sql.isMember.get(topic, endpoint) !== undefined;
+  }
+
+  admission(topic: Uint8Array): Uint8Array | undefined {
+    checkId(topic, 'topic');
+    const row = this.#sql.admission.get(topic);
+    return row && view(row.record);
+  }
+
+  setAdmission(topic: Uint8Array, record: Uint8Array): void {
+    checkId(topic, 'topic');
+    this.#sql.setAdmission.run(topic, record);
+  }
+
+  noteInvited(topic: Uint8Array, endpoint: Uint8Array, invite: Uint8Array): void {
+    this.#check(topic, endpoint);
+    this.#sql.noteInvited.run(topic, endpoint, invite);
+  }
+
+  invitedWith(topic: Uint8Array, endpoint: Uint8Array): Uint8Array | undefined {
+    this.#check(topic, endpoint);
+    const row = this.#sql.invitedWith.get(topic, endpoint);
+    return row && view(row.invite);
+  }
+
+  endpointsOf(topic: Uint8Array): Uint8Array[] {
+    checkId(topic, 'topic');
+    return this.#sql.endpointsOf.all(topic, topic).map((r) => view(r.endpoint));
+  }
+
+  dropEndpoint(topic: Uint8Array, endpoint: Uint8Array): number {
+    this.#check(topic, endpoint);
+    return this.#dropTx(topic, endpoint);
   }
 
   close(): void {

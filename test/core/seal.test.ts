@@ -156,6 +156,7 @@ describe('tickets', () => {
     kid: random.bytes(32),
     fp: random.bytes(16),
     relay: 'wss://relay.example.org/sov',
+    rk: random.bytes(32),
     inv: random.bytes(16),
   };
   const text = (value: unknown): string => TICKET_PREFIX + toBase64Url(encodeCbor(value));
@@ -181,11 +182,19 @@ describe('tickets', () => {
     ['an extra field', text({ ...ticket, x: 1 })],
     [
       'a missing field',
-      text({ v: 2, secret: ticket.secret, endpoint: ticket.endpoint, fp: ticket.fp, relay: ticket.relay, inv: ticket.inv }),
+      text({
+        v: 2,
+        secret: ticket.secret,
+        endpoint: ticket.endpoint,
+        fp: ticket.fp,
+        relay: ticket.relay,
+        inv: ticket.inv,
+      }),
     ],
     ['a 31-byte secret', text({ ...ticket, secret: ticket.secret.subarray(1) })],
     ['a 32-byte fingerprint', text({ ...ticket, fp: ticket.secret })],
     ['a 16-byte frame key', text({ ...ticket, kid: ticket.fp })],
+    ['a 16-byte relay key', text({ ...ticket, rk: ticket.fp })],
     ['an http relay', text({ ...ticket, relay: 'https://relay.example.org' })],
     ['a relay that is not a URL', text({ ...ticket, relay: 'relay.example.org' })],
     ['too many characters', 'sov1.' + 'A'.repeat(2048)],
@@ -197,15 +206,18 @@ describe('tickets', () => {
 describe('relay wire', () => {
   const b = (n: number) => random.bytes(n);
   const endpointMessages: EndpointToRelay[] = [
-    { t: 'auth', topic: b(32), endpoint: b(32), sig: b(64) },
+    { t: 'auth', topic: b(32), endpoint: b(32), sig: b(64), cnonce: b(32) },
+    { t: 'auth', topic: b(32), endpoint: b(32), sig: b(64), cnonce: b(32), invite: b(16) },
+    { t: 'admit', record: b(300) },
     { t: 'send', to: b(32), body: b(100) },
     { t: 'send', to: b(32), body: new Uint8Array(0) },
     { t: 'ack', ids: [0, 1, 2 ** 40] },
     { t: 'ack', ids: [] },
   ];
   const relayMessages: RelayToEndpoint[] = [
-    { t: 'challenge', v: 1, nonce: b(32) },
-    { t: 'ready', endpoint: b(32) },
+    { t: 'challenge', v: 1, nonce: b(32), relay: b(32) },
+    { t: 'ready', endpoint: b(32), proof: b(64) },
+    { t: 'admitted', version: 1_700_000_000_000 },
     { t: 'frame', id: 12, from: b(32), body: b(50) },
     { t: 'error', code: 'rate-limited', message: 'slow down' },
   ];
@@ -240,7 +252,13 @@ describe('relay wire', () => {
     ['ack with a negative id', { t: 'ack', ids: [-1] }],
     ['ack with too many ids', { t: 'ack', ids: Array.from({ length: MAX_ACK_IDS + 1 }, (_, i) => i) }],
     ['an unknown t', { t: 'hello' }],
-    ['a relay-only message', { t: 'ready', endpoint: b(32) }],
+    ['a relay-only message', { t: 'ready', endpoint: b(32), proof: b(64) }],
+    ['auth without a client nonce', { t: 'auth', topic: b(32), endpoint: b(32), sig: b(64) }],
+    [
+      'auth with a 15-byte invite',
+      { t: 'auth', topic: b(32), endpoint: b(32), sig: b(64), cnonce: b(32), invite: b(15) },
+    ],
+    ['admit without a record', { t: 'admit' }],
     ['no t', { to: b(32), body: b(1) }],
     ['not a map', [1, 2]],
   ])('endpoint → relay: %s → MalformedFrame', (_, value) => {
@@ -248,8 +266,10 @@ describe('relay wire', () => {
   });
 
   it.each<[string, unknown]>([
-    ['challenge with a 16-byte nonce', { t: 'challenge', v: 1, nonce: b(16) }],
-    ['ready with an extra field', { t: 'ready', endpoint: b(32), x: 0 }],
+    ['challenge with a 16-byte nonce', { t: 'challenge', v: 1, nonce: b(16), relay: b(32) }],
+    ['challenge without the relay key', { t: 'challenge', v: 1, nonce: b(32) }],
+    ['ready with an extra field', { t: 'ready', endpoint: b(32), proof: b(64), x: 0 }],
+    ['ready without a proof', { t: 'ready', endpoint: b(32) }],
     ['frame with a fractional id', { t: 'frame', id: 1.5, from: b(32), body: b(1) }],
     ['frame with a 33-byte sender', { t: 'frame', id: 1, from: b(33), body: b(1) }],
     ['error with a numeric code', { t: 'error', code: 7, message: 'x' }],

@@ -1,14 +1,17 @@
 /**
- * A hostile endpoint that knows the group's topic (a removed machine, say) sends
- * frames to a member: garbage, bytes that claim to be events, and well-formed
- * end-to-end frames sealed with its own keys — to the member, and to the member
- * as if from another group. The member rejects each before any import, counts
- * it by typed reason in the sync panel, and stores nothing; an oversized frame
- * is refused by the relay itself.
+ * Hostile endpoints against a member. A stranger that knows the group's topic
+ * but is on no admission list is refused by the relay outright. A hostile
+ * ticket holder — admitted by the relay on its invitation, so it can reach the
+ * inviter — sends garbage, bytes that claim to be events, and well-formed
+ * end-to-end frames sealed with its own keys, for this group and labelled for
+ * another. The member rejects each before any import, counts it by typed reason
+ * in the sync panel, and stores nothing; an oversized frame is refused by the
+ * relay itself.
  */
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { WebSocket } from 'ws';
 import { fromHex } from '../../src/core/bytes.ts';
+import { decodeTicket } from '../../src/core/ticket.ts';
 import { topicOf } from '../../src/core/identity.ts';
 import { encodePeerMessage } from '../../src/core/peer-wire.ts';
 import { systemClock } from '../../src/runtime/clock.ts';
@@ -17,7 +20,7 @@ import { webRandom } from '../../src/runtime/webcrypto.ts';
 import { decodeRelayMessage, encodeRelayMessage, MAX_FRAME_BODY, relayAuthPayload } from '../../src/core/relay-wire.ts';
 import { expect, test } from './relay-process.ts';
 
-async function hostileSession(wsUrl: string, topic: Uint8Array) {
+async function hostileSession(wsUrl: string, topic: Uint8Array, invite?: Uint8Array) {
   const secret = ed25519.utils.randomSecretKey();
   const endpoint = ed25519.getPublicKey(secret);
   const ws = new WebSocket(wsUrl);
@@ -30,9 +33,13 @@ async function hostileSession(wsUrl: string, topic: Uint8Array) {
       const m = message.value;
       if (m.t === 'challenge') {
         const sig = ed25519.sign(relayAuthPayload(m.nonce, topic, endpoint), secret);
-        ws.send(encodeRelayMessage({ t: 'auth', topic, endpoint, sig }));
+        const cnonce = webRandom.bytes(32);
+        ws.send(encodeRelayMessage({ t: 'auth', topic, endpoint, sig, cnonce, ...(invite ? { invite } : {}) }));
       } else if (m.t === 'ready') resolve();
-      else if (m.t === 'error') errors.push(m.code);
+      else if (m.t === 'error') {
+        errors.push(m.code);
+        if (m.code === 'not-admitted') resolve();
+      }
     });
   });
   return {
@@ -49,13 +56,19 @@ test('frames from a stranger are rejected before import and counted', async ({ b
   await page.getByTestId('machine-name').fill('workstation');
   await page.getByTestId('create-mesh').click();
   await expect(page.getByTestId('relay-state')).toHaveText('ready');
+  await page.getByTestId('invite').click();
+  const ticket = decodeTicket(await page.getByTestId('ticket').inputValue());
+  if (!ticket.ok) throw new Error(ticket.error.reason);
   const badge = page.getByTestId('fingerprint');
   const topic = fromHex((await badge.getAttribute('data-topic'))!)!;
   const target = fromHex((await badge.getAttribute('data-endpoint'))!)!;
   const targetFrame = fromHex((await badge.getAttribute('data-frame'))!)!;
   const logBefore = await page.getByTestId('sync-panel').textContent();
 
-  const stranger = await hostileSession(relay.url.replace('http', 'ws') + '/ws', topic);
+  const wsUrl = relay.url.replace('http', 'ws') + '/ws';
+  const outsider = await hostileSession(wsUrl, topic);
+  expect(outsider.errors).toContain('not-admitted');
+  const stranger = await hostileSession(wsUrl, topic, ticket.value.inv);
   stranger.send(target, new Uint8Array(64).fill(7));
   stranger.send(target, new Uint8Array([0xa1, 0x61, 0x74, 0x66, 0x65, 0x76, 0x65, 0x6e, 0x74, 0x73]));
   stranger.send(target, new Uint8Array(MAX_FRAME_BODY + 1));

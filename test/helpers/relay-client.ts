@@ -4,12 +4,14 @@
  */
 import { expect } from 'vitest';
 import { ed25519 } from '@noble/curves/ed25519.js';
+import { randomBytes as nodeRandomBytes } from 'node:crypto';
 import { WebSocket } from 'ws';
-import { bytesEqual } from '../../src/core/bytes.js';
+import { bytesEqual, toHex } from '../../src/core/bytes.js';
 import {
   decodeRelayMessage,
   encodeRelayMessage,
   relayAuthPayload,
+  relayProofPayload,
   type EndpointToRelay,
   type RelayToEndpoint,
 } from '../../src/core/relay-wire.js';
@@ -26,6 +28,7 @@ export const key = (seed: number): Key => {
   const secret = new Uint8Array(32).fill(seed);
   return { secret, id: ed25519.getPublicKey(secret) };
 };
+const randomBytes = (n: number): Uint8Array => new Uint8Array(nodeRandomBytes(n));
 export const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
 export const text = (b: Uint8Array): string => new TextDecoder().decode(b);
 
@@ -33,6 +36,8 @@ export class RelayTestClient {
   readonly #inbox: RelayToEndpoint[] = [];
   readonly #waiters: Array<() => void> = [];
   closeCode: number | undefined;
+  /** The relay key this session verified in `ready` (set by `joinRelay`). */
+  relayKey: Uint8Array | undefined;
   readonly closed: Promise<number>;
   readonly ws: WebSocket;
 
@@ -104,18 +109,28 @@ export class RelayTestClient {
   }
 }
 
-/** Opens a session and authenticates `endpoint` under `topic`; `sign` holds the endpoint key. */
+/**
+ * Opens a session and authenticates `endpoint` under `topic`; `sign` holds the
+ * endpoint key. Checks the relay's proof against the key it announced (and
+ * against `relayKey` when given), as every real client does.
+ */
 export async function joinRelay(
   wsUrl: string,
   topic: Uint8Array,
   endpoint: Uint8Array,
   sign: (payload: Uint8Array) => Uint8Array | Promise<Uint8Array>,
+  options: { invite?: Uint8Array; relayKey?: Uint8Array } = {},
 ): Promise<RelayTestClient> {
   const client = await RelayTestClient.open(wsUrl);
   const challenge = await client.expect('challenge');
+  if (options.relayKey) expect(toHex(challenge.relay)).toBe(toHex(options.relayKey));
   const sig = await sign(relayAuthPayload(challenge.nonce, topic, endpoint));
-  client.send({ t: 'auth', topic, endpoint, sig });
+  const cnonce = randomBytes(32);
+  client.send({ t: 'auth', topic, endpoint, sig, cnonce, ...(options.invite ? { invite: options.invite } : {}) });
   const ready = await client.expect('ready');
   expect(bytesEqual(ready.endpoint, endpoint)).toBe(true);
+  const payload = relayProofPayload(challenge.nonce, cnonce, topic, endpoint);
+  expect(ed25519.verify(ready.proof, payload, challenge.relay)).toBe(true);
+  client.relayKey = challenge.relay;
   return client;
 }

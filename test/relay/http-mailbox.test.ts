@@ -141,7 +141,13 @@ describe('relay HTTP mailbox API', () => {
   const clients: RelayTestClient[] = [];
 
   const start = async (options: Partial<RelayOptions> = {}): Promise<RelayHandle> => {
-    const relay = await startRelay({ port: 0, dataDir: join(dir, 'data'), log: () => undefined, ...options });
+    const relay = await startRelay({
+      port: 0,
+      dataDir: join(dir, 'data'),
+      log: () => undefined,
+      admission: 'open',
+      ...options,
+    });
     relays.push(relay);
     return relay;
   };

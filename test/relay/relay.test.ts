@@ -24,7 +24,7 @@ async function joinAs(relay: RelayHandle, who: Key, topic = TOPIC, signer = who)
   const client = await Client.open(relay.wsUrl);
   const challenge = await client.expect('challenge');
   const sig = ed25519.sign(relayAuthPayload(challenge.nonce, topic, who.id), signer.secret);
-  client.send({ t: 'auth', topic, endpoint: who.id, sig });
+  client.send({ t: 'auth', topic, endpoint: who.id, sig, cnonce: new Uint8Array(32) });
   const ready = await client.expect('ready');
   expect(bytesEqual(ready.endpoint, who.id)).toBe(true);
   return client;
@@ -57,7 +57,13 @@ describe('relay server', () => {
   const clients: Client[] = [];
 
   const start = async (options: Partial<RelayOptions> = {}): Promise<RelayHandle> => {
-    const relay = await startRelay({ port: 0, dataDir: join(dir, 'data'), log: (l) => logs.push(l), ...options });
+    const relay = await startRelay({
+      port: 0,
+      dataDir: join(dir, 'data'),
+      log: (l) => logs.push(l),
+      admission: 'open',
+      ...options,
+    });
     relays.push(relay);
     return relay;
   };
@@ -97,7 +103,7 @@ describe('relay server', () => {
       const client = await track(Client.open(relay.wsUrl));
       const challenge = await client.expect('challenge');
       const sig = ed25519.sign(relayAuthPayload(challenge.nonce, TOPIC, ALICE.id), BOB.secret);
-      client.send({ t: 'auth', topic: TOPIC, endpoint: ALICE.id, sig });
+      client.send({ t: 'auth', topic: TOPIC, endpoint: ALICE.id, sig, cnonce: new Uint8Array(32) });
       await client.expectError('auth-failed');
       expect(await client.closed).toBe(1008);
       expect(relay.sessionCount()).toBe(0);
@@ -108,7 +114,7 @@ describe('relay server', () => {
       const client = await track(Client.open(relay.wsUrl));
       await client.expect('challenge');
       const sig = ed25519.sign(relayAuthPayload(new Uint8Array(32), TOPIC, ALICE.id), ALICE.secret);
-      client.send({ t: 'auth', topic: TOPIC, endpoint: ALICE.id, sig });
+      client.send({ t: 'auth', topic: TOPIC, endpoint: ALICE.id, sig, cnonce: new Uint8Array(32) });
       await client.expectError('auth-failed');
       expect(await client.closed).toBe(1008);
     });

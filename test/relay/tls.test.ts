@@ -45,6 +45,7 @@ beforeAll(async () => {
   );
   cert = readFileSync(join(dir, 'cert.pem'));
   relay = await startRelay({
+    admission: 'open',
     port: 0,
     dataDir: join(dir, 'data'),
     tls: { cert, key: readFileSync(join(dir, 'key.pem')) },
@@ -94,7 +95,7 @@ describe('relay over TLS', () => {
         if (!message.ok) return reject(new Error(message.error.reason));
         if (message.value.t === 'challenge') {
           const sig = ed25519.sign(relayAuthPayload(message.value.nonce, topic, endpoint), secret);
-          ws.send(encodeRelayMessage({ t: 'auth', topic, endpoint, sig }));
+          ws.send(encodeRelayMessage({ t: 'auth', topic, endpoint, sig, cnonce: new Uint8Array(32) }));
         } else resolve(message.value.t);
       });
     });

@@ -93,7 +93,7 @@ describe('fetchIntoInbox (service worker batch cycle)', () => {
 
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'sov-batch-'));
-    relay = await startRelay({ port: 0, dataDir: join(dir, 'data'), log: () => undefined });
+    relay = await startRelay({ port: 0, dataDir: join(dir, 'data'), log: () => undefined, admission: 'open' });
   });
   afterEach(async () => {
     for (const c of clients.splice(0)) c.ws.terminate();

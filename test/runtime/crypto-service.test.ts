@@ -12,6 +12,7 @@ import { KeyDatabase } from '../../src/storage/key-store.js';
 import { testClock, type TestClock } from '../helpers/deterministic.js';
 
 let dbs = 0;
+const RELAY_KEY = 'ab'.repeat(32);
 
 async function machine(clock: TestClock, name = `crypto-test-${++dbs}`): Promise<CryptoService> {
   const service = new CryptoService(new KeyDatabase(name), clock);
@@ -29,7 +30,7 @@ async function founded(clock: TestClock): Promise<CryptoService> {
 async function pair(clock: TestClock) {
   const inviter = await founded(clock);
   const joiner = await machine(clock);
-  const ticket = await inviter.createInvitation('ws://127.0.0.1:1/ws');
+  const ticket = await inviter.createInvitation('ws://127.0.0.1:1/ws', RELAY_KEY);
   const started = await joiner.beginJoin(ticket);
   if (!started.ok) throw new Error(started.error.type);
   const request = await joiner.joinRequest('field tablet');
@@ -133,9 +134,9 @@ describe('crypto service pairing over end-to-end frames', () => {
     const inviter = await machine(clock, name);
     expect((await inviter.createMesh()).ok).toBe(true);
     const joiner = await machine(clock);
-    const started = await joiner.beginJoin(await inviter.createInvitation('ws://127.0.0.1:1/ws'));
+    const started = await joiner.beginJoin(await inviter.createInvitation('ws://127.0.0.1:1/ws', RELAY_KEY));
     expect(started.ok).toBe(true);
-    await inviter.createInvitation('ws://127.0.0.1:1/ws');
+    await inviter.createInvitation('ws://127.0.0.1:1/ws', RELAY_KEY);
     const request = await joiner.joinRequest('tablet');
     if (!request.ok) throw new Error(request.error.type);
     const from = joiner.view().endpoint;

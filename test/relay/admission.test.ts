@@ -1,0 +1,197 @@
+/**
+ * Relay admission (core/admission.ts, relay/hub.ts in `enforce` mode, what
+ * `sov relay` runs) and the relay's identity proof: the relay serves only
+ * endpoints on the group's admin-signed list, lets a joiner holding an open
+ * invitation write only to its inviter, and on a new list closes removed
+ * endpoints' sessions and drops their mailboxes at once.
+ */
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  admissionBody,
+  admissionSigningPayload,
+  decodeAdmission,
+  encodeAdmission,
+  inviteId,
+  nextAdmission,
+  type AdmissionList,
+} from '../../src/core/admission.js';
+import { toHex } from '../../src/core/bytes.js';
+import { startRelay, type RelayHandle } from '../../src/relay/server.js';
+import { NodeRelayClient } from '../../src/runtime/node-relay-client.js';
+import { bytes, joinRelay, key, RelayTestClient, type Key } from '../helpers/relay-client.js';
+
+const TOPIC = new Uint8Array(32).fill(0x5a);
+const ADMIN = key(1); // signing key of the founding admin
+const MALLORY_SIGNER = key(2);
+const [ALICE, BOB, CAROL] = [key(11), key(12), key(13)]; // endpoints
+const INV = new Uint8Array(16).fill(0x77);
+
+function signed(signer: Key, over: Partial<AdmissionList> = {}): Uint8Array {
+  const list: AdmissionList = {
+    v: 1,
+    topic: TOPIC,
+    version: 1,
+    signer: signer.id,
+    admins: [ADMIN.id],
+    endpoints: [ALICE.id],
+    invites: [],
+    ...over,
+  };
+  const body = admissionBody(list);
+  return encodeAdmission(body, ed25519.sign(admissionSigningPayload(body), signer.secret));
+}
+
+const joinAs = (relay: RelayHandle, who: Key, invite?: Uint8Array) =>
+  joinRelay(relay.wsUrl, TOPIC, who.id, (p) => ed25519.sign(p, who.secret), invite ? { invite } : {});
+
+/** Authenticates and returns the first message after auth (ready or error). */
+async function attempt(relay: RelayHandle, who: Key): Promise<string> {
+  const client = await RelayTestClient.open(relay.wsUrl);
+  const challenge = await client.expect('challenge');
+  const { relayAuthPayload } = await import('../../src/core/relay-wire.js');
+  const sig = ed25519.sign(relayAuthPayload(challenge.nonce, TOPIC, who.id), who.secret);
+  client.send({ t: 'auth', topic: TOPIC, endpoint: who.id, sig, cnonce: new Uint8Array(32) });
+  const answer = await client.next();
+  client.ws.terminate();
+  return answer.t === 'error' ? answer.code : answer.t;
+}
+
+describe('admission lists (core)', () => {
+  it('decodes a signed list and refuses a tampered one', () => {
+    const record = signed(ADMIN);
+    expect(decodeAdmission(record).ok).toBe(true);
+    const tampered = record.slice();
+    tampered[20]! ^= 1;
+    expect(decodeAdmission(tampered)).toMatchObject({ ok: false, error: { type: 'AdmissionRefused' } });
+  });
+
+  it('takes a first list only from one of its own admins, then only newer lists from a current admin', () => {
+    const first = decodeAdmission(signed(ADMIN));
+    if (!first.ok) throw new Error(first.error.reason);
+    const own = decodeAdmission(signed(MALLORY_SIGNER, { admins: [ADMIN.id] }));
+    if (!own.ok) throw new Error(own.error.reason);
+    expect(nextAdmission(TOPIC, undefined, own.value.list).ok).toBe(false);
+    expect(nextAdmission(TOPIC, undefined, first.value.list).ok).toBe(true);
+    const older = decodeAdmission(signed(ADMIN, { version: 1 }));
+    const usurper = decodeAdmission(signed(MALLORY_SIGNER, { version: 2, admins: [MALLORY_SIGNER.id] }));
+    const next = decodeAdmission(signed(ADMIN, { version: 2 }));
+    if (!older.ok || !usurper.ok || !next.ok) throw new Error('decode');
+    expect(nextAdmission(TOPIC, first.value.list, older.value.list)).toMatchObject({ ok: false });
+    expect(nextAdmission(TOPIC, first.value.list, usurper.value.list)).toMatchObject({ ok: false });
+    expect(nextAdmission(TOPIC, first.value.list, next.value.list).ok).toBe(true);
+    expect(nextAdmission(new Uint8Array(32), undefined, first.value.list).ok).toBe(false);
+  });
+});
+
+describe('relay admission (enforce)', () => {
+  let dir: string;
+  const relays: RelayHandle[] = [];
+  const clients: RelayTestClient[] = [];
+  const start = async (): Promise<RelayHandle> => {
+    const relay = await startRelay({ port: 0, dataDir: join(dir, 'data'), log: () => undefined });
+    relays.push(relay);
+    return relay;
+  };
+  const track = async (c: Promise<RelayTestClient>): Promise<RelayTestClient> => {
+    clients.push(await c);
+    return clients[clients.length - 1]!;
+  };
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'sov-admission-'));
+  });
+  afterEach(async () => {
+    for (const c of clients.splice(0)) c.ws.terminate();
+    await Promise.all(relays.splice(0).map((r) => r.close()));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('proves a stable identity: the key persists (mode 0600) and signs every ready', async () => {
+    const relay = await start();
+    const alice = await track(joinAs(relay, ALICE));
+    const health = (await (await fetch(`${relay.url}/api/health`)).json()) as { relayKey: string };
+    expect(health.relayKey).toBe(toHex(alice.relayKey!));
+    expect(statSync(join(dir, 'data', 'relay-identity.key')).mode & 0o777).toBe(0o600);
+    await relays.pop()!.close();
+    const again = await start();
+    const bob = await track(joinAs(again, BOB));
+    expect(toHex(bob.relayKey!)).toBe(health.relayKey);
+  });
+
+  it('a client pinning another key refuses the relay', async () => {
+    const relay = await start();
+    await expect(
+      NodeRelayClient.connect({
+        url: relay.wsUrl,
+        topic: TOPIC,
+        endpoint: ALICE.id,
+        sign: (p) => ed25519.sign(p, ALICE.secret),
+        onFrame: () => undefined,
+        relayKey: new Uint8Array(32).fill(3),
+      }),
+    ).rejects.toThrow(/another key/);
+  });
+
+  it('before any list a session may only push the first list; then only listed endpoints are served', async () => {
+    const relay = await start();
+    const alice = await track(joinAs(relay, ALICE));
+    alice.send({ t: 'send', to: BOB.id, body: bytes('early') });
+    await alice.expectError('not-admitted');
+    alice.send({ t: 'admit', record: signed(ADMIN) });
+    expect((await alice.expect('admitted')).version).toBe(1);
+    expect(await attempt(relay, BOB)).toBe('not-admitted');
+    alice.send({ t: 'admit', record: signed(MALLORY_SIGNER, { version: 2, endpoints: [ALICE.id, BOB.id] }) });
+    await alice.expectError('admission-refused');
+    expect(await attempt(relay, BOB)).toBe('not-admitted');
+  });
+
+  it('serves a joiner on an open invitation, writing only to its inviter, until the invitation is gone', async () => {
+    const relay = await start();
+    const alice = await track(joinAs(relay, ALICE));
+    const invites = [{ id: inviteId(INV), by: ALICE.id, exp: Date.now() + 60_000 }];
+    alice.send({ t: 'admit', record: signed(ADMIN, { endpoints: [ALICE.id, CAROL.id], invites }) });
+    await alice.expect('admitted');
+    const bob = await track(joinAs(relay, BOB, INV));
+    bob.send({ t: 'send', to: CAROL.id, body: bytes('to someone else') });
+    await bob.expectError('not-admitted');
+    bob.send({ t: 'send', to: ALICE.id, body: bytes('join request') });
+    expect((await alice.expect('frame')).body).toEqual(bytes('join request'));
+    // A wrong invitation is not served.
+    expect(await attempt(relay, key(14))).toBe('not-admitted');
+    // The inviter admits Bob as a member and drops the invitation: Bob stays, as a member.
+    alice.send({ t: 'admit', record: signed(ADMIN, { version: 2, endpoints: [ALICE.id, BOB.id, CAROL.id] }) });
+    await alice.expect('admitted');
+    bob.send({ t: 'send', to: CAROL.id, body: bytes('now a member') });
+    alice.send({ t: 'send', to: BOB.id, body: bytes('welcome') });
+    expect((await bob.expect('frame')).body).toEqual(bytes('welcome'));
+  });
+
+  it('a revocation closes the removed endpoint at once and drops its mailbox', async () => {
+    const relay = await start();
+    const alice = await track(joinAs(relay, ALICE));
+    alice.send({ t: 'admit', record: signed(ADMIN, { endpoints: [ALICE.id, BOB.id, CAROL.id] }) });
+    await alice.expect('admitted');
+    const bob = await track(joinAs(relay, BOB));
+    await track(joinAs(relay, CAROL)).then((c) => c.close());
+    alice.send({ t: 'send', to: CAROL.id, body: bytes('stored for carol') });
+    const presence = async (who: Key) =>
+      (
+        (await (await fetch(`${relay.url}/api/presence?topic=${toHex(TOPIC)}&endpoint=${toHex(who.id)}`)).json()) as {
+          pending: number;
+        }
+      ).pending;
+    await expect.poll(() => presence(CAROL)).toBe(1);
+    alice.send({ t: 'admit', record: signed(ADMIN, { version: 2, endpoints: [ALICE.id] }) });
+    await alice.expect('admitted');
+    await bob.expectError('not-admitted');
+    expect(await bob.closed).toBe(1008);
+    expect(await presence(CAROL)).toBe(0);
+    expect(await attempt(relay, CAROL)).toBe('not-admitted');
+    alice.send({ t: 'send', to: BOB.id, body: bytes('after removal') });
+    await alice.expectError('unknown-recipient');
+  });
+});
