@@ -38,5 +38,4 @@ describe('node-aead', () => {
     expect(nodeOpenSealed({ ...sealed, gen: 2 }, lookup(k))).toMatchObject({ error: { type: 'DomainKeyMissing' } });
     expect(nodeOpenSealed({ ...sealed, ct: ct.subarray(0, 27) }, lookup(k))).toMatchObject({ ok: false });
   });
-
 });
