@@ -14,6 +14,7 @@ export default ts.config(
       '.reports/',
       'test-results/',
       'playwright-report/',
+      '.scratch/',
     ],
   },
   js.configs.recommended,

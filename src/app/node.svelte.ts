@@ -60,6 +60,14 @@ export class NodeStore {
     return ticket;
   }
 
+  async answerPairing(inv: string, confirmed: boolean): Promise<void> {
+    await this.#guard(() => this.#require().answerPairing(inv, confirmed));
+  }
+
+  async answerJoin(confirmed: boolean): Promise<void> {
+    await this.#guard(() => this.#require().answerJoin(confirmed));
+  }
+
   saveProfile(row: string, cols: Record<string, ColumnValue>): Promise<boolean> {
     return this.#write(() => this.#require().editProfile(row, cols));
   }

@@ -6,10 +6,17 @@
  *                the sender's log entries in (after, upto]; several may be in flight
  *   ack          {t, upto: uint}   the receiver's contiguous watermark: every envelope of the
  *                                  sender's log ≤ upto is durably applied, stored, parked or rejected
- *   join-request {t, inv: 16B, signer: 32B, endpoint: 32B, name}
- *   join-accept  {t, inv: 16B, signer: 32B, anchors: [32B], keys: [{domain, gen, key: 32B}]}
- *                anchors: the admins the inviter trusts without a control record (the founder)
- *   join-refused {t, inv: 16B, reason}
+ *   The pairing ceremony (core/pairing.ts), joiner J and inviter I:
+ *   join-request   J→I {t, inv: 16B, signer: 32B, endpoint: 32B, name, commit: 32B}
+ *                  commit = hash of J's keys and a secret nonce Nj, fixed before J sees Ni
+ *   join-challenge I→J {t, inv, signer: 32B (I's signing key), nonce: 32B (Ni)}
+ *   join-reveal    J→I {t, inv, nonce: 32B (Nj)}   I checks it against the commitment
+ *                  both now show the same short authentication string to their human
+ *   join-confirm   J→I {t, inv}   J's human confirmed the string
+ *   join-accept    I→J {t, inv, signer: 32B, anchors: [32B], keys: [{domain, gen, key: 32B}]}
+ *                  sent only once both humans confirmed; anchors: the admins the inviter
+ *                  trusts without a control record (the founder)
+ *   join-refused   either way {t, inv: 16B, reason}   a human declined, or a check failed
  *
  * `upto` is a position in the sender's log, which only the sender interprets.
  */
@@ -34,7 +41,11 @@ export type PeerMessage =
       readonly signer: Uint8Array;
       readonly endpoint: Uint8Array;
       readonly name: string;
+      readonly commit: Uint8Array;
     }
+  | { readonly t: 'join-challenge'; readonly inv: Uint8Array; readonly signer: Uint8Array; readonly nonce: Uint8Array }
+  | { readonly t: 'join-reveal'; readonly inv: Uint8Array; readonly nonce: Uint8Array }
+  | { readonly t: 'join-confirm'; readonly inv: Uint8Array }
   | {
       readonly t: 'join-accept';
       readonly inv: Uint8Array;
@@ -83,12 +94,31 @@ export function decodePeerMessage(bytes: Uint8Array): Result<PeerMessage, PeerWi
       if (!fieldsAre(m, 't,upto') || !isUint(m['upto'])) return malformed('ack: fields');
       return ok({ t: 'ack', upto: m['upto'] });
     case 'join-request': {
-      const { inv, signer, endpoint, name } = m;
-      if (!fieldsAre(m, 'endpoint,inv,name,signer,t')) return malformed('join-request: fields');
-      if (!isBytes(inv, 16) || !isBytes(signer, 32) || !isBytes(endpoint, 32)) return malformed('join-request: sizes');
+      const { inv, signer, endpoint, name, commit } = m;
+      if (!fieldsAre(m, 'commit,endpoint,inv,name,signer,t')) return malformed('join-request: fields');
+      if (!isBytes(inv, 16) || !isBytes(signer, 32) || !isBytes(endpoint, 32) || !isBytes(commit, 32)) {
+        return malformed('join-request: sizes');
+      }
       if (typeof name !== 'string' || name.length > MAX_MACHINE_NAME) return malformed('join-request: name');
-      return ok({ t: 'join-request', inv, signer, endpoint, name });
+      return ok({ t: 'join-request', inv, signer, endpoint, name, commit });
     }
+    case 'join-challenge': {
+      const { inv, signer, nonce } = m;
+      if (!fieldsAre(m, 'inv,nonce,signer,t') || !isBytes(inv, 16) || !isBytes(signer, 32) || !isBytes(nonce, 32)) {
+        return malformed('join-challenge: fields');
+      }
+      return ok({ t: 'join-challenge', inv, signer, nonce });
+    }
+    case 'join-reveal': {
+      const { inv, nonce } = m;
+      if (!fieldsAre(m, 'inv,nonce,t') || !isBytes(inv, 16) || !isBytes(nonce, 32)) {
+        return malformed('join-reveal: fields');
+      }
+      return ok({ t: 'join-reveal', inv, nonce });
+    }
+    case 'join-confirm':
+      if (!fieldsAre(m, 'inv,t') || !isBytes(m['inv'], 16)) return malformed('join-confirm: fields');
+      return ok({ t: 'join-confirm', inv: m['inv'] });
     case 'join-accept': {
       const { inv, signer, anchors, keys } = m;
       if (!fieldsAre(m, 'anchors,inv,keys,signer,t') || !isBytes(inv, 16) || !isBytes(signer, 32)) {

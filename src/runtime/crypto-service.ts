@@ -8,6 +8,7 @@
 import { bytesEqual, fromHex, toHex } from '../core/bytes.js';
 import { admissionBody, admissionSigningPayload, encodeAdmission, inviteId } from '../core/admission.js';
 import { decodeCbor, encodeCbor } from '../core/cbor.js';
+import { commitOpens, pairingCommit, shortAuthString, type PairingParty } from '../core/pairing.js';
 import { DomainKeyring } from '../core/domain-keys.js';
 import { MAX_FRAME_AGE_MS, MAX_FRAME_SKEW_MS, MAX_REQUEST_AGE_MS, type FrameRejection } from '../core/frame.js';
 import { blake3 } from '../core/hash.js';
@@ -63,6 +64,8 @@ export type JoinError =
   | TicketError
   | { readonly type: 'AlreadyInMesh' }
   | { readonly type: 'NoPendingJoin' }
+  | { readonly type: 'NotConfirmed' }
+  | { readonly type: 'CommitmentMismatch' }
   | { readonly type: 'InviterMismatch' }
   | { readonly type: 'InvitationUnknown' }
   | { readonly type: 'InvitationExpired' };
@@ -79,7 +82,17 @@ export type InboundMessage =
 type PendingJoin = { inviter: Uint8Array; kid: Uint8Array; fp: Uint8Array; inv: Uint8Array };
 
 /** Messages of the pairing exchange: accepted only inside the narrow request window. */
-const PAIRING = new Set(['join-request', 'join-accept', 'join-refused']);
+const PAIRING = new Set([
+  'join-request',
+  'join-challenge',
+  'join-reveal',
+  'join-confirm',
+  'join-accept',
+  'join-refused',
+]);
+
+/** The joiner's side of the ceremony in progress: its secret nonce, and the string once computed. */
+type Ceremony = { nonce: Uint8Array; commit: Uint8Array; sas?: string; inviterSigner?: Uint8Array; confirmed: boolean };
 
 const GROUP_SECRET = 'group';
 const PENDING_JOIN = 'pending-join';
@@ -101,6 +114,7 @@ export class CryptoService {
   #identity: IdentityRecord | undefined;
   #group: { secret: Uint8Array; topic: Uint8Array; channel: FrameChannel } | undefined;
   #pending: PendingJoin | undefined;
+  #ceremony: Ceremony | undefined;
 
   constructor(db: KeyDatabase, clock: Clock) {
     this.#db = db;
@@ -270,6 +284,7 @@ export class CryptoService {
     await this.#db.secrets.bulkDelete([GROUP_SECRET, PENDING_JOIN]);
     this.#group = undefined;
     this.#pending = undefined;
+    this.#ceremony = undefined;
     return ok(true);
   }
 
@@ -278,14 +293,65 @@ export class CryptoService {
     const pending = this.#pending;
     if (!pending) return err({ type: 'NoPendingJoin' });
     const id = this.#id();
+    const nonce = webRandom.bytes(32);
+    const commit = pairingCommit(this.#party(), nonce);
+    this.#ceremony = { nonce, commit, confirmed: false };
     const message: PeerMessage = {
       t: 'join-request',
       inv: pending.inv,
       signer: id.signingPublic,
       endpoint: id.endpointPublic,
       name,
+      commit,
     };
     return ok({ to: toHex(pending.inviter), body: await this.#seal(pending.inviter, pending.kid, message) });
+  }
+
+  #party(): PairingParty {
+    const id = this.#id();
+    return { signer: id.signingPublic, endpoint: id.endpointPublic, frame: this.#frameKey().publicKey };
+  }
+
+  /**
+   * Joiner: answers the inviter's challenge by revealing our nonce, and computes
+   * the short authentication string our human must compare. The challenge must
+   * come from the signing key the ticket's fingerprint names.
+   */
+  async joinReveal(challenge: {
+    inv: Uint8Array;
+    signer: Uint8Array;
+    nonce: Uint8Array;
+  }): Promise<Result<{ sas: string; body: Uint8Array }, JoinError>> {
+    const pending = this.#pending;
+    const ceremony = this.#ceremony;
+    if (!pending || !ceremony || !this.#group || !bytesEqual(pending.inv, challenge.inv)) {
+      return err({ type: 'NoPendingJoin' });
+    }
+    if (!bytesEqual(pending.fp, fingerprint(challenge.signer))) return err({ type: 'InviterMismatch' });
+    const sas = shortAuthString({
+      topic: this.#group.topic,
+      inv: pending.inv,
+      inviter: { signer: challenge.signer, endpoint: pending.inviter, frame: pending.kid },
+      joiner: this.#party(),
+      commit: ceremony.commit,
+      inviterNonce: challenge.nonce,
+      joinerNonce: ceremony.nonce,
+    });
+    this.#ceremony = { ...ceremony, sas, inviterSigner: challenge.signer, confirmed: false };
+    const reveal: PeerMessage = { t: 'join-reveal', inv: pending.inv, nonce: ceremony.nonce };
+    return ok({ sas, body: await this.#seal(pending.inviter, pending.kid, reveal) });
+  }
+
+  /** Joiner: our human confirmed the string (or declined it); the answer to send to the inviter. */
+  async joinAnswer(confirmed: boolean): Promise<Result<Uint8Array, JoinError>> {
+    const pending = this.#pending;
+    const ceremony = this.#ceremony;
+    if (!pending || !ceremony?.sas) return err({ type: 'NoPendingJoin' });
+    this.#ceremony = { ...ceremony, confirmed };
+    const message: PeerMessage = confirmed
+      ? { t: 'join-confirm', inv: pending.inv }
+      : { t: 'join-refused', inv: pending.inv, reason: 'the joining machine declined the pairing code' };
+    return ok(await this.#seal(pending.inviter, pending.kid, message));
   }
 
   async #pendingJoin(): Promise<PendingJoin | undefined> {
@@ -293,6 +359,31 @@ export class CryptoService {
     if (!raw) return undefined;
     const decoded = decodeCbor(raw, 512);
     return decoded.ok ? (decoded.value as PendingJoin) : undefined;
+  }
+
+  /** Inviter: whether an invitation is open (issued, not used, not expired). */
+  async hasInvitation(inv: Uint8Array): Promise<boolean> {
+    const invitation = await this.#db.invitations.get(toHex(inv));
+    return invitation !== undefined && invitation.expiresAt >= this.#clock.now();
+  }
+
+  /** Inviter: withdraws an invitation (a human declined the pairing, or it went wrong). */
+  async revokeInvitation(inv: Uint8Array): Promise<void> {
+    await this.#db.invitations.delete(toHex(inv));
+  }
+
+  /** Inviter: the string for a joiner whose revealed nonce opened its commitment; undefined if it did not. */
+  pairingCode(p: {
+    inv: Uint8Array;
+    joiner: PairingParty;
+    commit: Uint8Array;
+    inviterNonce: Uint8Array;
+    joinerNonce: Uint8Array;
+  }): string | undefined {
+    if (!this.#group || !commitOpens(p.commit, p.joiner, p.joinerNonce)) return undefined;
+    const id = this.#id();
+    const inviter = { signer: id.signingPublic, endpoint: id.endpointPublic, frame: this.#frameKey().publicKey };
+    return shortAuthString({ ...p, topic: this.#group.topic, inviter });
   }
 
   /** Inviter side: consumes the invitation and seals the domain keys to the joiner's endpoint and frame key. */
@@ -422,9 +513,15 @@ export class CryptoService {
     if (!bytesEqual(pending.inviter, sender) || !bytesEqual(pending.fp, fingerprint(message.signer))) {
       return err({ type: 'InviterMismatch' });
     }
+    // Keys are taken only after our human confirmed the string computed with this very inviter.
+    const ceremony = this.#ceremony;
+    if (!ceremony?.confirmed || !ceremony.inviterSigner || !bytesEqual(ceremony.inviterSigner, message.signer)) {
+      return err({ type: 'NotConfirmed' });
+    }
     for (const grant of message.keys) await this.#addDomainKey(grant.domain, grant.gen, grant.key);
     await this.#db.secrets.delete(PENDING_JOIN);
     this.#pending = undefined;
+    this.#ceremony = undefined;
     return ok({ t: 'join-accept', inv: message.inv, signer: message.signer, anchors: message.anchors });
   }
 

@@ -7,6 +7,8 @@
  */
 import type { Remote } from 'comlink';
 import { fromHex, toHex } from '../core/bytes.js';
+import { MAX_REQUEST_AGE_MS } from '../core/frame.js';
+import { shortFingerprint } from '../core/identity.js';
 import type { IngestOutcome, WriteError, WriteOutcome } from '../core/replica.js';
 import { Replica } from '../core/replica.js';
 import type { Result } from '../core/result.js';
@@ -44,6 +46,20 @@ export type Notice = {
   readonly text: string;
 };
 
+/** A pairing request waiting at this (inviting) machine, as the UI shows it. */
+export type PairingView = {
+  readonly inv: string;
+  readonly name: string;
+  readonly fingerprint: string;
+  /** The short authentication string, once the joiner revealed its nonce. */
+  readonly sas: string | undefined;
+  readonly confirmed: boolean;
+  readonly joinerConfirmed: boolean;
+};
+
+/** The joining side of the ceremony: the string to compare, and whether our human answered. */
+export type JoinView = { readonly sas: string | undefined; readonly answered: boolean };
+
 export type NodeSnapshot = {
   readonly identity: IdentityView;
   readonly status: MeshStatus;
@@ -57,6 +73,22 @@ export type NodeSnapshot = {
   readonly machines: readonly Machine[];
   readonly sync: SyncView;
   readonly notices: readonly Notice[];
+  readonly pairings: readonly PairingView[];
+  readonly join: JoinView;
+};
+
+type JoinRequest = Extract<InboundMessage, { t: 'join-request' }>;
+
+/** Inviter-side state of one ceremony (in the tab holding the relay session; a reload restarts it). */
+type Pairing = {
+  readonly joiner: PeerAddress;
+  readonly request: JoinRequest;
+  /** Our nonce Ni, sent only after the joiner's commitment arrived. */
+  readonly nonce: Uint8Array;
+  readonly startedAt: number;
+  sas?: string;
+  confirmed: boolean;
+  joinerConfirmed: boolean;
 };
 
 export type { Machine, RowView } from './views.js';
@@ -88,6 +120,8 @@ export class MeshNode {
   #timers: ReturnType<typeof setInterval>[] = [];
   readonly #transient: Record<string, number> = {};
   readonly #notices: Notice[] = [];
+  readonly #pairings = new Map<string, Pairing>();
+  #join: JoinView = { sas: undefined, answered: false };
   #noticeId = 0;
   readonly #listeners = new Set<(snapshot: NodeSnapshot) => void>();
 
@@ -205,6 +239,33 @@ export class MeshNode {
 
   deleteProfile(row: string): Promise<Result<WriteOutcome, WriteError>> {
     return this.#local(() => this.#replica.delete('device_profiles', row));
+  }
+
+  /**
+   * Inviter: the human compared the string with the joining machine's and
+   * confirmed (or declined). The machine is admitted only once both sides
+   * confirmed; a decline refuses it and withdraws the invitation.
+   */
+  async answerPairing(inv: string, confirmed: boolean): Promise<void> {
+    const pairing = this.#pairings.get(inv);
+    if (!pairing?.sas) return;
+    if (!confirmed) return this.#endPairing(inv, pairing, 'the inviting machine declined the pairing code');
+    pairing.confirmed = true;
+    await this.#completePairing(inv, pairing);
+    await this.#publish();
+  }
+
+  /** Joiner: the human compared the string with the inviting machine's and confirmed (or declined). */
+  async answerJoin(confirmed: boolean): Promise<void> {
+    const meta = this.#meta;
+    if (meta?.status !== 'joining' || !this.#join.sas) return;
+    const answer = await this.#crypto.joinAnswer(confirmed);
+    if (!answer.ok) return this.#notice('warning', `join: ${answer.error.type}`);
+    const inviter = meta.anchorPeers?.[0];
+    if (inviter) this.#sendTo(inviter.endpoint, answer.value);
+    this.#join = { ...this.#join, answered: true };
+    if (!confirmed) return this.cancelJoin();
+    await this.#publish();
   }
 
   /** Removes a machine for good: its later events, bindings and sessions fail closed everywhere. */
@@ -336,6 +397,7 @@ export class MeshNode {
 
   async #onReady(): Promise<void> {
     if (this.#meta?.status === 'joining') {
+      this.#join = { sas: undefined, answered: false };
       const request = await this.#crypto.joinRequest(this.#meta.name);
       if (request.ok) this.#sendTo(request.value.to, request.value.body);
       else this.#notice('warning', `join: ${request.error.type}`);
@@ -382,12 +444,25 @@ export class MeshNode {
   async #dispatch(from: string, message: InboundMessage, frame: string): Promise<void> {
     switch (message.t) {
       case 'join-request':
-        return this.#admit({ endpoint: from, frame }, message);
+        return this.#challenge({ endpoint: from, frame }, message);
+      case 'join-challenge':
+        return this.#reveal(message);
+      case 'join-reveal':
+        return this.#revealed({ endpoint: from, frame }, message);
+      case 'join-confirm': {
+        const pairing = this.#pairingFrom(from, frame, message.inv);
+        if (!pairing?.sas) return this.#count('UnexpectedPairingMessage');
+        pairing.joinerConfirmed = true;
+        return this.#completePairing(toHex(message.inv), pairing);
+      }
       case 'join-accept':
         return this.#joined({ endpoint: from, frame }, toHex(message.signer), message.anchors.map(toHex));
-      case 'join-refused':
-        if (this.#meta?.status === 'joining') this.#notice('warning', `join refused: ${message.reason}`);
+      case 'join-refused': {
+        if (this.#meta?.status === 'joining') return this.#notice('warning', `join refused: ${message.reason}`);
+        const pairing = this.#pairingFrom(from, frame, message.inv);
+        if (pairing) await this.#endPairing(toHex(message.inv), pairing, undefined, message.reason);
         return;
+      }
       case 'events':
       case 'ack':
         if (this.#meta?.status !== 'member') return this.#count('NotYetMember');
@@ -397,15 +472,96 @@ export class MeshNode {
     }
   }
 
-  async #admit(joiner: PeerAddress, request: Extract<InboundMessage, { t: 'join-request' }>): Promise<void> {
+  #refuse(joiner: PeerAddress, inv: Uint8Array, reason: string): void {
+    this.#notice('warning', `refused a join request: ${reason}`);
+    void this.#crypto
+      .sealMessage(joiner, { t: 'join-refused', inv, reason })
+      .then((b) => this.#sendTo(joiner.endpoint, b));
+  }
+
+  /** Inviter, step 1: a join request with its commitment arrived; answer with our nonce. */
+  async #challenge(joiner: PeerAddress, request: JoinRequest): Promise<void> {
+    if (toHex(request.endpoint) !== joiner.endpoint) {
+      return this.#refuse(joiner, request.inv, 'endpoint does not match the sender');
+    }
+    if (!this.#isAdmin() || !this.#meta) return this.#refuse(joiner, request.inv, 'this machine is not an admin');
+    if (!(await this.#crypto.hasInvitation(request.inv))) {
+      return this.#refuse(joiner, request.inv, 'InvitationUnknown');
+    }
+    const inv = toHex(request.inv);
+    const nonce = crypto.getRandomValues(new Uint8Array(32));
+    this.#pairings.set(inv, {
+      joiner,
+      request,
+      nonce,
+      startedAt: Date.now(),
+      confirmed: false,
+      joinerConfirmed: false,
+    });
+    const signer = fromHex(this.#identity.signer)!;
+    this.#sendTo(
+      joiner.endpoint,
+      await this.#crypto.sealMessage(joiner, { t: 'join-challenge', inv: request.inv, signer, nonce }),
+    );
+  }
+
+  /** Joiner, step 2: the inviter's nonce arrived; reveal ours and show the string. */
+  async #reveal(challenge: Extract<InboundMessage, { t: 'join-challenge' }>): Promise<void> {
+    const meta = this.#meta;
+    if (meta?.status !== 'joining') return this.#count('UnexpectedPairingMessage');
+    const revealed = await this.#crypto.joinReveal(challenge);
+    if (!revealed.ok) return this.#notice('warning', `join: ${revealed.error.type}`);
+    const inviter = meta.anchorPeers?.[0];
+    if (inviter) this.#sendTo(inviter.endpoint, revealed.value.body);
+    this.#join = { sas: revealed.value.sas, answered: false };
+    this.#notice('info', 'compare the pairing code with the inviting machine');
+  }
+
+  /** Inviter, step 3: the joiner's nonce must open its commitment; then both humans compare the string. */
+  async #revealed(from: PeerAddress, reveal: Extract<InboundMessage, { t: 'join-reveal' }>): Promise<void> {
+    const inv = toHex(reveal.inv);
+    const pairing = this.#pairingFrom(from.endpoint, from.frame, reveal.inv);
+    if (!pairing || pairing.sas) return this.#count('UnexpectedPairingMessage');
+    const { request } = pairing;
+    const sas = await this.#crypto.pairingCode({
+      inv: request.inv,
+      joiner: { signer: request.signer, endpoint: request.endpoint, frame: fromHex(from.frame)! },
+      commit: request.commit,
+      inviterNonce: pairing.nonce,
+      joinerNonce: reveal.nonce,
+    });
+    if (!sas) return this.#endPairing(inv, pairing, 'CommitmentMismatch');
+    pairing.sas = sas;
+    this.#notice('info', `${request.name || 'a machine'} asks to join: compare the pairing code`);
+  }
+
+  /** The ceremony this frame belongs to: same invitation, same sender endpoint and frame key. */
+  #pairingFrom(endpoint: string, frame: string, inv: Uint8Array): Pairing | undefined {
+    const pairing = this.#pairings.get(toHex(inv));
+    if (!pairing || pairing.joiner.endpoint !== endpoint || pairing.joiner.frame !== frame) return undefined;
+    return pairing;
+  }
+
+  /** Ends a ceremony without admitting: tells the joiner why (when we refuse) and withdraws the invitation. */
+  async #endPairing(inv: string, pairing: Pairing, refusal?: string, theirReason?: string): Promise<void> {
+    this.#pairings.delete(inv);
+    await this.#crypto.revokeInvitation(pairing.request.inv);
+    if (refusal) this.#refuse(pairing.joiner, pairing.request.inv, refusal);
+    else this.#notice('warning', `${pairing.request.name || 'the joining machine'} declined: ${theirReason ?? ''}`);
+    await this.#pushAdmission();
+    await this.#publish();
+  }
+
+  /** Both humans confirmed the same string: admit the machine. */
+  async #completePairing(inv: string, pairing: Pairing): Promise<void> {
+    if (!pairing.confirmed || !pairing.joinerConfirmed) return;
+    this.#pairings.delete(inv);
+    await this.#admit(pairing.joiner, pairing.request);
+  }
+
+  async #admit(joiner: PeerAddress, request: JoinRequest): Promise<void> {
     const from = joiner.endpoint;
-    const refuse = (reason: string): void => {
-      this.#notice('warning', `refused a join request: ${reason}`);
-      void this.#crypto
-        .sealMessage(joiner, { t: 'join-refused', inv: request.inv, reason })
-        .then((b) => this.#sendTo(from, b));
-    };
-    if (toHex(request.endpoint) !== from) return refuse('endpoint does not match the sender');
+    const refuse = (reason: string): void => this.#refuse(joiner, request.inv, reason);
     if (!this.#isAdmin() || !this.#meta) return refuse('this machine is not an admin');
     const anchors = this.#meta.anchors.map((a) => fromHex(a)!);
     const accept = await this.#crypto.admitJoin(
@@ -526,6 +682,20 @@ export class MeshNode {
     };
   }
 
+  /** Open ceremonies; one left unconfirmed for the request window is dropped (default deny). */
+  #pairingViews(): PairingView[] {
+    const now = Date.now();
+    for (const [inv, p] of this.#pairings) if (now - p.startedAt > MAX_REQUEST_AGE_MS) this.#pairings.delete(inv);
+    return [...this.#pairings].map(([inv, p]) => ({
+      inv,
+      name: p.request.name || 'machine',
+      fingerprint: shortFingerprint(p.request.signer),
+      sas: p.sas,
+      confirmed: p.confirmed,
+      joinerConfirmed: p.joinerConfirmed,
+    }));
+  }
+
   async #publish(): Promise<void> {
     if (this.#listeners.size === 0) return;
     const names = new Map(this.#machines.map((m) => [m.signer, m.name]));
@@ -542,6 +712,8 @@ export class MeshNode {
       machines: this.#machines,
       sync,
       notices: [...this.#notices],
+      pairings: this.#pairingViews(),
+      join: this.#join,
     };
     for (const listener of this.#listeners) listener(snapshot);
   }

@@ -291,7 +291,10 @@ describe('peer wire', () => {
     { t: 'events', after: 7, upto: 9, events: [b(100), b(200)] },
     { t: 'events', after: 0, upto: 0, events: [] },
     { t: 'ack', upto: 42 },
-    { t: 'join-request', inv: b(16), signer: b(32), endpoint: b(32), name: 'laptop' },
+    { t: 'join-request', inv: b(16), signer: b(32), endpoint: b(32), name: 'laptop', commit: b(32) },
+    { t: 'join-challenge', inv: b(16), signer: b(32), nonce: b(32) },
+    { t: 'join-reveal', inv: b(16), nonce: b(32) },
+    { t: 'join-confirm', inv: b(16) },
     {
       t: 'join-accept',
       inv: b(16),
@@ -327,11 +330,11 @@ describe('peer wire', () => {
     ['ack with a fractional upto', { t: 'ack', upto: 0.5 }],
     [
       'join-request with a 15-byte invitation',
-      { t: 'join-request', inv: b(15), signer: b(32), endpoint: b(32), name: 'x' },
+      { t: 'join-request', inv: b(15), signer: b(32), endpoint: b(32), name: 'x', commit: b(32) },
     ],
     [
       'join-request with a long name',
-      { t: 'join-request', inv: b(16), signer: b(32), endpoint: b(32), name: 'x'.repeat(65) },
+      { t: 'join-request', inv: b(16), signer: b(32), endpoint: b(32), name: 'x'.repeat(65), commit: b(32) },
     ],
     [
       'join-accept with a generation-0 key',

@@ -89,7 +89,20 @@ export { expect };
 /** A device-profile card by its name. */
 export const profile = (page: Page, name: string) => page.locator(`[data-testid="profile"][data-name="${name}"]`);
 
-/** A founds a mesh as "workstation"; B joins it as "collector" with A's ticket. */
+/**
+ * The pairing ceremony's human step: both machines show a pairing code; the
+ * test, like the humans, checks they are the same 6 digits and confirms on both.
+ */
+export async function confirmCodes(inviter: Page, joiner: Page): Promise<string> {
+  const code = inviter.getByTestId('pairing-sas');
+  await expect(code).toHaveText(/^\d{3} \d{3}$/);
+  await expect(joiner.getByTestId('join-sas')).toHaveText((await code.textContent())!);
+  await joiner.getByTestId('join-confirm').click();
+  await inviter.getByTestId('pairing-confirm').click();
+  return (await code.textContent().catch(() => '')) ?? '';
+}
+
+/** A founds a mesh as "workstation"; B joins it as "collector" with A's ticket, both confirming the code. */
 export async function pair(relay: RelayProcess, a: Page, b: Page): Promise<void> {
   await a.goto(relay.url);
   await a.getByTestId('machine-name').fill('workstation');
@@ -102,6 +115,7 @@ export async function pair(relay: RelayProcess, a: Page, b: Page): Promise<void>
   await b.getByTestId('machine-name').fill('collector');
   await b.getByTestId('ticket-input').fill(ticket);
   await b.getByTestId('join-mesh').click();
+  await confirmCodes(a, b);
   await expect(b.getByTestId('new-profile-name')).toBeVisible();
   await expect(b.getByTestId('relay-state')).toHaveText('ready');
   await expect(a.getByTestId('machine')).toHaveCount(2);

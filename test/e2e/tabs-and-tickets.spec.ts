@@ -8,7 +8,7 @@ import { chromium, type Page } from '@playwright/test';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expect, profile, test, type RelayProcess } from './relay-process.ts';
+import { confirmCodes, expect, profile, test, type RelayProcess } from './relay-process.ts';
 
 async function found(relay: RelayProcess, page: Page, name: string): Promise<string> {
   await page.goto(relay.url);
@@ -38,6 +38,8 @@ test('two tabs of one machine share one relay session and one state', async ({ b
   await b.goto(relay.url);
   await b.getByTestId('ticket-input').fill(ticket);
   await b.getByTestId('join-mesh').click();
+  await confirmCodes(first, b);
+  await expect(b.getByTestId('new-profile-name')).toBeVisible();
   await expect(b.getByTestId('relay-state')).toHaveText('ready');
   await expect(second.getByTestId('machine')).toHaveCount(2);
 
@@ -70,6 +72,7 @@ test('bad tickets are refused and a used ticket admits nobody else', async ({ br
   await expect(b.getByTestId('create-mesh')).toBeVisible();
   await b.getByTestId('ticket-input').fill(ticket);
   await b.getByTestId('join-mesh').click();
+  await confirmCodes(a, b);
   await expect(b.getByTestId('new-profile-name')).toBeVisible();
 
   const c = await (await browser.newContext()).newPage();
@@ -82,6 +85,40 @@ test('bad tickets are refused and a used ticket admits nobody else', async ({ br
   await expect(a.getByTestId('machine')).toHaveCount(2);
   await c.getByTestId('cancel-join').click();
   await expect(c.getByTestId('create-mesh')).toBeVisible();
+});
+
+test('pairing is default deny: a declined code trusts nothing, on either side', async ({ browser, relay }) => {
+  const a = await (await browser.newContext()).newPage();
+  const ticket = await found(relay, a, 'workstation');
+
+  // The inviting human sees a different code and refuses.
+  const b = await (await browser.newContext()).newPage();
+  await b.goto(relay.url);
+  await b.getByTestId('machine-name').fill('impostor');
+  await b.getByTestId('ticket-input').fill(ticket);
+  await b.getByTestId('join-mesh').click();
+  await expect(a.getByTestId('pairing-sas')).toHaveText(/^\d{3} \d{3}$/);
+  await expect(b.getByTestId('join-sas')).toHaveText((await a.getByTestId('pairing-sas').textContent())!);
+  await b.getByTestId('join-confirm').click();
+  await a.getByTestId('pairing-decline').click();
+  await expect(b.getByTestId('joining')).toContainText('join refused');
+  await expect(a.getByTestId('pairing')).toHaveCount(0);
+  await expect(a.getByTestId('machine')).toHaveCount(1);
+  await expect(b.getByTestId('new-profile-name')).toHaveCount(0);
+
+  // The joining human declines: the joiner gives up and the inviter admits nothing.
+  await a.getByTestId('invite').click();
+  const second = await a.getByTestId('ticket').inputValue();
+  const c = await (await browser.newContext()).newPage();
+  await c.goto(relay.url);
+  await c.getByTestId('ticket-input').fill(second);
+  await c.getByTestId('join-mesh').click();
+  await expect(c.getByTestId('join-sas')).toHaveText(/^\d{3} \d{3}$/);
+  await a.getByTestId('pairing-confirm').click();
+  await c.getByTestId('join-decline').click();
+  await expect(c.getByTestId('create-mesh')).toBeVisible();
+  await expect(a.getByTestId('pairing')).toHaveCount(0);
+  await expect(a.getByTestId('machine')).toHaveCount(1);
 });
 
 test('the app is an installable PWA', async ({ relay }) => {

@@ -12,6 +12,8 @@ import { KeyDatabase } from '../../src/storage/key-store.js';
 import { testClock, type TestClock } from '../helpers/deterministic.js';
 
 let dbs = 0;
+const hex = (h: string): Uint8Array => new Uint8Array(Buffer.from(h, 'hex'));
+
 const RELAY_KEY = 'ab'.repeat(32);
 
 async function machine(clock: TestClock, name = `crypto-test-${++dbs}`): Promise<CryptoService> {
@@ -39,32 +41,80 @@ async function pair(clock: TestClock) {
 }
 
 describe('crypto service pairing over end-to-end frames', () => {
-  it('pairs: the inviter opens the unbound join request, the joiner installs the keys it is sent', async () => {
+  it('pairs: commit, challenge, reveal — both sides derive one code; keys only after the joiner confirmed', async () => {
     const clock = testClock();
     const { inviter, joiner, request } = await pair(clock);
-    const j = joiner.view();
+    const [i, j] = [inviter.view(), joiner.view()];
     const opened = await inviter.openMessage(j.endpoint, request, undefined);
-    expect(opened.ok).toBe(true);
-    if (!opened.ok) return;
-    expect(opened.value.message.t).toBe('join-request');
+    if (!opened.ok || opened.value.message.t !== 'join-request') throw new Error('no join request');
+    const req = opened.value.message;
     expect(opened.value.frame).toBe(j.frame);
-    const accept = await inviter.admitJoin(
-      {
-        inv: (opened.value.message as { inv: Uint8Array }).inv,
-        endpoint: new Uint8Array(Buffer.from(j.endpoint, 'hex')),
-        frame: j.frame,
-      },
-      [],
-    );
-    expect(accept.ok).toBe(true);
-    if (!accept.ok) return;
-    const i = inviter.view();
+    const inviterNonce = new Uint8Array(32).fill(4);
+    const revealed = await joiner.joinReveal({ inv: req.inv, signer: hex(i.signer), nonce: inviterNonce });
+    if (!revealed.ok) throw new Error(revealed.error.type);
+    const reveal = await inviter.openMessage(j.endpoint, revealed.value.body, undefined);
+    if (!reveal.ok || reveal.value.message.t !== 'join-reveal') throw new Error('no reveal');
+    const joinerParty = { signer: req.signer, endpoint: req.endpoint, frame: hex(j.frame) };
+    const code = inviter.pairingCode({
+      inv: req.inv,
+      joiner: joinerParty,
+      commit: req.commit,
+      inviterNonce,
+      joinerNonce: reveal.value.message.nonce,
+    });
+    expect(code).toMatch(/^\d{3} \d{3}$/);
+    expect(code).toBe(revealed.value.sas);
+    // A reveal that does not open the commitment yields no code at all.
+    expect(
+      inviter.pairingCode({
+        inv: req.inv,
+        joiner: joinerParty,
+        commit: req.commit,
+        inviterNonce,
+        joinerNonce: inviterNonce,
+      }),
+    ).toBeUndefined();
+
+    expect((await joiner.joinAnswer(true)).ok).toBe(true);
+    const accept = await inviter.admitJoin({ inv: req.inv, endpoint: hex(j.endpoint), frame: j.frame }, []);
+    if (!accept.ok) throw new Error(accept.error.type);
+    expect(await inviter.admitJoin({ inv: req.inv, endpoint: hex(j.endpoint), frame: j.frame }, [])).toMatchObject({
+      ok: false,
+      error: { type: 'InvitationUnknown' },
+    });
     const joined = await joiner.openMessage(i.endpoint, accept.value, undefined);
     expect(joined.ok && joined.value.message.t).toBe('join-accept');
     expect(joiner.view().member).toBe(true);
     // Delivery frames now flow both ways under the bound keys.
     const events = await joiner.sealMessage({ endpoint: i.endpoint, frame: i.frame }, { t: 'ack', upto: 3 });
     expect((await inviter.openMessage(j.endpoint, events, j.frame)).ok).toBe(true);
+  });
+
+  it('refuses the keys while the joining human has not confirmed the code', async () => {
+    const clock = testClock();
+    const { inviter, joiner, request } = await pair(clock);
+    const [i, j] = [inviter.view(), joiner.view()];
+    const opened = await inviter.openMessage(j.endpoint, request, undefined);
+    if (!opened.ok || opened.value.message.t !== 'join-request') throw new Error('no join request');
+    const inv = opened.value.message.inv;
+    expect((await joiner.joinReveal({ inv, signer: hex(i.signer), nonce: new Uint8Array(32) })).ok).toBe(true);
+    const accept = await inviter.admitJoin({ inv, endpoint: hex(j.endpoint), frame: j.frame }, []);
+    if (!accept.ok) throw new Error(accept.error.type);
+    expect(await joiner.openMessage(i.endpoint, accept.value, undefined)).toMatchObject({
+      ok: false,
+      error: { type: 'NotConfirmed' },
+    });
+    expect(joiner.view().member).toBe(false);
+  });
+
+  it('refuses a challenge from a signing key other than the ticket names', async () => {
+    const clock = testClock();
+    const { inviter, joiner, request } = await pair(clock);
+    const opened = await inviter.openMessage(joiner.view().endpoint, request, undefined);
+    if (!opened.ok || opened.value.message.t !== 'join-request') throw new Error('no join request');
+    const stranger = await founded(clock);
+    const challenge = { inv: opened.value.message.inv, signer: hex(stranger.view().signer), nonce: new Uint8Array(32) };
+    expect(await joiner.joinReveal(challenge)).toMatchObject({ ok: false, error: { type: 'InviterMismatch' } });
   });
 
   it('refuses a stranger: no invitation out, no binding → UnknownEndpoint, before decrypting', async () => {
