@@ -3,7 +3,7 @@
  * imports its module on demand (so `sov help` stays fast and one subcommand's
  * dependencies never load for another) and returns a `main(argv)` resolving to an exit code.
  *
- *   sov relay [--port N] [--host ADDR] [--data DIR] [--static DIR] [--tls-cert FILE --tls-key FILE]
+ *   sov relay [--port N] [--host ADDR] [--data DIR] [--static DIR] [--tls-cert FILE --tls-key FILE] [--tap FILE]
  *   sov bench ...            (bench/run.ts, maintained with the benchmarks)
  *   sov help
  *
@@ -27,7 +27,7 @@ interface Subcommand {
 
 const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
   relay: {
-    usage: 'relay [--port N] [--host ADDR] [--data DIR] [--static DIR] [--tls-cert FILE --tls-key FILE]',
+    usage: 'relay [--port N] [--host ADDR] [--data DIR] [--static DIR] [--tls-cert FILE --tls-key FILE] [--tap FILE]',
     load: () => Promise.resolve(relayMain),
   },
   bench: {
@@ -79,6 +79,7 @@ const RELAY_OPTIONS = {
   static: { type: 'string' },
   'tls-cert': { type: 'string' },
   'tls-key': { type: 'string' },
+  tap: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -102,6 +103,7 @@ interface RelayArgs {
   readonly dataDir: string;
   readonly staticDir: string;
   readonly tls: { readonly cert: Buffer; readonly key: Buffer } | undefined;
+  readonly tap: string | undefined;
 }
 
 function parseRelayArgs(argv: readonly string[]): RelayArgs | 'help' {
@@ -116,6 +118,7 @@ function parseRelayArgs(argv: readonly string[]): RelayArgs | 'help' {
     dataDir: resolve(values.data ?? defaultDataDir()),
     staticDir: resolve(values.static ?? fileURLToPath(new URL('../../dist', import.meta.url))),
     tls: certFile && keyFile ? { cert: readFileSync(certFile), key: readFileSync(keyFile) } : undefined,
+    tap: values.tap === undefined ? undefined : resolve(values.tap),
   };
 }
 
@@ -145,12 +148,14 @@ async function relayMain(argv: readonly string[]): Promise<number> {
     return 0;
   }
   const { startRelay } = await import('../relay/server.js');
+  const { fileTap } = await import('../relay/tap.js');
   const relay = await startRelay({
     host: args.host,
     port: args.port,
     dataDir: args.dataDir,
     staticDir: args.staticDir,
     tls: args.tls,
+    tap: args.tap === undefined ? undefined : fileTap(args.tap),
   });
   process.stdout.write(`sov relay listening on ${relay.url} (data: ${args.dataDir})\n`);
   if (!existsSync(args.staticDir)) process.stdout.write(`sov relay: no web app at ${args.staticDir} (npm run build)\n`);

@@ -77,7 +77,12 @@ export interface HubOptions {
   /** The relay's long-term Ed25519 identity: endpoints pin its public key. */
   readonly identity: { readonly secretKey: Uint8Array; readonly publicKey: Uint8Array };
   readonly admission: 'enforce' | 'open';
+  /** Sees every byte the relay receives and sends on its WebSockets (privacy audits; relay/tap.ts). */
+  readonly tap?: WireTap | undefined;
 }
+
+/** A copy of every message crossing the relay, for audits that prove what it can see. */
+export type WireTap = (direction: 'in' | 'out', bytes: Uint8Array) => void;
 
 /** Why `submit` refused a frame; the same codes on both transports. */
 export type SubmitError = {
@@ -154,6 +159,7 @@ export class RelayHub {
   readonly #connections = new Set<Connection>();
   /** Decoded admission lists in force, by topic hex (the store holds the signed records). */
   readonly #lists = new Map<string, AdmissionList | undefined>();
+  readonly #refused = new Map<string, number>();
   #serial = 0;
   #closing = false;
 
@@ -199,7 +205,11 @@ export class RelayHub {
     this.#connections.add(c);
     ws.on('message', (data, isBinary) => this.#onMessage(c, data, isBinary));
     ws.on('close', (code) => this.#onClose(c, code));
-    ws.on('error', (e) => (c.endReason = `socket error: ${e.message}`));
+    ws.on('error', (e: Error & { code?: string }) => {
+      c.endReason = `socket error: ${e.message}`;
+      // `ws` refuses a message over MAX_RELAY_MESSAGE (closing with 1009) before it reaches us.
+      if (e.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') this.#count('message-too-large');
+    });
     ws.on('pong', () => (c.alive = true));
     this.#opts.log(`relay: #${c.serial} connect`);
     this.#write(c, { t: 'challenge', v: RELAY_PROTOCOL_VERSION, nonce, relay: this.#opts.identity.publicKey });
@@ -245,6 +255,7 @@ export class RelayHub {
   }
 
   #handle(c: Connection, data: RawData, isBinary: boolean): void {
+    this.#opts.tap?.('in', toBytes(data));
     if (!isBinary) return this.#fail(c, 'malformed', 'relay: text messages are not sov-relay/1');
     if (c.peer) {
       const decision = c.limiter.check();
@@ -429,17 +440,30 @@ export class RelayHub {
 
   #write(c: Connection, msg: RelayToEndpoint, done?: (e?: Error | null) => void): void {
     if (c.closed) return;
-    c.ws.send(encodeRelayMessage(msg), { binary: true }, done);
+    const bytes = encodeRelayMessage(msg);
+    this.#opts.tap?.('out', bytes);
+    c.ws.send(bytes, { binary: true }, done);
   }
 
   /** Non-fatal: tell the endpoint, keep the connection. */
   #reject(c: Connection, code: RelayErrorCode, message: string): void {
+    this.#count(code);
     this.#write(c, { t: 'error', code, message });
+  }
+
+  #count(reason: string): void {
+    this.#refused.set(reason, (this.#refused.get(reason) ?? 0) + 1);
+  }
+
+  /** Messages and connections refused since start, by reason (shown by /api/health). */
+  refusals(): Record<string, number> {
+    return Object.fromEntries(this.#refused);
   }
 
   /** Fatal: tell the endpoint, then close. */
   #fail(c: Connection, code: RelayErrorCode, message: string): void {
     if (c.closed) return;
+    this.#count(code);
     this.#write(c, { t: 'error', code, message });
     c.endReason = code;
     this.#close(c, CLOSE_POLICY, code);

@@ -1,7 +1,7 @@
 /**
  * Relay composition root: one HTTP(S) server carrying
  *   GET /ws                  WebSocket upgrade, sov-relay/1 (behaviour in hub.ts)
- *   GET /api/health          {ok, protocol: 'sov-relay/1', relayKey (hex), sessions, uptimeMs}
+ *   GET /api/health          {ok, protocol: 'sov-relay/1', relayKey (hex), sessions, refused: {reason: n}, uptimeMs}
  *   GET /api/presence?topic=<hex32>&endpoint=<hex32>   {online, pending}
  *   POST /api/v1/mailbox/{fetch,ack,send}   signed HTTP mailbox API (http-mailbox.ts)
  *   GET anything else        the built PWA from `staticDir` (static.ts)
@@ -32,7 +32,7 @@ import { fromHex, toHex } from '../core/bytes.js';
 import { MAX_RELAY_MESSAGE } from '../core/relay-wire.js';
 import { SqliteMailboxStore } from '../storage/sqlite-mailbox.js';
 import { HttpMailbox, MAILBOX_PREFIX } from './http-mailbox.js';
-import { RelayHub } from './hub.js';
+import { RelayHub, type WireTap } from './hub.js';
 import { DEFAULT_MAILBOX_LIMITS, type MailboxLimits, type MailboxStore } from './mailbox.js';
 import { DEFAULT_RATE_LIMIT, type RateLimitOptions } from './rate-limit.js';
 import { applySecurityHeaders, resolveStaticRoot, sendText, serveStatic } from './static.js';
@@ -62,6 +62,8 @@ export interface RelayOptions {
   readonly allowUnknownRecipients?: boolean | undefined;
   /** `enforce` (default): serve only endpoints on each group's signed admission list (relay/hub.ts). */
   readonly admission?: 'enforce' | 'open' | undefined;
+  /** Receives a copy of every message in and out (privacy audits; relay/tap.ts). */
+  readonly tap?: WireTap | undefined;
 }
 
 export interface RelayHandle {
@@ -101,6 +103,7 @@ function handleApi(ctx: Context, url: URL, res: ServerResponse): void {
       protocol: RELAY_PROTOCOL,
       relayKey: toHex(ctx.identity.publicKey),
       sessions: ctx.hub.sessionCount(),
+      refused: ctx.hub.refusals(),
       uptimeMs: ctx.now() - ctx.startedAt,
     };
     return sendJson(res, 200, body);
@@ -202,8 +205,10 @@ export async function startRelay(options: RelayOptions): Promise<RelayHandle> {
     allowUnknownRecipients: options.allowUnknownRecipients ?? false,
     identity,
     admission: options.admission ?? 'enforce',
+    tap: options.tap,
   });
-  const mailbox = new HttpMailbox({ hub, store, now, log, rateLimit: { ...DEFAULT_RATE_LIMIT, ...options.rateLimit } });
+  const rateLimit = { ...DEFAULT_RATE_LIMIT, ...options.rateLimit };
+  const mailbox = new HttpMailbox({ hub, store, now, log, rateLimit, tap: options.tap });
   const staticRoot = resolveStaticRoot(options.staticDir);
   const ctx: Context = { hub, store, mailbox, staticRoot, now, startedAt: now(), identity };
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {

@@ -30,6 +30,11 @@ export class RelayProcess {
     this.dataDir = dataDir;
   }
 
+  /** Every message the relay received or sent (`sov relay --tap`, relay/tap.ts). */
+  get tapFile(): string {
+    return join(this.dataDir, 'wire.tap');
+  }
+
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
   }
@@ -37,7 +42,7 @@ export class RelayProcess {
   async start(): Promise<void> {
     const child = spawn(
       process.execPath,
-      ['src/cli/sov.mjs', 'relay', '--port', String(this.port), '--data', this.dataDir],
+      ['src/cli/sov.mjs', 'relay', '--port', String(this.port), '--data', this.dataDir, '--tap', this.tapFile],
       {
         stdio: ['ignore', 'pipe', 'pipe'],
       },
