@@ -19,6 +19,7 @@ const BENCHMARKS: Readonly<Record<string, () => Promise<Benchmark>>> = {
   catchup: () => import('./catchup.ts'),
   realtime: () => import('./realtime.ts'),
   merge: () => import('./merge.ts'),
+  transport: () => import('./transport.ts'),
 };
 
 const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
