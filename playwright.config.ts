@@ -3,7 +3,7 @@ import { defineConfig } from '@playwright/test';
 /** Browser tests run against Debian's Chromium; browsers are never downloaded. */
 export default defineConfig({
   testDir: 'test/e2e',
-  timeout: 120_000,
+  timeout: 180_000,
   expect: { timeout: 20_000 },
   workers: 1,
   retries: 0,

@@ -288,14 +288,20 @@ export class CryptoService {
     return ok(true);
   }
 
-  /** The join request to send to the inviter named by the pending ticket. */
+  /**
+   * The join request to send to the inviter named by the pending ticket. Sent
+   * again (a lost frame, a reconnect) it carries the same commitment, so the
+   * ceremony in progress continues rather than restarting.
+   */
   async joinRequest(name: string): Promise<Result<{ to: string; body: Uint8Array }, JoinError>> {
     const pending = this.#pending;
     if (!pending) return err({ type: 'NoPendingJoin' });
     const id = this.#id();
-    const nonce = webRandom.bytes(32);
-    const commit = pairingCommit(this.#party(), nonce);
-    this.#ceremony = { nonce, commit, confirmed: false };
+    if (!this.#ceremony) {
+      const nonce = webRandom.bytes(32);
+      this.#ceremony = { nonce, commit: pairingCommit(this.#party(), nonce), confirmed: false };
+    }
+    const { commit } = this.#ceremony;
     const message: PeerMessage = {
       t: 'join-request',
       inv: pending.inv,
@@ -337,7 +343,9 @@ export class CryptoService {
       inviterNonce: challenge.nonce,
       joinerNonce: ceremony.nonce,
     });
-    this.#ceremony = { ...ceremony, sas, inviterSigner: challenge.signer, confirmed: false };
+    // A repeated challenge (our reveal was lost) yields the same string and keeps our human's answer.
+    const confirmed = ceremony.sas === sas && ceremony.confirmed;
+    this.#ceremony = { ...ceremony, sas, inviterSigner: challenge.signer, confirmed };
     const reveal: PeerMessage = { t: 'join-reveal', inv: pending.inv, nonce: ceremony.nonce };
     return ok({ sas, body: await this.#seal(pending.inviter, pending.kid, reveal) });
   }

@@ -6,7 +6,7 @@
  * through `subscribe` and never sees a key.
  */
 import type { Remote } from 'comlink';
-import { fromHex, toHex } from '../core/bytes.js';
+import { bytesEqual, fromHex, toHex } from '../core/bytes.js';
 import { MAX_REQUEST_AGE_MS } from '../core/frame.js';
 import { shortFingerprint } from '../core/identity.js';
 import type { IngestOutcome, WriteError, WriteOutcome } from '../core/replica.js';
@@ -97,6 +97,7 @@ const META_KEY = 'mesh';
 const BATCH_CYCLE_MS = 15_000;
 const REEVALUATE_MS = 30_000;
 const MAX_NOTICES = 30;
+const JOIN_RETRY_MS = 4000;
 
 export function defaultRelayUrl(location: Location): string {
   return `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`;
@@ -121,6 +122,9 @@ export class MeshNode {
   readonly #transient: Record<string, number> = {};
   readonly #notices: Notice[] = [];
   readonly #pairings = new Map<string, Pairing>();
+  /** Join-accepts sent in the request window, re-sent if the joiner's confirmation arrives again (a lost accept). */
+  readonly #accepted = new Map<string, { to: string; body: Uint8Array; at: number }>();
+  #joinRetry: ReturnType<typeof setInterval> | undefined;
   #join: JoinView = { sas: undefined, answered: false };
   #noticeId = 0;
   readonly #listeners = new Set<(snapshot: NodeSnapshot) => void>();
@@ -268,6 +272,32 @@ export class MeshNode {
     await this.#publish();
   }
 
+  /**
+   * Frames can be lost (a relay restart, a dropped socket), so while joining
+   * the joiner repeats its last step until the inviter answers: the request
+   * until the challenge arrives, then its confirmation until the keys do. The
+   * inviter answers repeats idempotently.
+   */
+  #repeatJoinSteps(): void {
+    clearInterval(this.#joinRetry);
+    this.#joinRetry = setInterval(() => {
+      const meta = this.#meta;
+      if (meta?.status !== 'joining') return clearInterval(this.#joinRetry);
+      if (this.#relayState !== 'ready') return;
+      void (async () => {
+        const inviter = meta.anchorPeers?.[0];
+        if (!inviter) return;
+        if (!this.#join.sas) {
+          const request = await this.#crypto.joinRequest(meta.name);
+          if (request.ok) this.#sendTo(request.value.to, request.value.body);
+        } else if (this.#join.answered) {
+          const answer = await this.#crypto.joinAnswer(true);
+          if (answer.ok) this.#sendTo(inviter.endpoint, answer.value);
+        }
+      })();
+    }, JOIN_RETRY_MS);
+  }
+
   /** Removes a machine for good: its later events, bindings and sessions fail closed everywhere. */
   async removeMachine(signer: string): Promise<Result<WriteOutcome, WriteError>> {
     const removed = await this.#local(() => this.#replica.remove(signer));
@@ -371,6 +401,7 @@ export class MeshNode {
   /** Stops the relay session and the timers (tests and page teardown). */
   close(): void {
     for (const timer of this.#timers) clearInterval(timer);
+    clearInterval(this.#joinRetry);
     this.#relay?.stop();
     this.#tabs.close();
   }
@@ -401,6 +432,7 @@ export class MeshNode {
       const request = await this.#crypto.joinRequest(this.#meta.name);
       if (request.ok) this.#sendTo(request.value.to, request.value.body);
       else this.#notice('warning', `join: ${request.error.type}`);
+      this.#repeatJoinSteps();
       return;
     }
     await this.#sync.connected();
@@ -450,6 +482,8 @@ export class MeshNode {
       case 'join-reveal':
         return this.#revealed({ endpoint: from, frame }, message);
       case 'join-confirm': {
+        const sent = this.#accepted.get(toHex(message.inv));
+        if (sent?.to === from) return this.#sendTo(from, sent.body);
         const pairing = this.#pairingFrom(from, frame, message.inv);
         if (!pairing?.sas) return this.#count('UnexpectedPairingMessage');
         pairing.joinerConfirmed = true;
@@ -489,15 +523,20 @@ export class MeshNode {
       return this.#refuse(joiner, request.inv, 'InvitationUnknown');
     }
     const inv = toHex(request.inv);
-    const nonce = crypto.getRandomValues(new Uint8Array(32));
-    this.#pairings.set(inv, {
-      joiner,
-      request,
-      nonce,
-      startedAt: Date.now(),
-      confirmed: false,
-      joinerConfirmed: false,
-    });
+    const known = this.#pairingFrom(joiner.endpoint, joiner.frame, request.inv);
+    if (known && !bytesEqual(known.request.commit, request.commit)) return this.#count('UnexpectedPairingMessage');
+    // A repeated request (our challenge was lost) gets the same challenge again.
+    const nonce = known?.nonce ?? crypto.getRandomValues(new Uint8Array(32));
+    if (!known) {
+      this.#pairings.set(inv, {
+        joiner,
+        request,
+        nonce,
+        startedAt: Date.now(),
+        confirmed: false,
+        joinerConfirmed: false,
+      });
+    }
     const signer = fromHex(this.#identity.signer)!;
     this.#sendTo(
       joiner.endpoint,
@@ -513,6 +552,7 @@ export class MeshNode {
     if (!revealed.ok) return this.#notice('warning', `join: ${revealed.error.type}`);
     const inviter = meta.anchorPeers?.[0];
     if (inviter) this.#sendTo(inviter.endpoint, revealed.value.body);
+    if (this.#join.sas === revealed.value.sas) return;
     this.#join = { sas: revealed.value.sas, answered: false };
     this.#notice('info', 'compare the pairing code with the inviting machine');
   }
@@ -580,6 +620,8 @@ export class MeshNode {
     await this.#refreshPeers();
     await this.#pushAdmission();
     this.#sendTo(from, accept.value);
+    this.#accepted.set(toHex(request.inv), { to: from, body: accept.value, at: Date.now() });
+    for (const [inv, sent] of this.#accepted) if (Date.now() - sent.at > MAX_REQUEST_AGE_MS) this.#accepted.delete(inv);
     this.#announce();
     this.#notice('info', `${name} joined the mesh`);
     await this.#refreshPeers();

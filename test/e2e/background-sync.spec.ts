@@ -7,7 +7,7 @@
  * inbox and empties it.
  */
 import type { BrowserContext, CDPSession, Page } from '@playwright/test';
-import { expect, pair, profile, test } from './relay-process.ts';
+import { expect, pair, profile, RELAY_SEES_DISCONNECT, test } from './relay-process.ts';
 
 async function identity(page: Page): Promise<{ endpoint: string; topic: string }> {
   const badge = page.getByTestId('fingerprint');
@@ -83,7 +83,7 @@ test('the service worker fetches a closed machine’s mailbox into its inbox on 
 
   // Every page of B closes; the relay sees B's session end.
   for (const page of contextB.pages()) await page.close();
-  await expect.poll(async () => (await relay.presence(topic, endpointB)).online).toBe(false);
+  await expect.poll(async () => (await relay.presence(topic, endpointB)).online, RELAY_SEES_DISCONNECT).toBe(false);
 
   // A's change is stored by the relay for B; then A closes too, so nothing else arrives.
   await a.getByTestId('new-profile-name').fill('Well 3');

@@ -5,7 +5,7 @@
  * the relay restarts with frames stored for B, and both machines converge.
  */
 import type { Page } from '@playwright/test';
-import { expect, pair, profile, test } from './relay-process.ts';
+import { expect, pair, profile, RELAY_SEES_DISCONNECT, test } from './relay-process.ts';
 
 async function identity(page: Page): Promise<{ endpoint: string; topic: string }> {
   const badge = page.getByTestId('fingerprint');
@@ -49,7 +49,7 @@ test('pair, sync both ways, survive offline, reload and a relay restart', async 
   const { endpoint: endpointB, topic } = await identity(b);
   await contextB.setOffline(true);
   await expect(b.getByTestId('relay-state')).toHaveText('offline');
-  await expect.poll(async () => (await relay.presence(topic, endpointB)).online).toBe(false);
+  await expect.poll(async () => (await relay.presence(topic, endpointB)).online, RELAY_SEES_DISCONNECT).toBe(false);
 
   // B edits while offline and counts the undelivered event.
   await editProfile(b, 'Pump 1', 'schedule', 'hourly');

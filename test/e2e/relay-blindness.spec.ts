@@ -13,7 +13,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeTicket } from '../../src/core/ticket.ts';
 import { readTap } from '../../src/relay/tap.ts';
-import { confirmCodes, expect, profile, test, type RelayProcess } from './relay-process.ts';
+import { confirmCodes, expect, profile, RELAY_SEES_DISCONNECT, type RelayProcess, test } from './relay-process.ts';
 
 const CANARY_VALUES = ['canary-Ωmega-7f3a north shed', 'canary-hourly-91c0', 'canary-filters-0b14 ✓'];
 const STRUCTURAL = ['device_profiles', 'location', 'schedule', 'notes', 'keyring'];
@@ -73,7 +73,7 @@ test('the relay never sees a plaintext canary, a schema name or the group secret
   const [topic, endpointB] = [(await badge.getAttribute('data-topic'))!, (await badge.getAttribute('data-endpoint'))!];
   await cb.setOffline(true);
   await expect(b.getByTestId('relay-state')).toHaveText('offline');
-  await expect.poll(async () => (await relay.presence(topic, endpointB)).online).toBe(false);
+  await expect.poll(async () => (await relay.presence(topic, endpointB)).online, RELAY_SEES_DISCONNECT).toBe(false);
   const card = profile(a, CANARY_VALUES[0]!);
   await card.getByTestId('edit-profile').click();
   await card.getByTestId('edit-schedule').fill(CANARY_VALUES[1]!);

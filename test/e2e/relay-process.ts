@@ -78,6 +78,14 @@ export class RelayProcess {
   }
 }
 
+/**
+ * How long to wait for the relay to see a browser that went offline leave.
+ * Usually its close frame arrives at once; when offline emulation swallows it,
+ * the relay's heartbeat (a ping every 30 s, cut after one missed) is what
+ * notices — a real disconnect either way, just slower.
+ */
+export const RELAY_SEES_DISCONNECT = { timeout: 65_000 };
+
 /** Playwright fixture: a fresh relay process per test, stopped afterwards. */
 export const test = base.extend<{ relay: RelayProcess }>({
   // Playwright requires the object-destructuring first parameter even when unused.

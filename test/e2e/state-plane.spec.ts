@@ -4,7 +4,7 @@
  * visible notice, and a removal that fails the removed machine closed.
  */
 import type { BrowserContext, Page } from '@playwright/test';
-import { expect, pair, profile, test, type RelayProcess } from './relay-process.ts';
+import { expect, pair, profile, RELAY_SEES_DISCONNECT, type RelayProcess, test } from './relay-process.ts';
 
 async function edit(page: Page, name: string, field: string, value: string): Promise<void> {
   const card = profile(page, name);
@@ -20,7 +20,7 @@ async function goOffline(relay: RelayProcess, context: BrowserContext, page: Pag
   const topic = (await badge.getAttribute('data-topic'))!;
   await context.setOffline(true);
   await expect(page.getByTestId('relay-state')).toHaveText('offline');
-  await expect.poll(async () => (await relay.presence(topic, endpoint)).online).toBe(false);
+  await expect.poll(async () => (await relay.presence(topic, endpoint)).online, RELAY_SEES_DISCONNECT).toBe(false);
 }
 
 test('partitioned edits of different columns meet on both sides', async ({ browser, relay }) => {
