@@ -60,8 +60,16 @@ export class NodeStore {
     return ticket;
   }
 
-  async answerPairing(inv: string, confirmed: boolean): Promise<void> {
-    await this.#guard(() => this.#require().answerPairing(inv, confirmed));
+  async answerPairing(inv: string, confirmed: boolean, by: 'code' | 'vouches' = 'code'): Promise<void> {
+    await this.#guard(() => this.#require().answerPairing(inv, confirmed, by));
+  }
+
+  setVouchThreshold(k: number): Promise<boolean> {
+    return this.#write(() => this.#require().setVouchThreshold(k));
+  }
+
+  vouch(fingerprint: string): Promise<boolean> {
+    return this.#write(() => this.#require().vouch(fingerprint));
   }
 
   async answerJoin(confirmed: boolean): Promise<void> {

@@ -11,7 +11,10 @@
  *   roles     row = signer id (hex)    grow-only: a role is granted, never lowered
  *                                     (taking power away is a keyring removal)
  *   bindings  row = endpoint id (hex)  which signer speaks through which endpoint
- *   vouches   row = voucher:candidate  a member vouching for a newcomer
+ *   vouches   row = voucher:candidate  a member vouching for a newcomer, named by the
+ *                                     short fingerprint of its signing key
+ *   settings  row = setting name       mesh-wide settings (`vouch_k`: vouches that
+ *                                     let an admin admit a machine, default 2)
  */
 
 export type DomainName = 'CONTROL' | 'GENERAL';
@@ -66,6 +69,13 @@ export const TABLES = {
     deletable: true,
     removable: false,
     columns: { candidate: 'string', note: 'string' },
+  },
+  settings: {
+    domain: 'CONTROL',
+    write: 'admin',
+    deletable: false,
+    removable: false,
+    columns: { value: 'number' },
   },
   /** Field devices and their settings, edited by people in the UI. */
   device_profiles: {

@@ -333,7 +333,10 @@ export class RelayHub {
     if (!next.ok) return this.#reject(c, 'admission-refused', `relay: ${next.error.reason}`);
     this.#opts.store.setAdmission(peer.topic, record);
     this.#lists.set(peer.topicHex, next.value);
-    this.#opts.log(`relay: topic=${short(peer.topic)} admission list version ${next.value.version}`);
+    const { version, endpoints, invites } = next.value;
+    this.#opts.log(
+      `relay: topic=${short(peer.topic)} admission list version ${version}: ${endpoints.length} endpoints, ${invites.length} invites`,
+    );
     this.#write(c, { t: 'admitted', version: next.value.version });
     this.#enforce(peer.topic);
   }

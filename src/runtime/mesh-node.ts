@@ -11,7 +11,7 @@ import { MAX_REQUEST_AGE_MS } from '../core/frame.js';
 import { shortFingerprint } from '../core/identity.js';
 import type { IngestOutcome, WriteError, WriteOutcome } from '../core/replica.js';
 import { Replica } from '../core/replica.js';
-import type { Result } from '../core/result.js';
+import { err, type Result } from '../core/result.js';
 import type { ColumnValue } from '../core/schema.js';
 import type { Resurrection } from '../core/store.js';
 import { SyncEngine } from '../core/sync.js';
@@ -21,7 +21,16 @@ import type { CryptoService, IdentityView, InboundMessage, JoinError, PeerAddres
 import { BackgroundSync } from './background-sync.js';
 import { RelayConnection, type RelayState } from './relay-connection.js';
 import { TabSession } from './tab-session.js';
-import { countByReason, machinesView, rowView, type Machine, type RowView, type SyncView } from './views.js';
+import {
+  countByReason,
+  machinesView,
+  rowView,
+  vouchesView,
+  vouchThreshold,
+  type Machine,
+  type RowView,
+  type SyncView,
+} from './views.js';
 
 export type MeshStatus = 'new' | 'joining' | 'member';
 
@@ -55,6 +64,8 @@ export type PairingView = {
   readonly sas: string | undefined;
   readonly confirmed: boolean;
   readonly joinerConfirmed: boolean;
+  /** Names of the live machines that vouched for this joiner's fingerprint. */
+  readonly vouchedBy: readonly string[];
 };
 
 /** The joining side of the ceremony: the string to compare, and whether our human answered. */
@@ -75,6 +86,8 @@ export type NodeSnapshot = {
   readonly notices: readonly Notice[];
   readonly pairings: readonly PairingView[];
   readonly join: JoinView;
+  /** Vouches that let an admin admit a machine without comparing codes itself. */
+  readonly vouchK: number;
 };
 
 type JoinRequest = Extract<InboundMessage, { t: 'join-request' }>;
@@ -250,10 +263,14 @@ export class MeshNode {
    * confirmed (or declined). The machine is admitted only once both sides
    * confirmed; a decline refuses it and withdraws the invitation.
    */
-  async answerPairing(inv: string, confirmed: boolean): Promise<void> {
+  async answerPairing(inv: string, confirmed: boolean, by: 'code' | 'vouches' = 'code'): Promise<void> {
     const pairing = this.#pairings.get(inv);
     if (!pairing?.sas) return;
     if (!confirmed) return this.#endPairing(inv, pairing, 'the inviting machine declined the pairing code');
+    if (by === 'vouches') {
+      const vouched = (await this.#vouchers()).get(shortFingerprint(pairing.request.signer)) ?? [];
+      if (vouched.length < (await this.#vouchK())) throw new Error('mesh: not enough vouches for this machine');
+    }
     pairing.confirmed = true;
     await this.#completePairing(inv, pairing);
     await this.#publish();
@@ -296,6 +313,39 @@ export class MeshNode {
         }
       })();
     }, JOIN_RETRY_MS);
+  }
+
+  /**
+   * Vouches for a machine that asks to join, by the fingerprint its own screen
+   * shows (the human checked it in person): a signed control record that lets
+   * an admin admit it once enough members vouched.
+   */
+  vouch(fingerprint: string): Promise<Result<WriteOutcome, WriteError>> {
+    const fp = fingerprint.trim().toLowerCase();
+    if (!/^[0-9a-f]{4}(-[0-9a-f]{4}){3}$/.test(fp)) {
+      return Promise.resolve(err({ type: 'InvalidEdit', reason: 'not a fingerprint (xxxx-xxxx-xxxx-xxxx)' }));
+    }
+    return this.#local(() =>
+      this.#replica.write('vouches', `${this.#identity.signer}:${fp}`, { candidate: fp, note: '' }),
+    );
+  }
+
+  /** Admins: how many members' vouches let an admin admit a machine (k, per mesh; default 2). */
+  setVouchThreshold(k: number): Promise<Result<WriteOutcome, WriteError>> {
+    if (!Number.isSafeInteger(k) || k < 1 || k > 16) {
+      return Promise.resolve(
+        err({ type: 'InvalidEdit', reason: 'vouches needed must be a whole number from 1 to 16' }),
+      );
+    }
+    return this.#local(() => this.#replica.write('settings', 'vouch_k', { value: k }));
+  }
+
+  async #vouchers(): Promise<Map<string, string[]>> {
+    return vouchesView(await this.#store.rows('vouches'), this.#machines);
+  }
+
+  async #vouchK(): Promise<number> {
+    return vouchThreshold(await this.#store.rows('settings'));
   }
 
   /** Removes a machine for good: its later events, bindings and sessions fail closed everywhere. */
@@ -725,7 +775,8 @@ export class MeshNode {
   }
 
   /** Open ceremonies; one left unconfirmed for the request window is dropped (default deny). */
-  #pairingViews(): PairingView[] {
+  #pairingViews(vouchers: ReadonlyMap<string, readonly string[]>): PairingView[] {
+    const names = new Map(this.#machines.map((m) => [m.signer, m.name]));
     const now = Date.now();
     for (const [inv, p] of this.#pairings) if (now - p.startedAt > MAX_REQUEST_AGE_MS) this.#pairings.delete(inv);
     return [...this.#pairings].map(([inv, p]) => ({
@@ -735,6 +786,7 @@ export class MeshNode {
       sas: p.sas,
       confirmed: p.confirmed,
       joinerConfirmed: p.joinerConfirmed,
+      vouchedBy: (vouchers.get(shortFingerprint(p.request.signer)) ?? []).map((s) => names.get(s) ?? s.slice(0, 8)),
     }));
   }
 
@@ -754,8 +806,9 @@ export class MeshNode {
       machines: this.#machines,
       sync,
       notices: [...this.#notices],
-      pairings: this.#pairingViews(),
+      pairings: this.#pairingViews(await this.#vouchers()),
       join: this.#join,
+      vouchK: await this.#vouchK(),
     };
     for (const listener of this.#listeners) listener(snapshot);
   }

@@ -65,6 +65,35 @@ export function machinesView(keyring: readonly RowState[], roles: readonly RowSt
   });
 }
 
+/** Vouching threshold when no `settings` row says otherwise. */
+export const DEFAULT_VOUCH_K = 2;
+
+export function vouchThreshold(settings: readonly RowState[]): number {
+  const row = settings.find((r) => r.row === 'vouch_k' && isAlive(r));
+  const value = row?.cells['value']?.value;
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 1 ? value : DEFAULT_VOUCH_K;
+}
+
+/**
+ * Who vouched for each candidate fingerprint: distinct vouchers that are live
+ * (not removed) machines of the keyring. A removed machine's vouches stop
+ * counting the moment its removal arrives.
+ */
+export function vouchesView(vouches: readonly RowState[], machines: readonly Machine[]): Map<string, string[]> {
+  const live = new Set(machines.filter((m) => !m.removed).map((m) => m.signer));
+  const byCandidate = new Map<string, Set<string>>();
+  for (const row of vouches) {
+    if (!isAlive(row)) continue;
+    const [voucher] = row.row.split(':');
+    const candidate = row.cells['candidate']?.value;
+    if (!voucher || typeof candidate !== 'string' || !live.has(voucher)) continue;
+    const set = byCandidate.get(candidate) ?? new Set<string>();
+    set.add(voucher);
+    byCandidate.set(candidate, set);
+  }
+  return new Map([...byCandidate].map(([c, v]) => [c, [...v]]));
+}
+
 export function rowView(state: RowState, names: ReadonlyMap<string, string>): RowView {
   const cells: Record<string, CellView> = {};
   for (const [column, cell] of Object.entries(state.cells)) {

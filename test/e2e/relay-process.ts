@@ -4,7 +4,7 @@
  */
 import { test as base, expect, type Page } from '@playwright/test';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { appendFileSync, mkdtempSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -49,6 +49,8 @@ export class RelayProcess {
     );
     this.#child = child;
     child.stderr.on('data', (d: Buffer) => process.stderr.write(`[relay] ${d.toString()}`));
+    // The relay's log (ids shortened, no bodies) next to its data, for diagnosing a failed test.
+    child.stdout.on('data', (d: Buffer) => appendFileSync(join(this.dataDir, 'relay.log'), d));
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('relay did not start in 20 s')), 20_000);
       child.stdout.on('data', (d: Buffer) => {

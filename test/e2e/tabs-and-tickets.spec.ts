@@ -108,6 +108,7 @@ test('pairing is default deny: a declined code trusts nothing, on either side', 
 
   // The joining human declines: the joiner gives up and the inviter admits nothing.
   await a.getByTestId('invite').click();
+  await expect(a.getByTestId('ticket')).not.toHaveValue(ticket);
   const second = await a.getByTestId('ticket').inputValue();
   const c = await (await browser.newContext()).newPage();
   await c.goto(relay.url);
