@@ -18,7 +18,7 @@ import { systemClock } from '../../src/runtime/clock.ts';
 import { FrameChannel, generateFrameKey } from '../../src/runtime/frame-channel.ts';
 import { webRandom } from '../../src/runtime/webcrypto.ts';
 import { decodeRelayMessage, encodeRelayMessage, MAX_FRAME_BODY, relayAuthPayload } from '../../src/core/relay-wire.ts';
-import { expect, test } from './relay-process.ts';
+import { expect, foundMesh, test } from './relay-process.ts';
 
 async function hostileSession(wsUrl: string, topic: Uint8Array, invite?: Uint8Array) {
   const secret = ed25519.utils.randomSecretKey();
@@ -52,12 +52,7 @@ async function hostileSession(wsUrl: string, topic: Uint8Array, invite?: Uint8Ar
 
 test('frames from a stranger are rejected before import and counted', async ({ browser, relay }) => {
   const page = await (await browser.newContext()).newPage();
-  await page.goto(relay.url);
-  await page.getByTestId('machine-name').fill('workstation');
-  await page.getByTestId('create-mesh').click();
-  await expect(page.getByTestId('relay-state')).toHaveText('ready');
-  await page.getByTestId('invite').click();
-  const ticket = decodeTicket(await page.getByTestId('ticket').inputValue());
+  const ticket = decodeTicket(await foundMesh(relay, page));
   if (!ticket.ok) throw new Error(ticket.error.reason);
   const badge = page.getByTestId('fingerprint');
   const topic = fromHex((await badge.getAttribute('data-topic'))!)!;

@@ -11,19 +11,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import playwrightConfig from '../../playwright.config.ts';
 import { displayedPixels, writeY4m } from './fake-camera.ts';
-import { confirmCodes, expect, profile, test } from './relay-process.ts';
+import { confirmCodes, expect, foundMesh, profile, test } from './relay-process.ts';
 
 test('pair by scanning the QR code through a fake camera, with the code confirmed on both sides', async ({
   browser,
   relay,
 }) => {
   const a = await (await browser.newContext()).newPage();
-  await a.goto(relay.url);
-  await a.getByTestId('machine-name').fill('workstation');
-  await a.getByTestId('create-mesh').click();
-  await expect(a.getByTestId('relay-state')).toHaveText('ready');
-  await a.getByTestId('invite').click();
-  const ticket = await a.getByTestId('ticket').inputValue();
+  const ticket = await foundMesh(relay, a);
   const image = await displayedPixels(a, a.getByTestId('qr-code'));
   const camera = join(mkdtempSync(join(tmpdir(), 'sov-camera-')), 'ticket.y4m');
   writeY4m(camera, image.rgba, image.width, image.height);

@@ -13,7 +13,15 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeTicket } from '../../src/core/ticket.ts';
 import { readTap } from '../../src/relay/tap.ts';
-import { confirmCodes, expect, profile, RELAY_SEES_DISCONNECT, type RelayProcess, test } from './relay-process.ts';
+import {
+  confirmCodes,
+  expect,
+  foundMesh,
+  profile,
+  RELAY_SEES_DISCONNECT,
+  type RelayProcess,
+  test,
+} from './relay-process.ts';
 
 const CANARY_VALUES = ['canary-Ωmega-7f3a north shed', 'canary-hourly-91c0', 'canary-filters-0b14 ✓'];
 const STRUCTURAL = ['device_profiles', 'location', 'schedule', 'notes', 'keyring'];
@@ -47,12 +55,7 @@ function relayBytes(relay: RelayProcess): Buffer[] {
 test('the relay never sees a plaintext canary, a schema name or the group secret', async ({ browser, relay }) => {
   const [ca, cb] = [await browser.newContext(), await browser.newContext()];
   const [a, b] = [await ca.newPage(), await cb.newPage()];
-  await a.goto(relay.url);
-  await a.getByTestId('machine-name').fill('workstation');
-  await a.getByTestId('create-mesh').click();
-  await expect(a.getByTestId('relay-state')).toHaveText('ready');
-  await a.getByTestId('invite').click();
-  const ticketText = await a.getByTestId('ticket').inputValue();
+  const ticketText = await foundMesh(relay, a);
   const ticket = decodeTicket(ticketText);
   if (!ticket.ok) throw new Error(ticket.error.reason);
   await b.goto(relay.url);

@@ -117,15 +117,21 @@ export async function confirmCodes(inviter: Page, joiner: Page): Promise<string>
   return (await code.textContent().catch(() => '')) ?? '';
 }
 
+/** `page` founds a mesh as `name`, connects, and issues a first invitation; returns its ticket text. */
+export async function foundMesh(relay: RelayProcess, page: Page, name = 'workstation'): Promise<string> {
+  await page.goto(relay.url);
+  await page.getByTestId('machine-name').fill(name);
+  await page.getByTestId('create-mesh').click();
+  await expect(page.getByTestId('relay-state')).toHaveText('ready');
+  await page.getByTestId('invite').click();
+  const ticket = await page.getByTestId('ticket').inputValue();
+  expect(ticket).toMatch(/^sov1\./);
+  return ticket;
+}
+
 /** A founds a mesh as "workstation"; B joins it as "collector" with A's ticket, both confirming the code. */
 export async function pair(relay: RelayProcess, a: Page, b: Page): Promise<void> {
-  await a.goto(relay.url);
-  await a.getByTestId('machine-name').fill('workstation');
-  await a.getByTestId('create-mesh').click();
-  await expect(a.getByTestId('relay-state')).toHaveText('ready');
-  await a.getByTestId('invite').click();
-  const ticket = await a.getByTestId('ticket').inputValue();
-  expect(ticket).toMatch(/^sov1\./);
+  const ticket = await foundMesh(relay, a);
   await b.goto(relay.url);
   await b.getByTestId('machine-name').fill('collector');
   await b.getByTestId('ticket-input').fill(ticket);

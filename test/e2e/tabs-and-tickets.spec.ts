@@ -4,20 +4,11 @@
  * typed error; a ticket is single-use, so a second joiner is refused and can
  * start over; the app is an installable PWA.
  */
-import { chromium, type Page } from '@playwright/test';
+import { chromium } from '@playwright/test';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { confirmCodes, expect, profile, test, type RelayProcess } from './relay-process.ts';
-
-async function found(relay: RelayProcess, page: Page, name: string): Promise<string> {
-  await page.goto(relay.url);
-  await page.getByTestId('machine-name').fill(name);
-  await page.getByTestId('create-mesh').click();
-  await expect(page.getByTestId('relay-state')).toHaveText('ready');
-  await page.getByTestId('invite').click();
-  return page.getByTestId('ticket').inputValue();
-}
+import { confirmCodes, expect, foundMesh as found, profile, test, type RelayProcess } from './relay-process.ts';
 
 async function sessions(relay: RelayProcess): Promise<number> {
   const health = (await (await fetch(`${relay.url}/api/health`)).json()) as { sessions: number };
