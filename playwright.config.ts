@@ -23,5 +23,7 @@ export default defineConfig({
       ],
     },
     trace: 'retain-on-failure',
+    // A read or click that cannot happen fails on its own line, not as a test timeout.
+    actionTimeout: 60_000,
   },
 });

@@ -111,10 +111,13 @@ export const profile = (page: Page, name: string) => page.locator(`[data-testid=
 export async function confirmCodes(inviter: Page, joiner: Page): Promise<string> {
   const code = inviter.getByTestId('pairing-sas');
   await expect(code).toHaveText(/^\d{3} \d{3}$/);
-  await expect(joiner.getByTestId('join-sas')).toHaveText((await code.textContent())!);
+  // Read before confirming: once both confirm, the code leaves the page (and a
+  // locator read would wait for it until the test times out).
+  const shown = (await code.textContent()) ?? '';
+  await expect(joiner.getByTestId('join-sas')).toHaveText(shown);
   await joiner.getByTestId('join-confirm').click();
   await inviter.getByTestId('pairing-confirm').click();
-  return (await code.textContent().catch(() => '')) ?? '';
+  return shown;
 }
 
 /** `page` founds a mesh as `name`, connects, and issues a first invitation; returns its ticket text. */
