@@ -12,6 +12,7 @@
  * ratios.events_vs_raw_sign_verify = events_per_s ÷ the anchor, so 1.0 would
  * mean the protocol costs nothing beyond one signature and one verification.
  */
+import { everyTablePublic } from '../src/core/sync-manifest.js';
 import { toHex } from '../src/core/bytes.js';
 import { DomainKeyring } from '../src/core/domain-keys.js';
 import type { Signer } from '../src/core/ports.js';
@@ -41,6 +42,7 @@ async function pair(): Promise<Pair> {
       verifier: webVerifier(),
       envelopes: keyring.envelopes(webRandom),
       trust: { self: toHex(signer.publicKey), anchors: () => anchors },
+      privacy: everyTablePublic,
       clock: systemClock,
     });
   const writerStore = new MemoryReplicaStore();

@@ -31,6 +31,7 @@
  * figures.writes_per_s = writes ÷ our apply time; ratios.merge_time_vs_loro =
  * our apply time ÷ loro's (below 1: faster than loro).
  */
+import { everyTablePublic } from '../src/core/sync-manifest.js';
 import { LoroDoc, LoroMap } from 'loro-crdt';
 import { toHex } from '../src/core/bytes.js';
 import type { EventBody, SignedEvent } from '../src/core/event.js';
@@ -165,7 +166,7 @@ async function applyOurs(script: Script): Promise<Ours> {
       let found = 0;
       for (const opened of batch) {
         if (await tx.isParked(toHex(opened.sealed.id))) throw new Error('bench merge: parked');
-        const admission = await admitEvent(tx, opened, trust, now);
+        const admission = await admitEvent(tx, opened, trust, everyTablePublic, now);
         if (admission.type !== 'Applied') throw new Error(`bench merge: admission gave ${admission.type}`);
         found += admission.resurrections.length;
       }

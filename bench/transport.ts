@@ -77,7 +77,7 @@ async function pairOnce(): Promise<number> {
   if (!confirm.ok || !(await inviter.openMessage(j.endpoint, confirm.value, undefined)).ok) {
     throw new Error('bench transport: confirm failed');
   }
-  const accept = await inviter.admitJoin({ inv: req.inv, endpoint: hex(j.endpoint), frame: j.frame }, []);
+  const accept = await inviter.admitJoin({ inv: req.inv, endpoint: hex(j.endpoint), frame: j.frame }, [], []);
   if (!accept.ok) throw new Error('bench transport: admit failed');
   const joined = await joiner.openMessage(i.endpoint, accept.value, undefined);
   if (!joined.ok || !joiner.view().member) throw new Error('bench transport: keys not installed');

@@ -12,6 +12,7 @@
  * admitted and admits them in arrival order. A relay frame is acknowledged only
  * after its batch is durably applied (acks are coalesced per event-loop turn).
  */
+import { everyTablePublic } from '../../src/core/sync-manifest.js';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { fromHex, toHex } from '../../src/core/bytes.js';
 import type { DomainKeyring } from '../../src/core/domain-keys.js';
@@ -87,6 +88,7 @@ export class NodePeer {
       envelopes: nodeEnvelopes(options.group.keyring, webRandom),
       ...(options.opener ? { opener: options.opener } : {}),
       trust: { self: toHex(options.signer.publicKey), anchors: () => anchors },
+      privacy: everyTablePublic,
       clock: options.clock,
     });
     this.engine = new SyncEngine(

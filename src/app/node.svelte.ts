@@ -8,6 +8,7 @@ import type { CryptoService } from '../runtime/crypto-service.js';
 import { defaultRelayUrl, MeshNode, type NodeSnapshot } from '../runtime/mesh-node.js';
 import type { Result } from '../core/result.js';
 import type { ColumnValue } from '../core/schema.js';
+import type { PrivacyClass } from '../core/sync-manifest.js';
 
 export class NodeStore {
   snapshot = $state<NodeSnapshot | undefined>(undefined);
@@ -86,6 +87,18 @@ export class NodeStore {
 
   removeMachine(signer: string): Promise<boolean> {
     return this.#write(() => this.#require().removeMachine(signer));
+  }
+
+  setTrusted(signer: string, trusted: boolean): Promise<boolean> {
+    return this.#write(() => this.#require().setTrusted(signer, trusted));
+  }
+
+  setTableClass(table: string, privacy: PrivacyClass): Promise<boolean> {
+    return this.#write(() => this.#require().setTableClass(table, privacy));
+  }
+
+  async narrowTable(table: string, privacy: PrivacyClass | undefined): Promise<void> {
+    await this.#guard(() => this.#require().narrowTable(table, privacy));
   }
 
   async #write(action: () => Promise<Result<unknown, { type: string; reason?: string }>>): Promise<boolean> {

@@ -39,10 +39,10 @@ export class DomainKeyring {
 
   envelopes(random: Random): EnvelopeCrypto {
     return {
-      seal: async (domain, signedEvent) => {
+      seal: async (domain, signedEvent, lane) => {
         const current = this.current(domain);
         if (!current) throw new Error(`domain-keys: no key for ${domain}`);
-        return sealEvent(signedEvent, domain, current.gen, current.key, random);
+        return sealEvent(signedEvent, domain, current.gen, current.key, random, lane);
       },
       open: async (sealed) => {
         const opened = openSealed(sealed, (d, g) => this.get(d, g));

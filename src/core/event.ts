@@ -6,12 +6,16 @@
  *                  op, cols, hlc: {ms, counter}}
  *   op "put"    cols = {column: value, …}    per-column last-writer-wins
  *   op "del"    cols = {}                    tombstones the row; a later put resurrects it
- *   op "remove" cols = {hwm: uint}           keyring only: permanent removal that keeps the
- *                                            removed signer's events with seq ≤ hwm
+ *   op "remove" cols = {hwm: uint, trusted_hwm?: uint}  keyring only: permanent removal
+ *                                            that keeps the removed signer's public-lane
+ *                                            events with seq ≤ hwm, trusted-lane ones with
+ *                                            seq ≤ trusted_hwm (absent: none)
+ *   lane        optional "trusted" | "local": the privacy lane (sync-manifest.ts),
+ *               absent for the public lane; each lane of a signer is its own chain
  *   SignedEvent = [body: bytes, sig: 64B]        sig = Ed25519("sov/1/event" ‖ body)
  *   EventId     = BLAKE3(SignedEvent bytes)
  *
- * `seq` and `prev` chain each signer's events (prev of seq 1 is 32 zero bytes), so
+ * `seq` and `prev` chain each signer's events per lane (prev of seq 1 is 32 zero bytes), so
  * a replica can tell a gap, a fork or a rewrite from a duplicate. The body is kept
  * as the exact signed bytes; decoding refuses anything non-canonical, so an event
  * has one byte string, one id and one signature.
@@ -43,6 +47,8 @@ export type EventBody = {
   readonly op: EventOp;
   readonly cols: Readonly<Record<string, ColumnValue>>;
   readonly hlc: Hlc;
+  /** Absent in the public lane. */
+  readonly lane?: 'trusted' | 'local';
 };
 
 export type EventOp = 'put' | 'del' | 'remove';
@@ -75,9 +81,10 @@ function checkOp(table: string, op: EventOp, cols: unknown): string | undefined 
   }
   if (op === 'remove') {
     if (!spec.removable) return `rows of ${table} cannot be removed`;
-    const hwm = cols['hwm'];
-    const onlyHwm = Object.keys(cols).length === 1 && typeof hwm === 'number';
-    return onlyHwm && Number.isSafeInteger(hwm) && hwm >= 0 ? undefined : 'a removal carries only {hwm: uint}';
+    const mark = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+    const names = Object.keys(cols).sort().join(',');
+    const shaped = names === 'hwm' || (names === 'hwm,trusted_hwm' && mark(cols['trusted_hwm']));
+    return shaped && mark(cols['hwm']) ? undefined : 'a removal carries only {hwm: uint, trusted_hwm?: uint}';
   }
   return checkColumns(table, spec, cols);
 }
@@ -93,8 +100,10 @@ function checkColumns(table: string, spec: TableSpec, cols: Record<string, unkno
     if (typeof value !== kind) return `column ${table}.${name} expects ${kind}`;
     if (typeof value === 'string' && value.length > MAX_VALUE_CHARS) return `column ${table}.${name} too long`;
     if (typeof value === 'number' && !Number.isFinite(value)) return `column ${table}.${name} not finite`;
-    const ranks = spec.ranked?.[name];
-    if (ranks && !ranks.includes(value as string)) return `column ${table}.${name} expects one of ${ranks.join('|')}`;
+    const allowed = spec.ranked?.[name] ?? spec.choices?.[name];
+    if (allowed && !allowed.includes(value as string)) {
+      return `column ${table}.${name} expects one of ${allowed.join('|')}`;
+    }
   }
   return undefined;
 }
@@ -103,8 +112,11 @@ function checkColumns(table: string, spec: TableSpec, cols: Record<string, unkno
 export function checkBody(body: unknown): string | undefined {
   if (!isRecord(body)) return 'body is not a map';
   const keys = Object.keys(body).sort().join(',');
-  if (keys !== 'cols,domain,hlc,op,prev,row,seq,signer,table,v') return `unexpected fields ${keys}`;
+  const fields = 'cols,domain,hlc,op,prev,row,seq,signer,table,v';
+  if (keys !== fields && keys !== fields.replace('hlc,', 'hlc,lane,')) return `unexpected fields ${keys}`;
   const b = body;
+  if ('lane' in b && b['lane'] !== 'trusted' && b['lane'] !== 'local') return 'bad lane';
+  if ('lane' in b && b['domain'] === 'CONTROL') return 'control records travel in the public lane';
   if (b['v'] !== EVENT_VERSION) return 'unsupported version';
   if (!isDomainName(b['domain'])) return 'unknown domain';
   if (!isBytes(b['signer'], 32)) return 'signer must be 32 bytes';

@@ -23,6 +23,7 @@ import type { EventBody, SignedEvent } from './event.js';
 import { compareHlc, compareStamps, type Hlc, type Stamp } from './hlc.js';
 import { applyChange, type RowChange, type RowState } from './merge.js';
 import { envelopeId, type SealedEvent } from './seal.js';
+import { chainKey } from './sync-manifest.js';
 import { authorize, type TrustContext } from './trust.js';
 import { rowKeyOf, type LogEntry, type NewLogEntry, type ReplicaTx, type Resurrection } from './store.js';
 
@@ -30,7 +31,11 @@ export function changeOf(body: EventBody): RowChange {
   const stamp = stampOf(body);
   const { table, row } = body;
   if (body.op === 'del') return { op: 'del', table, row, stamp };
-  if (body.op === 'remove') return { op: 'remove', table, row, hwm: body.cols['hwm'] as number, stamp };
+  if (body.op === 'remove') {
+    // A removal from before lanes names no trusted mark: it keeps none of the trusted lane.
+    const trustedHwm = (body.cols['trusted_hwm'] as number | undefined) ?? 0;
+    return { op: 'remove', table, row, hwm: body.cols['hwm'] as number, trustedHwm, stamp };
+  }
   return { op: 'put', table, row, cols: body.cols, stamp };
 }
 
@@ -68,9 +73,10 @@ export async function recordEvent(
     body,
     rowKey,
     op: body.op,
+    ...(body.lane ? { lane: body.lane } : {}),
   };
   const pos = await tx.append(revoked ? { ...entry, revoked: true } : entry);
-  await tx.setHead(signer, { seq: body.seq, eventId });
+  await tx.setHead(chainKey(signer, body.lane), { seq: body.seq, eventId });
   await advanceClock(tx, body.hlc);
   if (revoked) return { pos, resurrections: [] };
   const before = await tx.getRow(body.table, body.row);

@@ -7,7 +7,7 @@
  * tombstone exists or some cell was written after it (a resurrection), and then
  * shows every cell, including edits that arrived while it was tombstoned. A
  * keyring removal is a permanent tombstone: nothing makes the row visible again,
- * and concurrent removals keep the lowest high-water mark.
+ * and concurrent removals keep the lowest high-water mark (per lane).
  *
  * Every rule is a join (per-cell max, max tombstone, min mark), so the state
  * depends only on the set of events applied: commutative, associative and
@@ -24,8 +24,11 @@ export type RowState = {
   readonly cells: Readonly<Record<string, Cell>>;
   /** Stamp of the newest delete, if any. */
   readonly deleted?: Stamp;
-  /** Set once by a removal; the lowest mark of all removals seen. */
-  readonly removed?: { readonly hwm: number };
+  /**
+   * Set once by a removal; the lowest marks of all removals seen, one per lane
+   * that crosses the wire (public `hwm`, `trustedHwm`).
+   */
+  readonly removed?: { readonly hwm: number; readonly trustedHwm: number };
 };
 
 export type RowChange =
@@ -42,6 +45,7 @@ export type RowChange =
       readonly table: string;
       readonly row: string;
       readonly hwm: number;
+      readonly trustedHwm: number;
       readonly stamp: Stamp;
     };
 
@@ -77,9 +81,14 @@ export function applyChange(current: RowState | undefined, change: RowChange): R
     case 'del':
       if (base.deleted && compareStamps(base.deleted, change.stamp) >= 0) return current ?? base;
       return { ...base, deleted: change.stamp };
-    case 'remove':
-      if (base.removed && base.removed.hwm <= change.hwm) return current ?? base;
-      return { ...base, removed: { hwm: change.hwm } };
+    case 'remove': {
+      if (base.removed && base.removed.hwm <= change.hwm && base.removed.trustedHwm <= change.trustedHwm) {
+        return current ?? base;
+      }
+      const hwm = Math.min(base.removed?.hwm ?? change.hwm, change.hwm);
+      const trustedHwm = Math.min(base.removed?.trustedHwm ?? change.trustedHwm, change.trustedHwm);
+      return { ...base, removed: { hwm, trustedHwm } };
+    }
   }
 }
 

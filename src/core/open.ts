@@ -1,7 +1,7 @@
 /**
  * Opening sealed envelopes before admission (SSP/1): decode the envelope and
  * check its outer id, decrypt it with the domain key of its generation, decode
- * the signed event inside and check that it names the envelope's domain.
+ * the signed event inside and check that it names the envelope's domain and lane.
  * Signatures are checked afterwards over the whole batch (chain-verify.ts), so
  * a hash-chained run of one signer costs one signature check.
  *
@@ -22,7 +22,14 @@ export type DomainMismatch = {
   readonly event: DomainName;
 };
 
-export type OpenError = SealError | EventError | DomainMismatch;
+/** The envelope's lane label disagrees with the lane its signer wrote into the event. */
+export type LaneMismatch = {
+  readonly type: 'LaneMismatch';
+  readonly envelope: string;
+  readonly event: string;
+};
+
+export type OpenError = SealError | EventError | DomainMismatch | LaneMismatch;
 
 export type Opening =
   | { readonly kind: 'event'; readonly sealed: SealedEvent; readonly bytes: Uint8Array; readonly event: SignedEvent }
@@ -55,6 +62,14 @@ function opened(bytes: Uint8Array, sealed: SealedEvent, plain: Result<Uint8Array
       kind: 'rejected',
       outerId,
       error: { type: 'DomainMismatch', envelope: sealed.domain, event: event.value.body.domain },
+    };
+  }
+  const lane = event.value.body.lane ?? 'public';
+  if (lane !== (sealed.lane ?? 'public')) {
+    return {
+      kind: 'rejected',
+      outerId,
+      error: { type: 'LaneMismatch', envelope: sealed.lane ?? 'public', event: lane },
     };
   }
   return { kind: 'event', sealed, bytes, event: event.value };

@@ -13,18 +13,24 @@
  *   join-reveal    J→I {t, inv, nonce: 32B (Nj)}   I checks it against the commitment
  *                  both now show the same short authentication string to their human
  *   join-confirm   J→I {t, inv}   J's human confirmed the string
- *   join-accept    I→J {t, inv, signer: 32B, anchors: [32B], keys: [{domain, gen, key: 32B}]}
+ *   join-accept    I→J {t, inv, signer: 32B, anchors: [32B], keys: [{domain, gen, key: 32B}],
+ *                       classes: [[table, class]]}
  *                  sent only once both humans confirmed; anchors: the admins the inviter
- *                  trusts without a control record (the founder)
+ *                  trusts without a control record (the founder); classes: the sync
+ *                  manifest as the inviter holds it, which the joiner follows until the
+ *                  signed manifest records reach it (so its first writes are not local)
  *   join-refused   either way {t, inv: 16B, reason}   a human declined, or a check failed
  *
  * `upto` is a position in the sender's log, which only the sender interprets.
+ * `again: true` marks a batch offered anew after the receiver became eligible for
+ * more (sync-manifest.ts): the receiver admits it even below its watermark.
  */
 import { isBytes } from './bytes.js';
 import { decodeCbor, encodeCbor, isRecord } from './cbor.js';
 import { MAX_SEALED_BYTES } from './seal.js';
 import { err, ok, type Result } from './result.js';
-import { isDomainName, type DomainName } from './schema.js';
+import { isDomainName, tableSpec, type DomainName } from './schema.js';
+import { isPrivacyClass, type PrivacyClass } from './sync-manifest.js';
 
 export const MAX_EVENTS_PER_FRAME = 256;
 export const MAX_PEER_MESSAGE = 900 * 1024;
@@ -33,7 +39,14 @@ export const MAX_MACHINE_NAME = 64;
 export type DomainKeyGrant = { readonly domain: DomainName; readonly gen: number; readonly key: Uint8Array };
 
 export type PeerMessage =
-  | { readonly t: 'events'; readonly after: number; readonly upto: number; readonly events: readonly Uint8Array[] }
+  | {
+      readonly t: 'events';
+      readonly after: number;
+      readonly upto: number;
+      readonly events: readonly Uint8Array[];
+      /** Offered again on purpose (the receiver may hold more now): not to be skipped by watermark. */
+      readonly again?: true;
+    }
   | { readonly t: 'ack'; readonly upto: number }
   | {
       readonly t: 'join-request';
@@ -52,6 +65,7 @@ export type PeerMessage =
       readonly signer: Uint8Array;
       readonly anchors: readonly Uint8Array[];
       readonly keys: readonly DomainKeyGrant[];
+      readonly classes: readonly (readonly [string, PrivacyClass])[];
     }
   | { readonly t: 'join-refused'; readonly inv: Uint8Array; readonly reason: string };
 
@@ -82,13 +96,17 @@ export function decodePeerMessage(bytes: Uint8Array): Result<PeerMessage, PeerWi
   switch (m['t']) {
     case 'events': {
       const events = m['events'];
-      if (!fieldsAre(m, 'after,events,t,upto') || !isUint(m['after']) || !isUint(m['upto']) || !Array.isArray(events)) {
+      const again = 'again' in m;
+      if (again && m['again'] !== true) return malformed('events: again');
+      const fields = again ? 'after,again,events,t,upto' : 'after,events,t,upto';
+      if (!fieldsAre(m, fields) || !isUint(m['after']) || !isUint(m['upto']) || !Array.isArray(events)) {
         return malformed('events: fields');
       }
       if (m['after'] > m['upto']) return malformed('events: after beyond upto');
       if (events.length > MAX_EVENTS_PER_FRAME) return malformed('events: too many');
       if (!events.every((e) => isBytes(e) && e.length <= MAX_SEALED_BYTES)) return malformed('events: entries');
-      return ok({ t: 'events', after: m['after'], upto: m['upto'], events: events as Uint8Array[] });
+      const batch = { t: 'events', after: m['after'], upto: m['upto'], events: events as Uint8Array[] } as const;
+      return ok(again ? { ...batch, again: true } : batch);
     }
     case 'ack':
       if (!fieldsAre(m, 't,upto') || !isUint(m['upto'])) return malformed('ack: fields');
@@ -120,8 +138,8 @@ export function decodePeerMessage(bytes: Uint8Array): Result<PeerMessage, PeerWi
       if (!fieldsAre(m, 'inv,t') || !isBytes(m['inv'], 16)) return malformed('join-confirm: fields');
       return ok({ t: 'join-confirm', inv: m['inv'] });
     case 'join-accept': {
-      const { inv, signer, anchors, keys } = m;
-      if (!fieldsAre(m, 'anchors,inv,keys,signer,t') || !isBytes(inv, 16) || !isBytes(signer, 32)) {
+      const { inv, signer, anchors, keys, classes } = m;
+      if (!fieldsAre(m, 'anchors,classes,inv,keys,signer,t') || !isBytes(inv, 16) || !isBytes(signer, 32)) {
         return malformed('join-accept: fields');
       }
       if (!Array.isArray(anchors) || anchors.length > 16 || !anchors.every((a) => isBytes(a, 32))) {
@@ -130,7 +148,13 @@ export function decodePeerMessage(bytes: Uint8Array): Result<PeerMessage, PeerWi
       if (!Array.isArray(keys)) return malformed('join-accept: keys');
       const grants = keys.map(decodeGrant);
       if (grants.length > 64 || grants.some((g) => g === undefined)) return malformed('join-accept: keys');
-      return ok({ t: 'join-accept', inv, signer, anchors, keys: grants as DomainKeyGrant[] });
+      const pairs: unknown[] = Array.isArray(classes) ? classes : [];
+      const valid = pairs.every(
+        (c) => Array.isArray(c) && c.length === 2 && tableSpec(String(c[0])) !== undefined && isPrivacyClass(c[1]),
+      );
+      if (!Array.isArray(classes) || classes.length > 64 || !valid) return malformed('join-accept: classes');
+      const manifest = pairs as [string, PrivacyClass][];
+      return ok({ t: 'join-accept', inv, signer, anchors, keys: grants as DomainKeyGrant[], classes: manifest });
     }
     case 'join-refused':
       if (!fieldsAre(m, 'inv,reason,t') || !isBytes(m['inv'], 16) || typeof m['reason'] !== 'string') {

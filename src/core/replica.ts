@@ -27,19 +27,20 @@ import {
   type SignedEvent,
 } from './event.js';
 import { DEFAULT_MAX_SKEW_MS, HLC_ZERO, receive, tick, type ClockSkewError } from './hlc.js';
-import { admitEvent, type FinalRejection, type OpenedEnvelope } from './ingest.js';
+import { admitEvent, laneRefusal, refusedBefore, type FinalRejection, type OpenedEnvelope } from './ingest.js';
 import { recordEvent } from './materialize.js';
-import { openEnvelope, type DomainMismatch, type EnvelopeOpener, type Opening } from './open.js';
+import { openEnvelope, type DomainMismatch, type EnvelopeOpener, type LaneMismatch, type Opening } from './open.js';
 import type { Clock, Signer, Verifier } from './ports.js';
+import { chainKey, type PrivacyPolicy } from './sync-manifest.js';
 import { err, ok, type Result } from './result.js';
-import { decodeSealed, encodeSealed, envelopeId, type SealedEvent, type SealError } from './seal.js';
+import { decodeSealed, encodeSealed, envelopeId, type SealedEvent, type SealError, type SealLane } from './seal.js';
 import { tableSpec, type ColumnValue, type DomainName } from './schema.js';
 import type { ParkReason, ReplicaStore, ReplicaTx, Resurrection } from './store.js';
 import { authorize, type TrustContext } from './trust.js';
 
 /** The sealing half of the crypto port: domain keys never leave its implementation. */
 export interface EnvelopeCrypto {
-  seal(domain: DomainName, signedEvent: Uint8Array): Promise<SealedEvent>;
+  seal(domain: DomainName, signedEvent: Uint8Array, lane?: SealLane): Promise<SealedEvent>;
   open(sealed: SealedEvent): Promise<Result<Uint8Array, SealError>>;
 }
 
@@ -51,6 +52,8 @@ export type ReplicaDeps = {
   /** Opens whole batches, e.g. spread over worker threads; by default `envelopes` opens them here. */
   readonly opener?: EnvelopeOpener;
   readonly trust: TrustContext;
+  /** Which tables this machine may hold, and so which lane its own writes take (sync-manifest.ts). */
+  readonly privacy: PrivacyPolicy;
   readonly clock: Clock;
   /** Serialises applying across every context sharing the store (Web Lock `sov-apply` in browsers). */
   readonly withLock?: <T>(fn: () => Promise<T>) => Promise<T>;
@@ -59,7 +62,8 @@ export type ReplicaDeps = {
   readonly maxParked?: number;
 };
 
-export type Rejection = SealError | EventError | FinalRejection | DomainMismatch | { readonly type: 'ParkingFull' };
+export type Rejection =
+  SealError | EventError | FinalRejection | DomainMismatch | LaneMismatch | { readonly type: 'ParkingFull' };
 
 export type IngestOutcome =
   | {
@@ -126,13 +130,16 @@ export class Replica {
   }
 
   /**
-   * Removes a machine from the keyring for good. The high-water mark is the last
-   * sequence number of the removed signer this replica holds: its events up to
-   * there stay, everything later is revoked on every replica.
+   * Removes a machine from the keyring for good. The high-water marks are the
+   * last sequence numbers of the removed signer this replica holds, one per lane
+   * that crosses the wire: its events up to there stay, everything later is
+   * revoked on every replica.
    */
   async remove(signer: string): Promise<Result<WriteOutcome, WriteError>> {
-    const head = await this.#deps.store.transact((tx) => tx.head(signer));
-    return this.#local('remove', 'keyring', signer, { hwm: head?.seq ?? 0 });
+    const [open, trusted] = await this.#deps.store.transact((tx) =>
+      Promise.all([tx.head(chainKey(signer, 'public')), tx.head(chainKey(signer, 'trusted'))]),
+    );
+    return this.#local('remove', 'keyring', signer, { hwm: open?.seq ?? 0, trusted_hwm: trusted?.seq ?? 0 });
   }
 
   #local(op: EventOp, table: string, row: string, cols: Record<string, ColumnValue>) {
@@ -146,11 +153,13 @@ export class Replica {
     row: string,
     cols: Record<string, ColumnValue>,
   ): Promise<Result<WriteOutcome, WriteError>> {
-    const { store, signer, envelopes, trust, clock } = this.#deps;
+    const { store, signer, envelopes, trust, privacy, clock } = this.#deps;
     const domain = tableSpec(table)!.domain;
     for (let attempt = 0; attempt < MAX_WRITE_RETRIES; attempt++) {
       const prepared = await store.transact(async (tx) => {
-        const head = await tx.head(this.#self);
+        // The class this machine holds for the table now picks the lane, for good.
+        const lane = await privacy.classOf(tx, table);
+        const head = await tx.head(chainKey(this.#self, lane));
         const body: EventBody = {
           v: 1,
           domain,
@@ -162,11 +171,13 @@ export class Replica {
           op,
           cols,
           hlc: tick((await tx.getHlc()) ?? HLC_ZERO, clock.now()),
+          ...(lane === 'public' ? {} : { lane }),
         };
-        return { body, verdict: await authorize(tx, body, trust) };
+        const removed = (await tx.getRow('keyring', this.#self))?.removed !== undefined;
+        return { body, removed, verdict: await authorize(tx, body, trust) };
       });
       const { body, verdict } = prepared;
-      if (verdict.type === 'Revoked') return err({ type: 'Removed', signer: this.#self });
+      if (prepared.removed || verdict.type === 'Revoked') return err({ type: 'Removed', signer: this.#self });
       if (verdict.type === 'NotAuthorized') return err({ type: 'NotAuthorized', table, reason: verdict.reason });
       let event: SignedEvent;
       try {
@@ -174,10 +185,10 @@ export class Replica {
       } catch (e) {
         return err({ type: 'InvalidEdit', reason: (e as Error).message });
       }
-      const sealed = await envelopes.seal(domain, event.bytes);
+      const sealed = await envelopes.seal(domain, event.bytes, body.lane);
       const sealedBytes = encodeSealed(sealed);
       const recorded = await store.transact(async (tx) => {
-        if (((await tx.head(this.#self))?.seq ?? 0) !== body.seq - 1) return undefined;
+        if (((await tx.head(chainKey(this.#self, body.lane)))?.seq ?? 0) !== body.seq - 1) return undefined;
         return recordEvent(tx, sealed, sealedBytes, event, false, trust, clock.now());
       });
       if (recorded) return ok({ outerId: envelopeId(sealed), resurrections: recorded.resurrections });
@@ -224,7 +235,15 @@ export class Replica {
       case 'opaque': {
         const outerId = envelopeId(item.sealed);
         if (await tx.hasOuterId(outerId)) return { type: 'Duplicate', outerId };
-        await tx.append({ outerId, domain: item.sealed.domain, sealed: item.bytes });
+        // Holding is decided by the lane even where reading is impossible.
+        const refusal = await laneRefusal(tx, item.sealed.lane, this.#deps.privacy);
+        if (refusal) {
+          if (await tx.isRejected(outerId)) return { type: 'Duplicate', outerId };
+          return this.#reject(tx, peer, outerId, refusal);
+        }
+        if (await refusedBefore(tx, outerId, this.#deps.privacy)) return { type: 'Duplicate', outerId };
+        const lane = item.sealed.lane;
+        await tx.append({ outerId, domain: item.sealed.domain, sealed: item.bytes, ...(lane ? { lane } : {}) });
         return { type: 'StoredOpaque', outerId };
       }
       case 'skewed': {
@@ -236,7 +255,7 @@ export class Replica {
       case 'event': {
         const outerId = envelopeId(item.sealed);
         if (await tx.isParked(outerId)) return { type: 'Duplicate', outerId };
-        const admission = await admitEvent(tx, item, this.#deps.trust, now);
+        const admission = await admitEvent(tx, item, this.#deps.trust, this.#deps.privacy, now);
         switch (admission.type) {
           case 'Applied': {
             const { body, revoked, resurrections } = admission;
@@ -254,7 +273,7 @@ export class Replica {
   }
 
   async #reject(tx: ReplicaTx, peer: string, outerId: string, error: Rejection): Promise<IngestOutcome> {
-    const detail = 'reason' in error ? error.reason : '';
+    const detail = 'reason' in error ? error.reason : 'table' in error ? error.table : '';
     await tx.recordRejection({ outerId, reason: error.type, detail, at: this.#deps.clock.now(), peer });
     return { type: 'Rejected', outerId, error };
   }

@@ -6,8 +6,9 @@
  *
  * The CONTROL tables are the mesh's own records (SSP/1 "Revoking a machine"):
  *   keyring   row = signer id (hex)    admitted machines: endpoint id, frame key (the
- *                                     X25519 key its frames are sealed with), name;
- *                                     removal is permanent
+ *                                     X25519 key its frames are sealed with), name,
+ *                                     trusted (may hold Trusted tables); removal is
+ *                                     permanent
  *   roles     row = signer id (hex)    grow-only: a role is granted, never lowered
  *                                     (taking power away is a keyring removal)
  *   bindings  row = endpoint id (hex)  which signer speaks through which endpoint
@@ -15,6 +16,8 @@
  *                                     short fingerprint of its signing key
  *   settings  row = setting name       mesh-wide settings (`vouch_k`: vouches that
  *                                     let an admin admit a machine, default 2)
+ *   sync_manifest row = data table    its privacy class: public | trusted | local
+ *                                     (sync-manifest.ts; no row means local)
  */
 
 export type DomainName = 'CONTROL' | 'GENERAL';
@@ -35,6 +38,8 @@ export type TableSpec = {
   readonly columns: Readonly<Record<string, 'string' | 'number' | 'boolean'>>;
   /** Columns merged by rank (higher wins, then stamp) instead of last-writer-wins. */
   readonly ranked?: Readonly<Record<string, readonly string[]>>;
+  /** String columns that take only these values (merged last-writer-wins like any other). */
+  readonly choices?: Readonly<Record<string, readonly string[]>>;
 };
 
 export const ROLE_RANK = ['member', 'admin'] as const;
@@ -46,7 +51,7 @@ export const TABLES = {
     write: 'admin',
     deletable: false,
     removable: true,
-    columns: { endpoint: 'string', frame: 'string', name: 'string' },
+    columns: { endpoint: 'string', frame: 'string', name: 'string', trusted: 'boolean' },
   },
   roles: {
     domain: 'CONTROL',
@@ -76,6 +81,14 @@ export const TABLES = {
     deletable: false,
     removable: false,
     columns: { value: 'number' },
+  },
+  sync_manifest: {
+    domain: 'CONTROL',
+    write: 'admin',
+    deletable: false,
+    removable: false,
+    columns: { class: 'string' },
+    choices: { class: ['public', 'trusted', 'local'] },
   },
   /** Field devices and their settings, edited by people in the UI. */
   device_profiles: {

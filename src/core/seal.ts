@@ -1,16 +1,21 @@
 /**
  * The sealed envelope every event travels in.
  *
- *   SealedEvent = {domain, gen: uint ≥ 1, id: 32B, ct: bytes}      (canonical CBOR)
+ *   SealedEvent = {domain, gen: uint ≥ 1, id: 32B, ct: bytes, lane?}   (canonical CBOR)
  *   ct          = nonce(12) ‖ AES-256-GCM(domain key of `gen`, SignedEvent,
- *                                         aad = "sov/1/seal" ‖ cbor([domain, gen]))
+ *                                         aad = "sov/1/seal" ‖ cbor([domain, gen(, lane)]))
  *   id          = outer_id = BLAKE3(ct)
+ *   lane        "trusted" | "local", absent for the public lane: the privacy lane
+ *               of the event inside (sync-manifest.ts), readable without a key so
+ *               a machine that cannot open an envelope still forwards it only to
+ *               machines that may hold it
  *
  * A machine outside the domain can store, forward and acknowledge an envelope by
  * its outer id, and verify that id, without being able to read it. Only a member
  * holding the key of that generation opens it. The domain and generation are
  * bound into the AEAD, so an envelope cannot be relabelled; the signed event
- * inside repeats its domain, so a member cannot re-seal it into another domain.
+ * inside repeats its domain and lane, so a member cannot re-seal it into another
+ * domain or lane.
  */
 import { gcm } from '@noble/ciphers/aes.js';
 import { bytesEqual, concat, isBytes, toHex, utf8 } from './bytes.js';
@@ -20,6 +25,9 @@ import { blake3 } from './hash.js';
 import type { Random } from './ports.js';
 import { err, ok, type Result } from './result.js';
 import { isDomainName, type DomainName } from './schema.js';
+
+/** The lane label of a non-public envelope. */
+export type SealLane = 'trusted' | 'local';
 
 export const MAX_SEALED_BYTES = MAX_EVENT_BYTES + 512;
 const AAD_LABEL = utf8('sov/1/seal');
@@ -31,6 +39,7 @@ export type SealedEvent = {
   readonly gen: number;
   readonly id: Uint8Array;
   readonly ct: Uint8Array;
+  readonly lane?: SealLane;
 };
 
 export type SealError =
@@ -43,8 +52,8 @@ export type SealError =
 export type DomainKeyLookup = (domain: DomainName, gen: number) => Uint8Array | undefined;
 
 /** Associated data binding an envelope's domain and generation (exported for native AEAD adapters). */
-export function sealAad(domain: DomainName, gen: number): Uint8Array {
-  return concat(AAD_LABEL, encodeCbor([domain, gen]));
+export function sealAad(domain: DomainName, gen: number, lane?: SealLane): Uint8Array {
+  return concat(AAD_LABEL, encodeCbor(lane ? [domain, gen, lane] : [domain, gen]));
 }
 
 export function sealEvent(
@@ -53,16 +62,18 @@ export function sealEvent(
   gen: number,
   key: Uint8Array,
   random: Random,
+  lane?: SealLane,
 ): SealedEvent {
   if (!isBytes(key, 32)) throw new Error('seal: domain key must be 32 bytes');
   const nonce = random.bytes(NONCE_BYTES);
-  const ct = concat(nonce, gcm(key, nonce, sealAad(domain, gen)).encrypt(signedEvent));
-  return { domain, gen, id: blake3(ct), ct };
+  const ct = concat(nonce, gcm(key, nonce, sealAad(domain, gen, lane)).encrypt(signedEvent));
+  return { domain, gen, id: blake3(ct), ct, ...(lane ? { lane } : {}) };
 }
 
 /**
  * The name a replica stores, deduplicates, parks and rejects an envelope by: its
- * outer id together with the header it was labelled with, `outer.domain.gen`.
+ * outer id together with the header it was labelled with, `outer.domain.gen`
+ * (and `.lane` outside the public lane).
  * The wire's outer id covers only the ciphertext, so anyone on the path could
  * relabel a genuine envelope's domain or generation without changing it; keyed
  * by the outer id alone, a relabelled copy seen first would shadow the genuine
@@ -70,7 +81,8 @@ export function sealEvent(
  * a hash of its canonical bytes would, without hashing them again.)
  */
 export function envelopeId(sealed: SealedEvent): string {
-  return `${toHex(sealed.id)}.${sealed.domain}.${sealed.gen}`;
+  const name = `${toHex(sealed.id)}.${sealed.domain}.${sealed.gen}`;
+  return sealed.lane ? `${name}.${sealed.lane}` : name;
 }
 
 /** The name of bytes that do not even decode as an envelope. */
@@ -79,7 +91,8 @@ export function undecodableId(bytes: Uint8Array): string {
 }
 
 export function encodeSealed(sealed: SealedEvent): Uint8Array {
-  return encodeCbor({ domain: sealed.domain, gen: sealed.gen, id: sealed.id, ct: sealed.ct });
+  const { domain, gen, id, ct, lane } = sealed;
+  return encodeCbor(lane ? { domain, gen, id, ct, lane } : { domain, gen, id, ct });
 }
 
 /** Decodes an envelope and checks its outer id; needs no key. */
@@ -87,8 +100,12 @@ export function decodeSealed(bytes: Uint8Array): Result<SealedEvent, SealError> 
   const decoded = decodeCbor(bytes, MAX_SEALED_BYTES);
   if (!decoded.ok) return err({ type: 'MalformedEnvelope', reason: decoded.error.reason });
   const m = decoded.value;
-  if (!isRecord(m) || Object.keys(m).length !== 4) return err({ type: 'MalformedEnvelope', reason: 'fields' });
-  const { domain, gen, id, ct } = m;
+  const fields = isRecord(m) ? Object.keys(m).length : 0;
+  if (!isRecord(m) || (fields !== 4 && !(fields === 5 && 'lane' in m))) {
+    return err({ type: 'MalformedEnvelope', reason: 'fields' });
+  }
+  const { domain, gen, id, ct, lane } = m;
+  if (fields === 5 && lane !== 'trusted' && lane !== 'local') return err({ type: 'MalformedEnvelope', reason: 'lane' });
   if (!isDomainName(domain) || typeof gen !== 'number' || !Number.isSafeInteger(gen) || gen < 1) {
     return err({ type: 'MalformedEnvelope', reason: 'domain or generation' });
   }
@@ -96,7 +113,7 @@ export function decodeSealed(bytes: Uint8Array): Result<SealedEvent, SealError> 
     return err({ type: 'MalformedEnvelope', reason: 'id or ciphertext' });
   }
   if (!bytesEqual(blake3(ct), id)) return err({ type: 'OuterIdMismatch' });
-  return ok({ domain, gen, id, ct });
+  return ok({ domain, gen, id, ct, ...(fields === 5 ? { lane: lane as SealLane } : {}) });
 }
 
 /** Opens an envelope with the key of its generation; returns the signed event bytes. */
@@ -105,7 +122,8 @@ export function openSealed(sealed: SealedEvent, keys: DomainKeyLookup): Result<U
   if (!key) return err({ type: 'DomainKeyMissing', domain: sealed.domain, gen: sealed.gen });
   const nonce = sealed.ct.subarray(0, NONCE_BYTES);
   try {
-    return ok(gcm(key, nonce, sealAad(sealed.domain, sealed.gen)).decrypt(sealed.ct.subarray(NONCE_BYTES)));
+    const aad = sealAad(sealed.domain, sealed.gen, sealed.lane);
+    return ok(gcm(key, nonce, aad).decrypt(sealed.ct.subarray(NONCE_BYTES)));
   } catch {
     return err({ type: 'DecryptFailed', domain: sealed.domain, gen: sealed.gen });
   }

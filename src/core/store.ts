@@ -34,6 +34,8 @@ export type LogEntry = {
   readonly op?: EventOp;
   /** Set when a later removal of the signer revoked this event: kept for forwarding, never materialised. */
   readonly revoked?: true;
+  /** The privacy lane outside the public one (sync-manifest.ts): whom the entry may be offered to. */
+  readonly lane?: 'trusted' | 'local';
 };
 
 export type NewLogEntry = Omit<LogEntry, 'pos'>;
@@ -85,8 +87,9 @@ export const rowKeyOf = (table: string, row: string): string => `${table}\u0000$
 export interface ReplicaTx {
   getHlc(): Promise<Hlc | undefined>;
   setHlc(hlc: Hlc): Promise<void>;
-  head(signer: string): Promise<ChainHead | undefined>;
-  setHead(signer: string, head: ChainHead): Promise<void>;
+  /** The head of one chain, named by `chainKey(signer, lane)` (sync-manifest.ts). */
+  head(chain: string): Promise<ChainHead | undefined>;
+  setHead(chain: string, head: ChainHead): Promise<void>;
   hasOuterId(outerId: string): Promise<boolean>;
   hasEventId(eventId: string): Promise<boolean>;
   append(entry: NewLogEntry): Promise<number>;
@@ -105,6 +108,8 @@ export interface ReplicaTx {
   parkedCount(): Promise<number>;
   recordRejection(record: RejectionRecord): Promise<void>;
   isRejected(outerId: string): Promise<boolean>;
+  /** The recorded reason an envelope was refused, if it was. */
+  rejectionReason(outerId: string): Promise<string | undefined>;
   addResurrection(resurrection: Resurrection): Promise<void>;
   hasResurrection(key: string): Promise<boolean>;
   dropResurrectionsOf(eventId: string): Promise<void>;
@@ -121,6 +126,8 @@ export interface ReplicaStore {
   cursor(peer: string): Promise<number>;
   /** Moves the peer's cursor forward; never backward. */
   advanceCursor(peer: string, pos: number): Promise<void>;
+  /** Sets the peer's cursor back to the start, so everything is offered again (it may now hold more). */
+  rewindCursor(peer: string): Promise<void>;
   /** Highest position of the peer's log applied or recorded here (0 if none). */
   watermark(peer: string): Promise<number>;
   rows(table: string): Promise<RowState[]>;

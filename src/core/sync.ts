@@ -9,11 +9,15 @@
  * watermark passes exactly what is durably applied, stored or rejected; a lost
  * frame or ack is healed by the next offer, and a duplicate costs nothing.
  * Realtime push is the same offer, made as soon as a local write lands.
+ *
+ * Offers respect privacy lanes (sync-manifest.ts): a local-lane entry is never
+ * offered, a trusted-lane one only to a peer the `trusted` callback names. The
+ * batch still covers their positions, so the peer's watermark moves past them.
  */
 import type { IngestOutcome, Replica, Rejection } from './replica.js';
 import type { PeerMessage } from './peer-wire.js';
 import { MAX_EVENTS_PER_FRAME } from './peer-wire.js';
-import type { ReplicaStore } from './store.js';
+import type { LogEntry, ReplicaStore } from './store.js';
 
 /** The two messages delivery speaks; pairing messages travel beside it. */
 export type DeliveryMessage = Extract<PeerMessage, { t: 'events' | 'ack' }>;
@@ -26,6 +30,8 @@ export interface PeerChannel {
 export type SyncListener = {
   readonly onApplied?: (outcomes: readonly IngestOutcome[]) => void;
   readonly onRejected?: (peer: string, error: Rejection) => void;
+  /** Whether a peer may hold trusted-lane entries (absent: none may). */
+  readonly trusted?: (peer: string) => boolean;
 };
 
 const MAX_BATCH_BYTES = 768 * 1024;
@@ -47,6 +53,10 @@ export class SyncEngine {
   readonly #rejections = new Map<string, number>();
   /** Re-offer pacing per peer: the cursor last seen, the current interval and cycles left to skip. */
   readonly #pace = new Map<string, { cursor: number; every: number; skip: number }>();
+  /** Peers to offer everything again once they acknowledge up to a position (see `reofferAfter`). */
+  readonly #reoffers = new Map<string, number>();
+  /** Peers being offered everything again: batches up to this position go out marked `again`. */
+  readonly #again = new Map<string, number>();
   #online = false;
 
   constructor(replica: Replica, store: ReplicaStore, channel: PeerChannel, listener: SyncListener = {}) {
@@ -133,15 +143,47 @@ export class SyncEngine {
       let bytes = 0;
       let upto = after;
       for (const entry of entries) {
+        if (!this.#mayHold(peer, entry)) {
+          upto = entry.pos;
+          continue;
+        }
         if (events.length > 0 && bytes + entry.sealed.length > MAX_BATCH_BYTES) break;
         events.push(entry.sealed);
         bytes += entry.sealed.length;
         upto = entry.pos;
       }
       this.#offered.set(peer, upto);
-      await this.#channel.send(peer, { t: 'events', after, upto, events });
+      const again = after < (this.#again.get(peer) ?? 0);
+      await this.#channel.send(peer, { t: 'events', after, upto, events, ...(again ? { again: true as const } : {}) });
       after = upto;
     }
+  }
+
+  #mayHold(peer: string, entry: LogEntry): boolean {
+    if (entry.lane === 'local') return false;
+    return entry.lane !== 'trusted' || this.#listener.trusted?.(peer) === true;
+  }
+
+  /**
+   * A peer may now hold more than before (it became trusted): once it has
+   * acknowledged our log up to `pos` (where the record that says so sits, so it
+   * knows it too), offer it everything again from the start; what it already
+   * holds costs a duplicate check. Not durable: after a restart the batch cycle
+   * carries on from the cursor, and a later grant asks again.
+   */
+  async reofferAfter(peer: string, pos: number): Promise<void> {
+    this.#reoffers.set(peer, pos);
+    await this.#reofferIfAcknowledged(peer);
+  }
+
+  async #reofferIfAcknowledged(peer: string): Promise<void> {
+    const pos = this.#reoffers.get(peer);
+    if (pos === undefined || (await this.#store.cursor(peer)) < pos) return;
+    this.#reoffers.delete(peer);
+    this.#again.set(peer, await this.#store.cursor(peer));
+    await this.#store.rewindCursor(peer);
+    this.#offered.delete(peer);
+    this.#pace.delete(peer);
   }
 
   /** Handles a message from a peer; returns once its effects are durable. */
@@ -151,7 +193,7 @@ export class SyncEngine {
       // One that starts past it (an earlier batch was lost) is applied, but the watermark
       // waits for the gap to fill: it only ever covers a contiguous prefix of the peer's log.
       const watermark = await this.#store.watermark(peer);
-      const seen = watermark >= message.upto;
+      const seen = watermark >= message.upto && message.again !== true;
       const contiguous = message.after <= watermark;
       const outcomes = seen
         ? []
@@ -165,6 +207,8 @@ export class SyncEngine {
       await this.#channel.send(peer, { t: 'ack', upto: await this.#store.watermark(peer) });
     } else {
       await this.#store.advanceCursor(peer, message.upto);
+      if ((await this.#store.cursor(peer)) >= (this.#again.get(peer) ?? 0)) this.#again.delete(peer);
+      await this.#reofferIfAcknowledged(peer);
       // Keep the pipe full: the ack may have freed room in the window.
       if (this.#online && this.#peers.has(peer)) await this.#offer(peer);
     }

@@ -2,8 +2,9 @@
  * Who may write what (SSP/1 "Revoking a machine"). Every event resolves its
  * signer through the materialised keyring at admission time:
  *
- *  - removed with a high-water mark below the event's seq → revoked (kept in the
- *    log for forwarding and for a later recount, never materialised);
+ *  - removed with a high-water mark (of the event's lane) below the event's seq →
+ *    revoked (kept in the log for forwarding and for a later recount, never
+ *    materialised);
  *  - not known at all → parked until the keyring learns it;
  *  - known but lacking the role the table demands → parked until a grant arrives.
  *
@@ -48,7 +49,12 @@ async function roleOf(tx: ReplicaTx, signer: string, trust: TrustContext): Promi
 export async function authorize(tx: ReplicaTx, body: EventBody, trust: TrustContext): Promise<Verdict> {
   const signer = toHex(body.signer);
   const removed = (await tx.getRow('keyring', signer))?.removed;
-  if (removed && body.seq > removed.hwm) return { type: 'Revoked', signer, seq: body.seq, hwm: removed.hwm };
+  if (removed) {
+    // Local-lane events never leave their writer, so no removal mark can speak for them.
+    const lane = body.lane ?? 'public';
+    const hwm = lane === 'public' ? removed.hwm : lane === 'trusted' ? removed.trustedHwm : Infinity;
+    if (body.seq > hwm) return { type: 'Revoked', signer, seq: body.seq, hwm };
+  }
   const role = await roleOf(tx, signer, trust);
   if (!role) return { type: 'UnknownSigner', signer };
   const denied = (reason: string, final = false): Verdict => ({

@@ -18,7 +18,8 @@ import type { Clock } from '../core/ports.js';
 import { relayAuthPayload } from '../core/relay-wire.js';
 import { err, ok, type Result } from '../core/result.js';
 import { DOMAINS, type DomainName } from '../core/schema.js';
-import type { SealedEvent, SealError } from '../core/seal.js';
+import type { SealedEvent, SealError, SealLane } from '../core/seal.js';
+import type { PrivacyClass } from '../core/sync-manifest.js';
 import { decodeTicket, encodeTicket, type TicketError } from '../core/ticket.js';
 import type { KeyDatabase, IdentityRecord } from '../storage/key-store.js';
 import { FrameChannel, generateFrameKey, type FrameKeyPair, type SenderBinding } from './frame-channel.js';
@@ -77,6 +78,7 @@ export type InboundMessage =
       readonly inv: Uint8Array;
       readonly signer: Uint8Array;
       readonly anchors: readonly Uint8Array[];
+      readonly classes: readonly (readonly [string, PrivacyClass])[];
     };
 
 type PendingJoin = { inviter: Uint8Array; kid: Uint8Array; fp: Uint8Array; inv: Uint8Array };
@@ -398,6 +400,7 @@ export class CryptoService {
   async admitJoin(
     request: { inv: Uint8Array; endpoint: Uint8Array; frame: string },
     anchors: readonly Uint8Array[],
+    classes: readonly (readonly [string, PrivacyClass])[],
   ): Promise<Result<Uint8Array, JoinError>> {
     const kid = fromHex(request.frame);
     if (!kid || kid.length !== 32) return err({ type: 'InvitationUnknown' });
@@ -414,6 +417,7 @@ export class CryptoService {
         signer: this.#id().signingPublic,
         anchors,
         keys,
+        classes,
       }),
     );
   }
@@ -530,7 +534,8 @@ export class CryptoService {
     await this.#db.secrets.delete(PENDING_JOIN);
     this.#pending = undefined;
     this.#ceremony = undefined;
-    return ok({ t: 'join-accept', inv: message.inv, signer: message.signer, anchors: message.anchors });
+    const { inv, signer, anchors, classes } = message;
+    return ok({ t: 'join-accept', inv, signer, anchors, classes });
   }
 
   async sign(message: Uint8Array): Promise<Uint8Array> {
@@ -546,8 +551,8 @@ export class CryptoService {
     return blake3(data);
   }
 
-  sealEvent(domain: DomainName, signedEvent: Uint8Array): Promise<SealedEvent> {
-    return this.#domains.envelopes(webRandom).seal(domain, signedEvent);
+  sealEvent(domain: DomainName, signedEvent: Uint8Array, lane?: SealLane): Promise<SealedEvent> {
+    return this.#domains.envelopes(webRandom).seal(domain, signedEvent, lane);
   }
 
   openEvent(sealed: SealedEvent): Promise<Result<Uint8Array, SealError>> {

@@ -15,6 +15,13 @@ import { err, type Result } from '../core/result.js';
 import type { ColumnValue } from '../core/schema.js';
 import type { Resurrection } from '../core/store.js';
 import { SyncEngine } from '../core/sync.js';
+import {
+  isClassifiable,
+  isPrivacyClass,
+  manifestPolicy,
+  type LocalClassChoices,
+  type PrivacyClass,
+} from '../core/sync-manifest.js';
 import { DexieReplicaStore, NodeDatabase } from '../storage/dexie-store.js';
 import { systemClock } from './clock.js';
 import type { CryptoService, IdentityView, InboundMessage, JoinError, PeerAddress } from './crypto-service.js';
@@ -24,10 +31,12 @@ import { TabSession } from './tab-session.js';
 import {
   countByReason,
   machinesView,
+  manifestView,
   rowView,
   vouchesView,
   vouchThreshold,
   type Machine,
+  type ManifestEntry,
   type RowView,
   type SyncView,
 } from './views.js';
@@ -46,6 +55,10 @@ type MeshMeta = {
   readonly relayKey?: string;
   /** The version of the last admission list this machine pushed (admins). */
   readonly admissionVersion?: number;
+  /** Privacy classes this machine narrowed for itself (never replicated; sync-manifest.ts). */
+  readonly narrowing?: Readonly<Record<string, PrivacyClass>>;
+  /** The manifest the admitting admin sent with the keys, followed until the signed records arrive. */
+  readonly provisionalClasses?: Readonly<Record<string, PrivacyClass>>;
 };
 
 export type Notice = {
@@ -88,6 +101,8 @@ export type NodeSnapshot = {
   readonly join: JoinView;
   /** Vouches that let an admin admit a machine without comparing codes itself. */
   readonly vouchK: number;
+  /** Each data table's privacy class: who may hold a copy of its rows. */
+  readonly manifest: readonly ManifestEntry[];
 };
 
 type JoinRequest = Extract<InboundMessage, { t: 'join-request' }>;
@@ -104,7 +119,7 @@ type Pairing = {
   joinerConfirmed: boolean;
 };
 
-export type { Machine, RowView } from './views.js';
+export type { Machine, ManifestEntry, RowView } from './views.js';
 
 const META_KEY = 'mesh';
 const BATCH_CYCLE_MS = 15_000;
@@ -125,6 +140,8 @@ export class MeshNode {
   #identity: IdentityView;
   #meta: MeshMeta | undefined;
   #machines: Machine[] = [];
+  /** Endpoints of trusted machines as last seen; undefined until the keyring was first read. */
+  #trusted: Set<string> | undefined;
   #relay: RelayConnection | undefined;
   #background: BackgroundSync | undefined;
   #relayState: RelayState | 'standby' = 'offline';
@@ -152,12 +169,14 @@ export class MeshNode {
     this.#identity = identity;
     this.#store = store;
     this.#meta = meta;
+    const trust = { self: identity.signer, anchors: () => this.#meta?.anchors ?? [] };
     this.#replica = new Replica({
       store,
       signer: { publicKey: fromHex(identity.signer)!, sign: (m) => crypto.sign(m) },
       verifier: { verify: (k, m, s) => crypto.verify(k, m, s) },
-      envelopes: { seal: (d, e) => crypto.sealEvent(d, e), open: (s) => crypto.openEvent(s) },
-      trust: { self: identity.signer, anchors: () => this.#meta?.anchors ?? [] },
+      envelopes: { seal: (d, e, lane) => crypto.sealEvent(d, e, lane), open: (s) => crypto.openEvent(s) },
+      trust,
+      privacy: manifestPolicy(trust, () => this.#classChoices()),
       clock: systemClock,
       withLock: (fn) => navigator.locks.request('sov-apply', fn) as ReturnType<typeof fn>,
     });
@@ -171,8 +190,18 @@ export class MeshNode {
           this.#sendTo(peer, await crypto.sealMessage(address, message));
         },
       },
-      { onApplied: (outcomes) => this.#applied(outcomes) },
+      {
+        onApplied: (outcomes) => this.#applied(outcomes),
+        trusted: (peer) => this.#machines.some((m) => m.endpoint === peer && m.trusted && !m.removed),
+      },
     );
+  }
+
+  #classChoices(): LocalClassChoices {
+    return {
+      narrowing: new Map(Object.entries(this.#meta?.narrowing ?? {})),
+      provisional: new Map(Object.entries(this.#meta?.provisionalClasses ?? {})),
+    };
   }
 
   static async open(crypto: Remote<CryptoService>, dbName = 'sov-node'): Promise<MeshNode> {
@@ -201,11 +230,13 @@ export class MeshNode {
     this.#identity = created.value;
     const self = this.#identity.signer;
     await this.#saveMeta({ status: 'member', relay, name, anchors: [self], anchorPeers: [] });
-    for (const [table, cols] of [
-      ['keyring', { endpoint: this.#identity.endpoint, frame: this.#identity.frame, name }],
-      ['roles', { role: 'admin' }],
+    for (const [table, row, cols] of [
+      ['keyring', self, { endpoint: this.#identity.endpoint, frame: this.#identity.frame, name }],
+      ['roles', self, { role: 'admin' }],
+      // The founder classifies the product's data tables; everything unregistered stays local.
+      ['sync_manifest', 'device_profiles', { class: 'public' }],
     ] as const) {
-      const written = await this.#replica.write(table, self, cols);
+      const written = await this.#replica.write(table, row, cols);
       if (!written.ok) throw new Error(`mesh: could not record this machine (${written.error.type})`);
     }
     this.#announce();
@@ -256,6 +287,42 @@ export class MeshNode {
 
   deleteProfile(row: string): Promise<Result<WriteOutcome, WriteError>> {
     return this.#local(() => this.#replica.delete('device_profiles', row));
+  }
+
+  /** Admin: sets a data table's mesh-wide privacy class (a signed control record). */
+  setTableClass(table: string, privacy: PrivacyClass): Promise<Result<WriteOutcome, WriteError>> {
+    if (!isClassifiable(table) || !isPrivacyClass(privacy)) {
+      return Promise.resolve(err({ type: 'InvalidEdit', reason: `${table} takes no privacy class` }));
+    }
+    return this.#local(() => this.#replica.write('sync_manifest', table, { class: privacy }));
+  }
+
+  /**
+   * Narrows a table's class on this machine only (`undefined` lifts the
+   * narrowing). It can never widen: the narrower of this and the mesh's class
+   * applies. Rows refused while a table was local here are not fetched again.
+   */
+  async narrowTable(table: string, privacy: PrivacyClass | undefined): Promise<void> {
+    const meta = this.#meta;
+    if (!meta || !isClassifiable(table)) return;
+    const others = Object.entries(meta.narrowing ?? {}).filter(([t]) => t !== table);
+    const chosen = privacy && isPrivacyClass(privacy) ? [[table, privacy] as const] : [];
+    await this.#saveMeta({ ...meta, narrowing: Object.fromEntries([...others, ...chosen]) });
+    this.#announce();
+    await this.#publish();
+  }
+
+  /** Admin: marks a machine trusted (it may then hold Trusted tables) or not. */
+  setTrusted(signer: string, trusted: boolean): Promise<Result<WriteOutcome, WriteError>> {
+    if (!this.#machines.some((m) => m.signer === signer && !m.removed)) {
+      return Promise.resolve(err({ type: 'InvalidEdit', reason: 'not a machine of this mesh' }));
+    }
+    return this.#local(async () => {
+      const written = await this.#replica.write('keyring', signer, { trusted });
+      // Re-reads the keyring: a peer trusted now is offered everything again.
+      if (written.ok) await this.#refreshPeers();
+      return written;
+    });
   }
 
   /**
@@ -540,7 +607,12 @@ export class MeshNode {
         return this.#completePairing(toHex(message.inv), pairing);
       }
       case 'join-accept':
-        return this.#joined({ endpoint: from, frame }, toHex(message.signer), message.anchors.map(toHex));
+        return this.#joined(
+          { endpoint: from, frame },
+          toHex(message.signer),
+          message.anchors.map(toHex),
+          Object.fromEntries(message.classes),
+        );
       case 'join-refused': {
         if (this.#meta?.status === 'joining') return this.#notice('warning', `join refused: ${message.reason}`);
         const pairing = this.#pairingFrom(from, frame, message.inv);
@@ -654,9 +726,11 @@ export class MeshNode {
     const refuse = (reason: string): void => this.#refuse(joiner, request.inv, reason);
     if (!this.#isAdmin() || !this.#meta) return refuse('this machine is not an admin');
     const anchors = this.#meta.anchors.map((a) => fromHex(a)!);
+    const classes = (await this.#manifest()).map((e) => [e.table, e.mesh] as const);
     const accept = await this.#crypto.admitJoin(
       { inv: request.inv, endpoint: request.endpoint, frame: joiner.frame },
       anchors,
+      classes,
     );
     if (!accept.ok) return refuse(accept.error.type);
     const name = request.name || 'machine';
@@ -678,10 +752,15 @@ export class MeshNode {
     await this.#sync.offerAll();
   }
 
-  async #joined(from: PeerAddress, inviter: string, inviterAnchors: readonly string[]): Promise<void> {
+  async #joined(
+    from: PeerAddress,
+    inviter: string,
+    inviterAnchors: readonly string[],
+    provisionalClasses: Record<string, PrivacyClass>,
+  ): Promise<void> {
     if (this.#meta?.status !== 'joining') return;
     const anchors = [...new Set([...inviterAnchors, inviter])];
-    await this.#saveMeta({ ...this.#meta, status: 'member', anchors, anchorPeers: [from] });
+    await this.#saveMeta({ ...this.#meta, status: 'member', anchors, anchorPeers: [from], provisionalClasses });
     this.#identity = await this.#crypto.view();
     this.#announce();
     this.#notice('info', 'joined the mesh');
@@ -689,9 +768,23 @@ export class MeshNode {
     await this.#sync.connected();
   }
 
-  /** Peers are the endpoints of machines in the keyring that were not removed. */
+  /**
+   * Peers are the endpoints of machines in the keyring that were not removed. A
+   * peer that became trusted is offered everything again once it acknowledged
+   * the record that made it so (it may hold more now).
+   */
   async #refreshPeers(): Promise<void> {
     this.#machines = machinesView(await this.#store.rows('keyring'), await this.#store.rows('roles'));
+    const trusted = new Set(this.#machines.filter((m) => m.trusted && !m.removed).map((m) => m.endpoint));
+    const before = this.#trusted;
+    this.#trusted = trusted;
+    if (before) {
+      const upto = await this.#store.lastPos();
+      for (const endpoint of trusted) {
+        if (!before.has(endpoint) && endpoint !== this.#identity.endpoint)
+          await this.#sync.reofferAfter(endpoint, upto);
+      }
+    }
     const endpoints = new Set((this.#meta?.anchorPeers ?? []).map((p) => p.endpoint));
     for (const machine of this.#machines) {
       if (machine.removed) endpoints.delete(machine.endpoint);
@@ -790,6 +883,11 @@ export class MeshNode {
     }));
   }
 
+  async #manifest(): Promise<ManifestEntry[]> {
+    const { provisional, narrowing } = this.#classChoices();
+    return manifestView(await this.#store.rows('sync_manifest'), provisional, narrowing);
+  }
+
   async #publish(): Promise<void> {
     if (this.#listeners.size === 0) return;
     const names = new Map(this.#machines.map((m) => [m.signer, m.name]));
@@ -809,6 +907,7 @@ export class MeshNode {
       pairings: this.#pairingViews(await this.#vouchers()),
       join: this.#join,
       vouchK: await this.#vouchK(),
+      manifest: await this.#manifest(),
     };
     for (const listener of this.#listeners) listener(snapshot);
   }

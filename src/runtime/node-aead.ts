@@ -52,18 +52,18 @@ function decrypt(key: Uint8Array, aad: Uint8Array, sealed: Uint8Array): Uint8Arr
 export function nodeOpenSealed(sealed: SealedEvent, keys: DomainKeyLookup): Result<Uint8Array, SealError> {
   const key = keys(sealed.domain, sealed.gen);
   if (!key) return err({ type: 'DomainKeyMissing', domain: sealed.domain, gen: sealed.gen });
-  const plain = decrypt(key, sealAad(sealed.domain, sealed.gen), sealed.ct);
+  const plain = decrypt(key, sealAad(sealed.domain, sealed.gen, sealed.lane), sealed.ct);
   return plain ? ok(plain) : err({ type: 'DecryptFailed', domain: sealed.domain, gen: sealed.gen });
 }
 
 /** The envelope port of a DomainKeyring (core/domain-keys.ts), natively. */
 export function nodeEnvelopes(keyring: DomainKeyring, random: Random): EnvelopeCrypto {
   return {
-    seal: async (domain, signedEvent) => {
+    seal: async (domain, signedEvent, lane) => {
       const current = keyring.current(domain);
       if (!current) throw new Error(`node-aead: no key for ${domain}`);
-      const ct = encrypt(current.key, random.bytes(NONCE_BYTES), sealAad(domain, current.gen), signedEvent);
-      return { domain, gen: current.gen, id: blake3(ct), ct };
+      const ct = encrypt(current.key, random.bytes(NONCE_BYTES), sealAad(domain, current.gen, lane), signedEvent);
+      return { domain, gen: current.gen, id: blake3(ct), ct, ...(lane ? { lane } : {}) };
     },
     open: async (sealed) => nodeOpenSealed(sealed, (d, g) => keyring.get(d, g)),
   };

@@ -5,7 +5,8 @@
  */
 import { toHex } from '../core/bytes.js';
 import { isAlive, rowValues, type RowState } from '../core/merge.js';
-import type { ColumnValue } from '../core/schema.js';
+import { TABLES, type ColumnValue } from '../core/schema.js';
+import { isClassifiable, isPrivacyClass, narrower, type PrivacyClass } from '../core/sync-manifest.js';
 import type { RejectionRecord } from '../core/store.js';
 
 export type CellView = { readonly value: ColumnValue; readonly by: string; readonly at: number };
@@ -26,7 +27,22 @@ export type Machine = {
   readonly frame: string;
   readonly name: string;
   readonly role: 'admin' | 'member';
+  /** May hold Trusted tables: marked trusted by an admin, or an admin itself. */
+  readonly trusted: boolean;
   readonly removed: boolean;
+};
+
+/** One data table's privacy class as the sync panel shows it (sync-manifest.ts). */
+export type ManifestEntry = {
+  readonly table: string;
+  /** The admin-signed class (`local` when no record names the table). */
+  readonly mesh: PrivacyClass;
+  /** Whether `mesh` comes from a signed record, or only from what the admitting admin said. */
+  readonly recorded: boolean;
+  /** This machine's own narrowing, if any. */
+  readonly narrowed: PrivacyClass | undefined;
+  /** What this machine applies: the narrower of the two. */
+  readonly effective: PrivacyClass;
 };
 
 export type PeerView = {
@@ -60,9 +76,28 @@ export function machinesView(keyring: readonly RowState[], roles: readonly RowSt
       frame: String(v['frame'] ?? ''),
       name: String(v['name'] ?? ''),
       role: roleOf.get(row.row) === 'admin' ? 'admin' : 'member',
+      trusted: roleOf.get(row.row) === 'admin' || v['trusted'] === true,
       removed: row.removed !== undefined,
     };
   });
+}
+
+/** Every data table with its class: the signed record, else the provisional one, else local. */
+export function manifestView(
+  records: readonly RowState[],
+  provisional: ReadonlyMap<string, PrivacyClass>,
+  narrowing: ReadonlyMap<string, PrivacyClass>,
+): ManifestEntry[] {
+  const signed = new Map(records.map((r) => [r.row, r.cells['class']?.value]));
+  return Object.keys(TABLES)
+    .filter(isClassifiable)
+    .map((table) => {
+      const value = signed.get(table);
+      const recorded = isPrivacyClass(value);
+      const mesh = recorded ? value : (provisional.get(table) ?? 'local');
+      const narrowed = narrowing.get(table);
+      return { table, mesh, recorded, narrowed, effective: narrowed ? narrower(mesh, narrowed) : mesh };
+    });
 }
 
 /** Vouching threshold when no `settings` row says otherwise. */

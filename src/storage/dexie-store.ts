@@ -147,6 +147,7 @@ export class DexieReplicaStore implements ReplicaStore {
         if (excess > 0) await db.rejected.bulkDelete(await db.rejected.orderBy('at').limit(excess).primaryKeys());
       },
       isRejected: async (outerId) => (await db.rejected.where('outerId').equals(outerId).count()) > 0,
+      rejectionReason: async (outerId) => (await db.rejected.get(outerId))?.reason,
       addResurrection: async (r) => {
         await db.resurrections.put(r);
       },
@@ -199,6 +200,10 @@ export class DexieReplicaStore implements ReplicaStore {
       const current = (await this.db.cursors.get(peer))?.pos ?? 0;
       if (pos > current) await this.db.cursors.put({ peer, pos });
     });
+  }
+
+  async rewindCursor(peer: string): Promise<void> {
+    await this.db.cursors.delete(peer);
   }
 
   rows(table: string): Promise<RowState[]> {

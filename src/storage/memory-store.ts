@@ -168,6 +168,7 @@ function txOver(s: State, undo: Undoable): ReplicaTx {
       }
     },
     isRejected: async (outerId) => s.rejected.has(outerId),
+    rejectionReason: async (outerId) => s.rejected.get(outerId)?.reason,
     addResurrection: async (r) => undo.set(s.resurrections, r.key, r),
     hasResurrection: async (key) => s.resurrections.has(key),
     dropResurrectionsOf: async (eventId) => {
@@ -215,6 +216,10 @@ export class MemoryReplicaStore implements ReplicaStore {
 
   async advanceCursor(peer: string, pos: number): Promise<void> {
     if (pos > (this.#cursors.get(peer) ?? 0)) this.#cursors.set(peer, pos);
+  }
+
+  async rewindCursor(peer: string): Promise<void> {
+    this.#cursors.delete(peer);
   }
 
   async watermark(peer: string): Promise<number> {

@@ -5,6 +5,7 @@
  * a tampered or forged event is rejected with SignatureInvalid, its genuine
  * neighbours still get in, and nothing is accepted through a broken link.
  */
+import { everyTablePublic } from '../../src/core/sync-manifest.js';
 import { describe, expect, it } from 'vitest';
 import { toHex } from '../../src/core/bytes.js';
 import { verifyChains } from '../../src/core/chain-verify.js';
@@ -55,6 +56,7 @@ function setup(seed: string, writerCount = 1): Setup {
     verifier,
     envelopes: reader.keyring.envelopes(seededRandom(`${seed}/reader-seal`)),
     trust: { self: reader.id, anchors: () => mesh.anchors },
+    privacy: everyTablePublic,
     clock,
   });
   return { mesh, writers, reader: replica, verifier };

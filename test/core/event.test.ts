@@ -121,6 +121,23 @@ describe('signed events', () => {
     expect(toHex(a.id)).toBe(toHex(blake3(encodeCbor([encodeCbor(body()), a.sig]))));
   });
 
+  it('carries a privacy lane outside the public one, and never on a control record', async () => {
+    for (const lane of ['trusted', 'local'] as const) {
+      const event = await signEvent({ ...body(), lane }, alice);
+      const decoded = decodeEvent(event.bytes);
+      expect(decoded.ok && decoded.value.body.lane).toBe(lane);
+    }
+    const control = {
+      ...body(),
+      domain: 'CONTROL' as const,
+      table: 'settings',
+      cols: { value: 1 },
+      lane: 'trusted' as const,
+    };
+    await expect(signEvent(control, alice)).rejects.toThrow(/control records travel in the public lane/);
+    await expect(signEvent({ ...body(), lane: 'public' as 'trusted' }, alice)).rejects.toThrow(/bad lane/);
+  });
+
   it('refuses to sign an invalid body (a bug in the caller, so it throws)', async () => {
     await expect(signEvent(body({ table: 'nope' }), alice)).rejects.toThrow(
       /refusing to sign invalid body: table nope/,

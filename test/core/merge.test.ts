@@ -161,6 +161,7 @@ const removal = (row: string, hwm: number, s: Stamp): RowChange => ({
   table: 'keyring',
   row,
   hwm,
+  trustedHwm: hwm + 1,
   stamp: s,
 });
 const grant = (row: string, role: string, s: Stamp): RowChange => ({
@@ -238,7 +239,8 @@ describe('deletes and removals', () => {
         }
         const marks = changes.flatMap((c) => (c.op === 'remove' ? [c.hwm] : []));
         const removed = state.get('keyring/k')?.removed;
-        expect(removed).toEqual(marks.length > 0 ? { hwm: Math.min(...marks) } : undefined);
+        const lowest = Math.min(...marks);
+        expect(removed).toEqual(marks.length > 0 ? { hwm: lowest, trustedHwm: lowest + 1 } : undefined);
       }),
     );
   });
@@ -290,7 +292,7 @@ describe('deletes and removals', () => {
     row = applyChange(row, { op: 'put', table: 'keyring', row: 'k', cols: { name: 'back' }, stamp: stamp(9, 0, 1) });
     expect(isAlive(row)).toBe(false);
     expect(applyChange(row, removal('k', 5, stamp(10, 0, 1)))).toBe(row);
-    expect(applyChange(row, removal('k', 1, stamp(0, 0, 1))).removed).toEqual({ hwm: 1 });
+    expect(applyChange(row, removal('k', 1, stamp(0, 0, 1))).removed).toEqual({ hwm: 1, trustedHwm: 2 });
   });
 
   it('roles only grow: admin beats member whatever the stamps', () => {

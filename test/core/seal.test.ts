@@ -26,6 +26,7 @@ import {
   decodeSealed,
   encodeSealed,
   MAX_SEALED_BYTES,
+  envelopeId,
   openSealed,
   sealEvent,
   type SealedEvent,
@@ -56,6 +57,23 @@ describe('sealed envelopes', () => {
     expect(decoded.value).toMatchObject({ domain: 'GENERAL', gen: 1 });
     const opened = openSealed(decoded.value, only('GENERAL', 1, KEY));
     expect(opened.ok && toHex(opened.value)).toBe(toHex(PLAIN));
+  });
+
+  it('labels a non-public lane in the clear, binds it into the AEAD and into the envelope id', () => {
+    const trusted = sealEvent(PLAIN, 'GENERAL', 1, KEY, random, 'trusted');
+    const decoded = decodeSealed(encodeSealed(trusted));
+    expect(decoded.ok && decoded.value.lane).toBe('trusted');
+    if (!decoded.ok) return;
+    expect(envelopeId(decoded.value)).toBe(`${toHex(trusted.id)}.GENERAL.1.trusted`);
+    expect(openSealed(decoded.value, only('GENERAL', 1, KEY)).ok).toBe(true);
+    // Relabelled (to public, or to local) it no longer opens.
+    const { domain, gen, id, ct } = trusted;
+    expect(openSealed({ domain, gen, id, ct }, only('GENERAL', 1, KEY))).toMatchObject({ ok: false });
+    expect(openSealed({ ...trusted, lane: 'local' }, only('GENERAL', 1, KEY))).toMatchObject({ ok: false });
+    expect(decodeSealed(reencode(trusted, { lane: 'public' as 'local' }))).toMatchObject({
+      ok: false,
+      error: { type: 'MalformedEnvelope', reason: 'lane' },
+    });
   });
 
   it('is pinned by the seeded random: same seed, same ciphertext', () => {
@@ -290,6 +308,7 @@ describe('peer wire', () => {
   const messages: PeerMessage[] = [
     { t: 'events', after: 7, upto: 9, events: [b(100), b(200)] },
     { t: 'events', after: 0, upto: 0, events: [] },
+    { t: 'events', after: 0, upto: 9, events: [b(100)], again: true },
     { t: 'ack', upto: 42 },
     { t: 'join-request', inv: b(16), signer: b(32), endpoint: b(32), name: 'laptop', commit: b(32) },
     { t: 'join-challenge', inv: b(16), signer: b(32), nonce: b(32) },
@@ -301,6 +320,7 @@ describe('peer wire', () => {
       signer: b(32),
       anchors: [b(32)],
       keys: [{ domain: 'CONTROL', gen: 1, key: b(32) }],
+      classes: [['device_profiles', 'trusted']],
     },
     { t: 'join-refused', inv: b(16), reason: 'ticket already used' },
   ];
@@ -323,6 +343,7 @@ describe('peer wire', () => {
       { t: 'events', after: 0, upto: 1, events: [new Uint8Array(MAX_SEALED_BYTES + 1)] },
     ],
     ['events with an extra field', { t: 'events', after: 0, upto: 1, events: [], x: 1 }],
+    ['events with again not true', { t: 'events', after: 0, upto: 1, events: [], again: false }],
     [
       'a message over the size limit',
       { t: 'events', after: 0, upto: 1, events: Array.from({ length: 14 }, () => new Uint8Array(MAX_SEALED_BYTES)) },
@@ -348,6 +369,15 @@ describe('peer wire', () => {
       'join-accept with a 16-byte key',
       { t: 'join-accept', inv: b(16), signer: b(32), keys: [{ domain: 'GENERAL', gen: 1, key: b(16) }] },
     ],
+    [
+      'join-accept with a class for an unknown table',
+      { t: 'join-accept', inv: b(16), signer: b(32), anchors: [], keys: [], classes: [['nope', 'public']] },
+    ],
+    [
+      'join-accept with an unknown class',
+      { t: 'join-accept', inv: b(16), signer: b(32), anchors: [], keys: [], classes: [['device_profiles', 'open']] },
+    ],
+    ['join-accept without classes', { t: 'join-accept', inv: b(16), signer: b(32), anchors: [], keys: [] }],
     ['join-refused without a reason', { t: 'join-refused', inv: b(16) }],
     ['an unknown t', { t: 'gossip' }],
     ['not a map', 'events'],

@@ -252,7 +252,13 @@ const isRevoked = (body: EventBody, removed: Map<string, number>): boolean =>
 function modelRows(surviving: readonly Generated[]): Map<string, RowState> {
   const rows = new Map<
     string,
-    { table: string; row: string; cells: Record<string, Cell>; deleted?: Stamp; removed?: { hwm: number } }
+    {
+      table: string;
+      row: string;
+      cells: Record<string, Cell>;
+      deleted?: Stamp;
+      removed?: { hwm: number; trustedHwm: number };
+    }
   >();
   for (const { body } of surviving) {
     const key = rowKey(body.table, body.row);
@@ -268,7 +274,11 @@ function modelRows(surviving: readonly Generated[]): Map<string, RowState> {
       if (!row.deleted || compareStamps(stamp, row.deleted) > 0) row.deleted = stamp;
     } else {
       const hwm = body.cols['hwm'] as number;
-      if (!row.removed || hwm < row.removed.hwm) row.removed = { hwm };
+      const trustedHwm = (body.cols['trusted_hwm'] as number | undefined) ?? 0;
+      row.removed = {
+        hwm: Math.min(hwm, row.removed?.hwm ?? hwm),
+        trustedHwm: Math.min(trustedHwm, row.removed?.trustedHwm ?? trustedHwm),
+      };
     }
   }
   return rows;

@@ -17,6 +17,7 @@ import { decodePeerMessage, encodePeerMessage, type PeerMessage } from '../../sr
 import type { Clock, Random, Signer, Verifier } from '../../src/core/ports.js';
 import { Replica } from '../../src/core/replica.js';
 import { TABLES, type DomainName } from '../../src/core/schema.js';
+import { everyTablePublic, type PrivacyPolicy } from '../../src/core/sync-manifest.js';
 import type { ReplicaStore, ReplicaTx } from '../../src/core/store.js';
 import { SyncEngine, type PeerChannel, type SyncListener } from '../../src/core/sync.js';
 import { MemoryReplicaStore } from '../../src/storage/memory-store.js';
@@ -138,6 +139,8 @@ export type MachineOptions = {
   readonly maxSkewMs?: number;
   /** Sign with `unsafeTestingFastSigner` instead of Ed25519 (property tests only). */
   readonly fastSignatures?: boolean;
+  /** Which tables this machine holds (default: every table public, this machine trusted). */
+  readonly privacy?: PrivacyPolicy;
   /** Wraps the machine's fresh in-memory store, e.g. in a `CrashingStore`. */
   readonly wrapStore?: (store: MemoryReplicaStore) => ReplicaStore;
 };
@@ -172,6 +175,7 @@ export function makeMachine(name: string, seed: string, mesh: Mesh, options: Mac
     verifier: options.fastSignatures ? unsafeTestingFastVerifier : nobleVerifier,
     envelopes: keyring.envelopes(random),
     trust: { self: id, anchors: () => mesh.anchors },
+    privacy: options.privacy ?? everyTablePublic,
     clock,
     ...(options.maxSkewMs === undefined ? {} : { maxSkewMs: options.maxSkewMs }),
   });
@@ -478,6 +482,7 @@ export class CrashingStore implements ReplicaStore {
   lastPos = () => this.inner.lastPos();
   cursor = (peer: string) => this.inner.cursor(peer);
   advanceCursor = (peer: string, pos: number) => this.inner.advanceCursor(peer, pos);
+  rewindCursor = (peer: string) => this.inner.rewindCursor(peer);
   watermark = (peer: string) => this.inner.watermark(peer);
   rows = (table: string) => this.inner.rows(table);
   row = (table: string, row: string) => this.inner.row(table, row);

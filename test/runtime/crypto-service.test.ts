@@ -76,9 +76,9 @@ describe('crypto service pairing over end-to-end frames', () => {
     ).toBeUndefined();
 
     expect((await joiner.joinAnswer(true)).ok).toBe(true);
-    const accept = await inviter.admitJoin({ inv: req.inv, endpoint: hex(j.endpoint), frame: j.frame }, []);
+    const accept = await inviter.admitJoin({ inv: req.inv, endpoint: hex(j.endpoint), frame: j.frame }, [], []);
     if (!accept.ok) throw new Error(accept.error.type);
-    expect(await inviter.admitJoin({ inv: req.inv, endpoint: hex(j.endpoint), frame: j.frame }, [])).toMatchObject({
+    expect(await inviter.admitJoin({ inv: req.inv, endpoint: hex(j.endpoint), frame: j.frame }, [], [])).toMatchObject({
       ok: false,
       error: { type: 'InvitationUnknown' },
     });
@@ -98,7 +98,7 @@ describe('crypto service pairing over end-to-end frames', () => {
     if (!opened.ok || opened.value.message.t !== 'join-request') throw new Error('no join request');
     const inv = opened.value.message.inv;
     expect((await joiner.joinReveal({ inv, signer: hex(i.signer), nonce: new Uint8Array(32) })).ok).toBe(true);
-    const accept = await inviter.admitJoin({ inv, endpoint: hex(j.endpoint), frame: j.frame }, []);
+    const accept = await inviter.admitJoin({ inv, endpoint: hex(j.endpoint), frame: j.frame }, [], []);
     if (!accept.ok) throw new Error(accept.error.type);
     expect(await joiner.openMessage(i.endpoint, accept.value, undefined)).toMatchObject({
       ok: false,
@@ -136,6 +136,7 @@ describe('crypto service pairing over end-to-end frames', () => {
         endpoint: new Uint8Array(Buffer.from(j.endpoint, 'hex')),
         frame: j.frame,
       },
+      [],
       [],
     );
     const again = await joiner.joinRequest('field tablet');

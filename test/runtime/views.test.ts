@@ -18,6 +18,7 @@ const machine = (signer: string, removed = false): Machine => ({
   signer,
   endpoint: `${signer}-e`,
   frame: `${signer}-f`,
+  trusted: false,
   name: signer,
   role: 'member',
   removed,

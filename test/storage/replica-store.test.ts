@@ -322,7 +322,7 @@ function replicaStoreSuite(name: string, create: () => ReplicaStore): void {
     it('keeps rows with tombstones and removals as they were put', async () => {
       const store = create();
       const tombstoned: RowState = { ...row('device_profiles', 't', 'v', 3), deleted: stampAt(2) };
-      const removed: RowState = { ...row('keyring', 'k', 'v', 1), removed: { hwm: 7 } };
+      const removed: RowState = { ...row('keyring', 'k', 'v', 1), removed: { hwm: 7, trustedHwm: 7 } };
       await store.transact(async (tx) => {
         await tx.putRow(tombstoned);
         await tx.putRow(removed);

@@ -1,0 +1,118 @@
+/**
+ * SyncManifest (seed 004): a default-deny registry of which machines may hold a
+ * copy of each table's rows. The domain key still decides who can read them.
+ *
+ *   public   any paired machine of the mesh
+ *   trusted  only machines an admin marked trusted (keyring `trusted`); admins are
+ *            trusted (they could mark themselves anyway)
+ *   local    never leaves this machine and is never taken in from a peer
+ *
+ * The mesh-wide class of a data table is an admin-signed CONTROL record,
+ * `sync_manifest` row = table name, column `class`. A table with no record is
+ * local. Each machine may narrow a class for itself (public → trusted → local),
+ * never widen it. The mesh's own CONTROL tables are not classified: every member
+ * must hold them for trust to work at all, so they are always public.
+ *
+ * Lanes keep the per-signer hash chains whole when copies are withheld. The
+ * class a writer holds at write time picks the event's lane, and each lane of a
+ * signer is its own chain (seq and prev), so a peer that may not hold the
+ * trusted lane sees an unbroken public lane. Senders filter by lane only, never
+ * by a class that may have changed since: that is what keeps chains whole.
+ * Receivers also check the table against their own manifest and refuse to
+ * import what is local (or trusted, when they are not) for them; such an event
+ * still counts as a link of its chain, so the events after it are not stalled.
+ */
+import type { ReplicaTx } from './store.js';
+import { isRole, tableSpec } from './schema.js';
+import type { TrustContext } from './trust.js';
+
+export type PrivacyClass = 'public' | 'trusted' | 'local';
+export const PRIVACY_CLASSES: readonly PrivacyClass[] = ['local', 'trusted', 'public'];
+
+/** The lane of an event is the class its writer held for the table when it wrote. */
+export type Lane = PrivacyClass;
+
+export const MANIFEST_TABLE = 'sync_manifest';
+
+export function isPrivacyClass(value: unknown): value is PrivacyClass {
+  return typeof value === 'string' && (PRIVACY_CLASSES as readonly string[]).includes(value);
+}
+
+/** The narrower of two classes (local < trusted < public). */
+export function narrower(a: PrivacyClass, b: PrivacyClass): PrivacyClass {
+  return PRIVACY_CLASSES.indexOf(a) <= PRIVACY_CLASSES.indexOf(b) ? a : b;
+}
+
+/** Whether a table's class is decided by the manifest (data tables) rather than fixed (CONTROL). */
+export function isClassifiable(table: string): boolean {
+  const spec = tableSpec(table);
+  return spec !== undefined && spec.domain !== 'CONTROL';
+}
+
+/** The name one signer's chain in one lane is kept under: the public lane keeps the bare signer id. */
+export function chainKey(signer: string, lane: Lane | undefined): string {
+  return lane === undefined || lane === 'public' ? signer : `${signer}/${lane}`;
+}
+
+/** What decides holding and lanes on one machine; evaluated inside the store transaction. */
+export interface PrivacyPolicy {
+  /** The class of `table` here now: the mesh's record narrowed by this machine's own choice. */
+  classOf(tx: ReplicaTx, table: string): Promise<PrivacyClass>;
+  /** Whether this machine may hold trusted-lane events. */
+  selfTrusted(tx: ReplicaTx): Promise<boolean>;
+}
+
+/** Whether a signer is trusted by the control records `tx` holds: an admin, or marked trusted. */
+export async function isTrustedSigner(tx: ReplicaTx, signer: string, trust: TrustContext): Promise<boolean> {
+  if (trust.anchors().includes(signer)) return true;
+  const keyring = await tx.getRow('keyring', signer);
+  if (!keyring || keyring.removed) return false;
+  const role = (await tx.getRow('roles', signer))?.cells['role']?.value;
+  return (isRole(role) && role === 'admin') || keyring.cells['trusted']?.value === true;
+}
+
+/**
+ * The mesh-wide class of a table from the manifest records `tx` holds; without
+ * a record, the class an admin told us while we joined (`provisional`), else local.
+ */
+export async function meshClassOf(
+  tx: ReplicaTx,
+  table: string,
+  provisional?: ReadonlyMap<string, PrivacyClass>,
+): Promise<PrivacyClass> {
+  if (!isClassifiable(table)) return 'public';
+  const value = (await tx.getRow(MANIFEST_TABLE, table))?.cells['class']?.value;
+  if (isPrivacyClass(value)) return value;
+  return provisional?.get(table) ?? 'local';
+}
+
+/** This machine's own inputs to the manifest, kept outside the replicated state. */
+export type LocalClassChoices = {
+  /** Classes this machine narrowed for itself. */
+  readonly narrowing: ReadonlyMap<string, PrivacyClass>;
+  /** The manifest the admitting admin sent with the keys, until the signed records arrive. */
+  readonly provisional: ReadonlyMap<string, PrivacyClass>;
+};
+
+/** The product's policy: the admin-signed manifest, narrowed by this machine's own choices. */
+export function manifestPolicy(trust: TrustContext, choices: () => LocalClassChoices): PrivacyPolicy {
+  return {
+    async classOf(tx, table) {
+      const { narrowing, provisional } = choices();
+      const mesh = await meshClassOf(tx, table, provisional);
+      const local = isClassifiable(table) ? narrowing.get(table) : undefined;
+      return local ? narrower(mesh, local) : mesh;
+    },
+    selfTrusted: (tx) => isTrustedSigner(tx, trust.self, trust),
+  };
+}
+
+/**
+ * Every table public and this machine trusted: for tests and benchmarks of the
+ * merge and delivery machinery that do not exercise classes. The product never
+ * uses it (mesh-node.ts builds `manifestPolicy`).
+ */
+export const everyTablePublic: PrivacyPolicy = {
+  classOf: () => Promise.resolve('public'),
+  selfTrusted: () => Promise.resolve(true),
+};

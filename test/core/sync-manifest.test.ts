@@ -1,0 +1,280 @@
+/**
+ * SyncManifest privacy classes end to end through replicas and delivery
+ * (sync-manifest.ts): unregistered and local tables never leave their machine,
+ * trusted ones reach only trusted machines (and reach a machine once it becomes
+ * trusted), a receiver refuses what is local for it without stalling the
+ * writer's chain, lanes cannot be relabelled, and removal marks are per lane.
+ */
+import { describe, expect, it } from 'vitest';
+import { encodeSealed, decodeSealed, sealEvent } from '../../src/core/seal.js';
+import type { LogEntry } from '../../src/core/store.js';
+import {
+  chainKey,
+  isClassifiable,
+  manifestPolicy,
+  meshClassOf,
+  narrower,
+  type PrivacyClass,
+} from '../../src/core/sync-manifest.js';
+import { MemoryReplicaStore } from '../../src/storage/memory-store.js';
+import { makeMachine, makeMesh, seededRandom, TestNetwork, type Machine, type Mesh } from '../helpers/deterministic.js';
+
+type Node = Machine & { readonly narrowing: Map<string, PrivacyClass> };
+
+function node(name: string, mesh: Mesh, seed: string): Node {
+  const narrowing = new Map<string, PrivacyClass>();
+  let self = '';
+  const trust = {
+    get self() {
+      return self;
+    },
+    anchors: () => mesh.anchors,
+  };
+  const privacy = manifestPolicy(trust, () => ({ narrowing, provisional: new Map() }));
+  const m = makeMachine(name, `${seed}/${name}`, mesh, { fastSignatures: true, privacy });
+  self = m.id;
+  return { ...m, narrowing };
+}
+
+/** A (admin, founder), B and C, every pair peers; B and C in the keyring. */
+async function meshOf(seed: string, trustedC = false) {
+  const mesh = makeMesh(seed);
+  const [a, b, c] = ['A', 'B', 'C'].map((n) => node(n, mesh, seed)) as [Node, Node, Node];
+  mesh.anchors.push(a.id);
+  const net = new TestNetwork(seed);
+  const trusted = new Set<string>([a.id]);
+  if (trustedC) trusted.add(c.id);
+  const engines = new Map([a, b, c].map((m) => [m.id, net.join(m, { trusted: (peer) => trusted.has(peer) })] as const));
+  for (const m of [a, b, c]) engines.get(m.id)!.setPeers([a, b, c].filter((x) => x !== m).map((x) => x.id));
+  for (const m of [b, c]) {
+    const cols = { name: m.name, endpoint: m.id, ...(m === c && trustedC ? { trusted: true } : {}) };
+    expect((await a.replica.write('keyring', m.id, cols)).ok).toBe(true);
+  }
+  for (const e of engines.values()) await e.connected();
+  await net.flush();
+  /** Realtime push from every machine, then delivery until the network is quiet. */
+  const sync = async () => {
+    for (const e of engines.values()) await e.offerAll();
+    await net.flush();
+  };
+  return { mesh, a, b, c, net, engines, trusted, sync };
+}
+
+const names = async (m: Machine) => (await m.replica.rows('device_profiles')).map((r) => r.row).sort();
+
+async function log(m: Machine): Promise<LogEntry[]> {
+  return m.store.entriesAfter(0, 10_000);
+}
+
+describe('classes', () => {
+  it('orders local < trusted < public and leaves the control tables unclassified', async () => {
+    expect(narrower('public', 'trusted')).toBe('trusted');
+    expect(narrower('local', 'public')).toBe('local');
+    expect(narrower('trusted', 'trusted')).toBe('trusted');
+    expect(isClassifiable('device_profiles')).toBe(true);
+    for (const table of ['keyring', 'roles', 'vouches', 'settings', 'sync_manifest']) {
+      expect(isClassifiable(table)).toBe(false);
+    }
+    const store = new MemoryReplicaStore();
+    await store.transact(async (tx) => {
+      expect(await meshClassOf(tx, 'device_profiles')).toBe('local');
+      expect(await meshClassOf(tx, 'device_profiles', new Map([['device_profiles', 'trusted']]))).toBe('trusted');
+      expect(await meshClassOf(tx, 'keyring')).toBe('public');
+    });
+  });
+});
+
+describe('local tables', () => {
+  it('an unregistered table is local: its rows never leave, and the peer’s watermark still passes them', async () => {
+    const { a, b, c, sync } = await meshOf('local-default');
+    expect((await a.replica.write('device_profiles', 'canary', { name: 'LOCAL-CANARY' })).ok).toBe(true);
+    await sync();
+    expect(await names(a)).toEqual(['canary']);
+    expect(await names(b)).toEqual([]);
+    expect(await names(c)).toEqual([]);
+    const entry = (await log(a)).find((e) => e.body?.row === 'canary');
+    expect(entry?.lane).toBe('local');
+    expect(entry?.body?.lane).toBe('local');
+    // Nothing of it on the wire: no peer's log holds an entry from it, and B acknowledged past it.
+    expect((await log(b)).some((e) => e.outerId === entry!.outerId)).toBe(false);
+    expect(await a.store.cursor(b.id)).toBe(await a.store.lastPos());
+
+    // Registered public later, new rows travel; the local one stays where it was written.
+    expect((await a.replica.write('sync_manifest', 'device_profiles', { class: 'public' })).ok).toBe(true);
+    expect((await a.replica.write('device_profiles', 'shared', { name: 'visible' })).ok).toBe(true);
+    await sync();
+    expect(await names(b)).toEqual(['shared']);
+    expect(await names(c)).toEqual(['shared']);
+  });
+
+  it('a machine that narrowed a table to local refuses it, and the writer’s later events still get in', async () => {
+    const { a, b, sync } = await meshOf('narrowed');
+    expect((await a.replica.write('sync_manifest', 'device_profiles', { class: 'public' })).ok).toBe(true);
+    await sync();
+    b.narrowing.set('device_profiles', 'local');
+    expect((await a.replica.write('device_profiles', 'p1', { name: 'north shed' })).ok).toBe(true);
+    expect((await a.replica.write('settings', 'vouch_k', { value: 3 })).ok).toBe(true);
+    await sync();
+    expect(await names(b)).toEqual([]);
+    expect((await b.replica.rows('settings')).map((r) => r.cells['value']?.value)).toEqual([3]);
+    const refused = await b.store.rejections(10);
+    expect(refused.map((r) => r.reason)).toEqual(['NotSyncable']);
+    // B's own writes to the table now stay on B.
+    expect((await b.replica.write('device_profiles', 'mine', { name: 'only here' })).ok).toBe(true);
+    await sync();
+    expect(await names(a)).toEqual(['p1']);
+  });
+
+  it('a local-lane envelope that arrives anyway is refused and not stored', async () => {
+    const { a, b } = await meshOf('local-forwarded');
+    await a.replica.write('device_profiles', 'canary', { name: 'LOCAL-CANARY' });
+    const entry = (await log(a)).find((e) => e.lane === 'local')!;
+    const outcomes = await b.replica.ingest(a.id, [entry.sealed]);
+    expect(outcomes.map((o) => (o.type === 'Rejected' ? o.error.type : o.type))).toEqual(['NotSyncable']);
+    expect((await log(b)).some((e) => e.outerId === entry.outerId)).toBe(false);
+  });
+});
+
+describe('trusted tables', () => {
+  it('reach trusted machines only, and a machine once an admin trusts it', async () => {
+    const { a, b, c, engines, trusted, sync } = await meshOf('trusted', true);
+    expect((await a.replica.write('sync_manifest', 'device_profiles', { class: 'trusted' })).ok).toBe(true);
+    await sync();
+    expect((await a.replica.write('device_profiles', 'secret', { name: 'TRUSTED-CANARY' })).ok).toBe(true);
+    // A's public lane goes on after its trusted write: B must not stall on the withheld one.
+    expect((await a.replica.write('settings', 'vouch_k', { value: 4 })).ok).toBe(true);
+    await sync();
+    expect(await names(c)).toEqual(['secret']);
+    expect(await names(b)).toEqual([]);
+    expect((await b.replica.rows('settings')).map((r) => r.cells['value']?.value)).toEqual([4]);
+    expect((await log(b)).some((e) => e.lane === 'trusted')).toBe(false);
+    expect(await b.store.parkedCount()).toBe(0);
+
+    // An admin trusts B: once B acknowledged the grant, A and C offer it everything again.
+    expect((await a.replica.write('keyring', b.id, { trusted: true })).ok).toBe(true);
+    trusted.add(b.id);
+    await engines.get(a.id)!.reofferAfter(b.id, await a.store.lastPos());
+    await sync();
+    await engines.get(c.id)!.reofferAfter(b.id, await c.store.lastPos());
+    await sync();
+    expect(await names(b)).toEqual(['secret']);
+    expect((await b.replica.rows('device_profiles'))[0]?.cells['name']?.value).toBe('TRUSTED-CANARY');
+  });
+
+  it('a machine that is not trusted refuses a trusted-lane envelope, and takes it once trusted', async () => {
+    const { a, b } = await meshOf('not-eligible');
+    await a.replica.write('sync_manifest', 'device_profiles', { class: 'trusted' });
+    await a.replica.write('device_profiles', 'secret', { name: 'x' });
+    const all = await log(a);
+    const control = all.filter((e) => e.lane === undefined).map((e) => e.sealed);
+    const secret = all.find((e) => e.lane === 'trusted')!;
+    await b.replica.ingest(a.id, control);
+    const outcomes = await b.replica.ingest(a.id, [secret.sealed]);
+    expect(outcomes.map((o) => (o.type === 'Rejected' ? o.error.type : o.type))).toEqual(['NotEligible']);
+    expect(await names(b)).toEqual([]);
+
+    expect((await a.replica.write('keyring', b.id, { trusted: true })).ok).toBe(true);
+    await b.replica.ingest(a.id, [(await log(a)).at(-1)!.sealed]);
+    // Refused while not eligible; judged again now that B is trusted.
+    const again = await b.replica.ingest(a.id, [secret.sealed]);
+    expect(again.map((o) => o.type)).toEqual(['Applied']);
+    expect(await names(b)).toEqual(['secret']);
+  });
+});
+
+describe('lanes are bound', () => {
+  it('a relabelled envelope does not open, and a re-sealed one is refused as a lane mismatch', async () => {
+    const { mesh, a, c } = await meshOf('relabel', true);
+    await a.replica.write('sync_manifest', 'device_profiles', { class: 'trusted' });
+    await a.replica.write('device_profiles', 'secret', { name: 'x' });
+    const all = await log(a);
+    await c.replica.ingest(
+      a.id,
+      all.filter((e) => e.lane === undefined).map((e) => e.sealed),
+    );
+    const secret = all.find((e) => e.lane === 'trusted')!;
+    const decoded = decodeSealed(secret.sealed);
+    if (!decoded.ok) throw new Error('fixture');
+    const publicLabel = {
+      domain: decoded.value.domain,
+      gen: decoded.value.gen,
+      id: decoded.value.id,
+      ct: decoded.value.ct,
+    };
+    const relabelled = await c.replica.ingest(a.id, [encodeSealed(publicLabel)]);
+    expect(relabelled.map((o) => (o.type === 'Rejected' ? o.error.type : o.type))).toEqual(['DecryptFailed']);
+
+    // A domain member re-seals the signed trusted-lane event as public.
+    const plain = await a.keyring.envelopes(seededRandom('x')).open(decoded.value);
+    if (!plain.ok) throw new Error('fixture');
+    const resealed = encodeSealed(sealEvent(plain.value, 'GENERAL', 1, mesh.keys.GENERAL, seededRandom('reseal')));
+    const outcome = await c.replica.ingest(a.id, [resealed]);
+    expect(outcome.map((o) => (o.type === 'Rejected' ? o.error.type : o.type))).toEqual(['LaneMismatch']);
+    expect(await names(c)).toEqual([]);
+  });
+});
+
+describe('removal marks per lane', () => {
+  it('keeps the removed signer’s trusted events up to the trusted mark and revokes the rest', async () => {
+    const { a, c, net, sync } = await meshOf('marks', true);
+    await a.replica.write('sync_manifest', 'device_profiles', { class: 'trusted' });
+    await sync();
+    await c.replica.write('device_profiles', 'before', { name: 'kept' });
+    await sync();
+    await a.store.transact(async (tx) => expect((await tx.head(chainKey(c.id, 'trusted')))?.seq).toBe(1));
+    expect((await a.replica.remove(c.id)).ok).toBe(true);
+    const removal = (await log(a)).at(-1)!.body!;
+    expect(removal.cols).toEqual({ hwm: 0, trusted_hwm: 1 });
+    // C, cut off, writes on; its late event reaches A and is revoked there.
+    net.faults = { partitions: [[a.id, c.id]] };
+    await c.replica.write('device_profiles', 'after', { name: 'revoked' });
+    net.faults = {};
+    const late = (await log(c)).at(-1)!;
+    const outcomes = await a.replica.ingest(c.id, [late.sealed]);
+    expect(outcomes.map((o) => (o.type === 'Applied' ? (o.revoked ? 'revoked' : 'applied') : o.type))).toEqual([
+      'revoked',
+    ]);
+    expect(await names(a)).toEqual(['before']);
+  });
+});
+
+describe('offering again', () => {
+  it('a batch marked again is admitted below the watermark; an unmarked one is skipped', async () => {
+    const { a, b, engines } = await meshOf('again');
+    await a.replica.write('sync_manifest', 'device_profiles', { class: 'public' });
+    await a.replica.write('device_profiles', 'p', { name: 'x' });
+    const entries = await log(a);
+    const upto = entries.at(-1)!.pos;
+    const last = entries.at(-1)!.sealed;
+    const earlier = entries.slice(0, -1).map((e) => e.sealed);
+    const engine = engines.get(b.id)!;
+    await engine.receive(a.id, { t: 'events', after: 0, upto: upto - 1, events: earlier });
+    // B's watermark says it has everything up to `upto`, but it never saw the last envelope.
+    await b.store.transact((tx) => tx.setWatermark(a.id, upto));
+    await engine.receive(a.id, { t: 'events', after: 0, upto, events: [last] });
+    expect(await names(b)).toEqual([]);
+    await engine.receive(a.id, { t: 'events', after: 0, upto, events: [last], again: true });
+    expect(await names(b)).toEqual(['p']);
+    expect(await b.store.watermark(a.id)).toBe(upto);
+  });
+
+  it('a peer is offered everything again only after it acknowledged the grant', async () => {
+    const { a, b, net, engines, sync } = await meshOf('again-after');
+    const again: { after: number; upto: number }[] = [];
+    net.faults = {
+      drop: (f) => {
+        if (f.from === a.id && f.message.t === 'events' && f.message.again)
+          again.push({ after: f.message.after, upto: f.message.upto });
+        return false;
+      },
+    };
+    expect((await a.replica.write('keyring', b.id, { trusted: true })).ok).toBe(true);
+    const grant = await a.store.lastPos();
+    await engines.get(a.id)!.reofferAfter(b.id, grant);
+    expect(again).toEqual([]);
+    await sync();
+    // First the grant itself, then — once B acknowledged it — the whole log again, from the start.
+    expect(again).toEqual([{ after: 0, upto: grant }]);
+    expect(await a.store.cursor(b.id)).toBe(grant);
+  });
+});
