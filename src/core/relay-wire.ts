@@ -16,6 +16,16 @@
  *   relay → endpoint  admitted  {t, version: uint}                 the list now in force for this topic
  *   relay → endpoint  error     {t, code: string, message: string} the relay closes after a fatal one
  *
+ * The blind sequencer (core/mls/sequencer.ts), for admitted members only:
+ *   endpoint → relay  commit    {t, rid: uint, bundle: bytes}      a commit bundle (core/mls/bundle.ts)
+ *   relay → endpoint  sequenced {t, rid, receipt: bytes}           accepted; the signed receipt
+ *   relay → endpoint  refused   {t, rid, code: string, reason: string, receipt: bytes, bundle: bytes}
+ *                     code = a SequencerRejection type; for EpochTaken, receipt and bundle are the winner's
+ *                     (empty otherwise)
+ *   endpoint → relay  commits   {t, rid, group: bytes, from: uint} accepted commits of a group from an epoch on
+ *   relay → endpoint  commit-log {t, rid, items: [[receipt, bundle]]} at most MAX_COMMIT_PAGE, ascending
+ *   relay → endpoint  accepted  {t, receipt: bytes, bundle: bytes}  pushed to the topic's other live members
+ *
  * The relay routes by (topic, endpoint id) only; bodies are end-to-end sealed by
  * the endpoints and never interpreted here. An endpoint pins the relay's key (the
  * founder on first contact, a joiner from its ticket) and refuses a relay whose
@@ -34,13 +44,28 @@ export const MAX_ACK_IDS = 4096;
 const AUTH_LABEL = utf8('sov/1/relay-auth');
 const PROOF_LABEL = utf8('sov/1/relay-proof');
 export const MAX_ADMISSION_RECORD = 64 * 1024;
+/** A commit bundle's bound (core/mls/bundle.ts MAX_BUNDLE_BYTES). */
+export const MAX_WIRE_BUNDLE = 512 * 1024;
+export const MAX_COMMIT_PAGE = 64;
+const MAX_WIRE_GROUP = 255;
 
 export type RelayToEndpoint =
   | { readonly t: 'challenge'; readonly v: number; readonly nonce: Uint8Array; readonly relay: Uint8Array }
   | { readonly t: 'ready'; readonly endpoint: Uint8Array; readonly proof: Uint8Array }
   | { readonly t: 'admitted'; readonly version: number }
   | { readonly t: 'frame'; readonly id: number; readonly from: Uint8Array; readonly body: Uint8Array }
-  | { readonly t: 'error'; readonly code: RelayErrorCode; readonly message: string };
+  | { readonly t: 'error'; readonly code: RelayErrorCode; readonly message: string }
+  | { readonly t: 'sequenced'; readonly rid: number; readonly receipt: Uint8Array }
+  | {
+      readonly t: 'refused';
+      readonly rid: number;
+      readonly code: string;
+      readonly reason: string;
+      readonly receipt: Uint8Array;
+      readonly bundle: Uint8Array;
+    }
+  | { readonly t: 'commit-log'; readonly rid: number; readonly items: readonly [Uint8Array, Uint8Array][] }
+  | { readonly t: 'accepted'; readonly receipt: Uint8Array; readonly bundle: Uint8Array };
 
 export type EndpointToRelay =
   | {
@@ -53,7 +78,9 @@ export type EndpointToRelay =
     }
   | { readonly t: 'admit'; readonly record: Uint8Array }
   | { readonly t: 'send'; readonly to: Uint8Array; readonly body: Uint8Array }
-  | { readonly t: 'ack'; readonly ids: readonly number[] };
+  | { readonly t: 'ack'; readonly ids: readonly number[] }
+  | { readonly t: 'commit'; readonly rid: number; readonly bundle: Uint8Array }
+  | { readonly t: 'commits'; readonly rid: number; readonly group: Uint8Array; readonly from: number };
 
 export type RelayErrorCode =
   | 'malformed'
@@ -64,7 +91,8 @@ export type RelayErrorCode =
   | 'mailbox-full'
   | 'unknown-recipient'
   | 'not-admitted'
-  | 'admission-refused';
+  | 'admission-refused'
+  | 'not-a-member';
 
 export type RelayWireError = { readonly type: 'MalformedFrame'; readonly reason: string };
 
@@ -138,6 +166,20 @@ export function decodeEndpointMessage(bytes: Uint8Array): Result<EndpointToRelay
       if (!Array.isArray(ids) || ids.length > MAX_ACK_IDS || !ids.every(isUint)) return malformed('ack: ids');
       return ok({ t: 'ack', ids });
     }
+    case 'commit':
+      if (!keys(m, ['t', 'rid', 'bundle']) || !isUint(m['rid']) || !isBytes(m['bundle'])) {
+        return malformed('commit: fields');
+      }
+      if (m['bundle'].length > MAX_WIRE_BUNDLE) return malformed('commit: bundle exceeds limit');
+      return ok({ t: 'commit', rid: m['rid'], bundle: m['bundle'] });
+    case 'commits': {
+      if (!keys(m, ['t', 'rid', 'group', 'from']) || !isUint(m['rid']) || !isUint(m['from'])) {
+        return malformed('commits: fields');
+      }
+      const group = m['group'];
+      if (!isBytes(group) || group.length === 0 || group.length > MAX_WIRE_GROUP) return malformed('commits: group');
+      return ok({ t: 'commits', rid: m['rid'], group, from: m['from'] });
+    }
     default:
       return malformed(`unknown message type`);
   }
@@ -172,6 +214,34 @@ export function decodeRelayMessage(bytes: Uint8Array): Result<RelayToEndpoint, R
         return malformed('error: fields');
       }
       return ok({ t: 'error', code: m['code'] as RelayErrorCode, message: m['message'].slice(0, 512) });
+    case 'sequenced':
+      if (!keys(m, ['t', 'rid', 'receipt']) || !isUint(m['rid']) || !isBytes(m['receipt'])) {
+        return malformed('sequenced: fields');
+      }
+      return ok({ t: 'sequenced', rid: m['rid'], receipt: m['receipt'] });
+    case 'refused': {
+      const { rid, code, reason, receipt, bundle } = m;
+      if (!keys(m, ['t', 'rid', 'code', 'reason', 'receipt', 'bundle']) || !isUint(rid)) return malformed('refused');
+      if (typeof code !== 'string' || typeof reason !== 'string' || !isBytes(receipt) || !isBytes(bundle)) {
+        return malformed('refused: field types');
+      }
+      return ok({ t: 'refused', rid, code: code.slice(0, 64), reason: reason.slice(0, 512), receipt, bundle });
+    }
+    case 'commit-log': {
+      const { rid, items } = m;
+      if (!keys(m, ['t', 'rid', 'items']) || !isUint(rid) || !Array.isArray(items)) return malformed('commit-log');
+      if (items.length > MAX_COMMIT_PAGE) return malformed('commit-log: too many items');
+      const pairs = items.filter(
+        (i): i is [Uint8Array, Uint8Array] => Array.isArray(i) && i.length === 2 && isBytes(i[0]) && isBytes(i[1]),
+      );
+      if (pairs.length !== items.length) return malformed('commit-log: items');
+      return ok({ t: 'commit-log', rid, items: pairs });
+    }
+    case 'accepted':
+      if (!keys(m, ['t', 'receipt', 'bundle']) || !isBytes(m['receipt']) || !isBytes(m['bundle'])) {
+        return malformed('accepted: fields');
+      }
+      return ok({ t: 'accepted', receipt: m['receipt'], bundle: m['bundle'] });
     default:
       return malformed(`unknown message type`);
   }

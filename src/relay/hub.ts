@@ -58,11 +58,13 @@ import {
   encodeRelayMessage,
   relayAuthPayload,
   relayProofPayload,
+  MAX_COMMIT_PAGE,
   type EndpointToRelay,
   type RelayErrorCode,
   type RelayToEndpoint,
 } from '../core/relay-wire.js';
 import { err, type Result } from '../core/result.js';
+import type { BlindSequencer, SequencerStore } from '../core/mls/sequencer.js';
 import type { MailboxStore } from './mailbox.js';
 import { RateLimiter, type RateLimitOptions } from './rate-limit.js';
 
@@ -79,6 +81,8 @@ export interface HubOptions {
   readonly admission: 'enforce' | 'open';
   /** Sees every byte the relay receives and sends on its WebSockets (privacy audits; relay/tap.ts). */
   readonly tap?: WireTap | undefined;
+  /** The blind MLS sequencer (core/mls/sequencer.ts); without one, commits are refused. */
+  readonly sequencer?: { readonly sequencer: BlindSequencer; readonly store: SequencerStore } | undefined;
 }
 
 /** A copy of every message crossing the relay, for audits that prove what it can see. */
@@ -95,6 +99,8 @@ type SessionStanding = NonNullable<Standing> | { readonly kind: 'founding' };
 
 type SendMessage = Extract<EndpointToRelay, { t: 'send' }>;
 type AuthMessage = Extract<EndpointToRelay, { t: 'auth' }>;
+type CommitMessage = Extract<EndpointToRelay, { t: 'commit' }>;
+type CommitsMessage = Extract<EndpointToRelay, { t: 'commits' }>;
 
 interface Peer {
   readonly key: string;
@@ -272,6 +278,7 @@ export class RelayHub {
     if (msg.t === 'auth') return this.#fail(c, 'malformed', 'relay: already authenticated');
     if (msg.t === 'send') return this.#send(c, c.peer, msg);
     if (msg.t === 'admit') return this.#admit(c, c.peer, msg.record);
+    if (msg.t === 'commit' || msg.t === 'commits') return this.#sequencing(c, c.peer, msg);
     this.#opts.store.ack(c.peer.topic, c.peer.endpoint, msg.ids);
   }
 
@@ -356,6 +363,55 @@ export class RelayHub {
       if (this.#standing(topic, endpoint, store.invitedWith(topic, endpoint))) continue;
       const dropped = store.dropEndpoint(topic, endpoint);
       this.#opts.log(`relay: topic=${short(topic)} dropped endpoint=${short(endpoint)} (${dropped} frames)`);
+    }
+  }
+
+  /**
+   * Commits for the blind sequencer, from admitted members only (never a joiner
+   * on an invitation, never before the founder pushed a list): first commit wins
+   * per (group, epoch); the winner is pushed to the topic's other live members,
+   * who fetch what they missed with `commits`.
+   */
+  #sequencing(c: Connection, peer: Peer, msg: CommitMessage | CommitsMessage): void {
+    const seq = this.#opts.sequencer;
+    if (!seq || peer.standing.kind !== 'member') {
+      return this.#reject(c, 'not-a-member', 'relay: only admitted members may sequence commits');
+    }
+    const work =
+      msg.t === 'commits'
+        ? seq.store.since(peer.topic, msg.group, msg.from, MAX_COMMIT_PAGE).then((page) => {
+            this.#write(c, { t: 'commit-log', rid: msg.rid, items: page.map((p) => [p.receipt, p.bundle]) });
+          })
+        : seq.sequencer.submit(peer.topic, peer.endpoint, msg.bundle).then((result) => {
+            if (result.ok) {
+              this.#write(c, { t: 'sequenced', rid: msg.rid, receipt: result.value.bytes });
+              this.#broadcast(peer, { t: 'accepted', receipt: result.value.bytes, bundle: msg.bundle });
+              return;
+            }
+            const e = result.error;
+            this.#count(`sequencer-${e.type}`);
+            const winner = e.type === 'EpochTaken' ? e.winner : undefined;
+            const reason = 'reason' in e ? e.reason : `epoch ${e.epoch}`;
+            const empty = new Uint8Array();
+            this.#write(c, {
+              t: 'refused',
+              rid: msg.rid,
+              code: e.type,
+              reason,
+              receipt: winner?.receipt ?? empty,
+              bundle: winner?.bundle ?? empty,
+            });
+          });
+    work.catch((e: unknown) => {
+      this.#opts.log(`relay: #${c.serial} sequencer error: ${(e as Error).message}`);
+      this.#reject(c, 'malformed', 'relay: the sequencer failed; retry');
+    });
+  }
+
+  #broadcast(from: Peer, msg: RelayToEndpoint): void {
+    for (const session of this.#sessions.values()) {
+      const p = session.peer;
+      if (p && p !== from && p.topicHex === from.topicHex && p.standing.kind === 'member') this.#write(session, msg);
     }
   }
 

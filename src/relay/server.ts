@@ -5,7 +5,8 @@
  *   GET /api/presence?topic=<hex32>&endpoint=<hex32>   {online, pending}
  *   POST /api/v1/mailbox/{fetch,ack,send}   signed HTTP mailbox API (http-mailbox.ts)
  *   GET anything else        the built PWA from `staticDir` (static.ts)
- * Durable state lives in `<dataDir>/relay.sqlite` (storage/sqlite-mailbox.ts); the relay's
+ * Durable state lives in `<dataDir>/relay.sqlite` (storage/sqlite-mailbox.ts), the blind MLS
+ * sequencer's accepted commits and receipts in `<dataDir>/sequencer.sqlite`; the relay's
  * Ed25519 identity (which endpoints pin) in `<dataDir>/relay-identity.key` (32 secret bytes,
  * mode 0600, created on first start).
  *
@@ -30,7 +31,9 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { fromHex, toHex } from '../core/bytes.js';
 import { MAX_RELAY_MESSAGE } from '../core/relay-wire.js';
+import { BlindSequencer } from '../core/mls/sequencer.js';
 import { SqliteMailboxStore } from '../storage/sqlite-mailbox.js';
+import { SqliteSequencerStore } from '../storage/sqlite-sequencer.js';
 import { HttpMailbox, MAILBOX_PREFIX } from './http-mailbox.js';
 import { RelayHub, type WireTap } from './hub.js';
 import { DEFAULT_MAILBOX_LIMITS, type MailboxLimits, type MailboxStore } from './mailbox.js';
@@ -195,6 +198,8 @@ export async function startRelay(options: RelayOptions): Promise<RelayHandle> {
   const log = options.log ?? ((line: string) => console.log(line));
   const store = SqliteMailboxStore.open(options.dataDir, options.mailboxLimits ?? DEFAULT_MAILBOX_LIMITS);
   const identity = loadRelayIdentity(options.dataDir);
+  const sequencerStore = SqliteSequencerStore.open(options.dataDir);
+  const sequencer = new BlindSequencer({ store: sequencerStore, secretKey: identity.secretKey, now });
   const hub = new RelayHub({
     store,
     now,
@@ -206,6 +211,7 @@ export async function startRelay(options: RelayOptions): Promise<RelayHandle> {
     identity,
     admission: options.admission ?? 'enforce',
     tap: options.tap,
+    sequencer: { sequencer, store: sequencerStore },
   });
   const rateLimit = { ...DEFAULT_RATE_LIMIT, ...options.rateLimit };
   const mailbox = new HttpMailbox({ hub, store, now, log, rateLimit, tap: options.tap });
@@ -239,6 +245,7 @@ export async function startRelay(options: RelayOptions): Promise<RelayHandle> {
     bound = await listen(server, host, port);
   } catch (e) {
     store.close();
+    sequencerStore.close();
     throw e;
   }
   const heartbeatMs = options.heartbeatMs ?? 30_000;
@@ -251,6 +258,7 @@ export async function startRelay(options: RelayOptions): Promise<RelayHandle> {
     wss.close();
     await closeServer(server);
     store.close();
+    sequencerStore.close();
   };
   const scheme = options.tls ? 'https' : 'http';
   const authority = `${formatHost(host)}:${bound}`;
