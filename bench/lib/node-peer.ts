@@ -21,7 +21,7 @@ import type { EnvelopeOpener } from '../../src/core/open.js';
 import { decodePeerMessage, encodePeerMessage, type PeerMessage } from '../../src/core/peer-wire.js';
 import type { Clock, Signer, Verifier } from '../../src/core/ports.js';
 import { Replica } from '../../src/core/replica.js';
-import { SyncEngine, type SyncListener } from '../../src/core/sync.js';
+import { isDeliveryMessage, SyncEngine, type SyncListener } from '../../src/core/sync.js';
 import { FrameChannel, generateFrameKey } from '../../src/runtime/frame-channel.js';
 import { nodeEnvelopes } from '../../src/runtime/node-aead.js';
 import { NodeRelayClient, type RelayFrame } from '../../src/runtime/node-relay-client.js';
@@ -146,7 +146,7 @@ export class NodePeer {
     this.#inbound = this.#inbound.then(async () => {
       const plain = await opened;
       const message = plain.ok ? decodePeerMessage(plain.value.message) : undefined;
-      if (!message?.ok || (message.value.t !== 'events' && message.value.t !== 'ack')) return this.#ack(frame.id);
+      if (!message?.ok || !isDeliveryMessage(message.value)) return this.#ack(frame.id);
       this.engine.receive(toHex(frame.from), message.value).then(
         () => this.#ack(frame.id),
         (e: unknown) => process.stderr.write(`bench peer: receive failed: ${(e as Error).message}\n`),

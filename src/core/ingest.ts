@@ -11,17 +11,22 @@
  *   Parked      kept aside to re-evaluate when what it waits for arrives
  *               (unknown signer, missing role, chain gap, clock far ahead)
  *   Rejected    final, recorded with its typed reason; the watermark passes it
- * A refusal writes nothing but its record, with one exception: an event whose
- * table this machine does not hold (local here, or trusted while this machine is
- * not) still moves its chain's head once it links, so the signer's later events
- * are not stalled behind it (sync-manifest.ts).
+ *   Withheld    not held here because of a privacy class (sync-manifest.ts): only
+ *               its identity is kept (store.ts WithheldRecord), never its content;
+ *               the watermark passes it, and it is asked for again (`want`) when
+ *               the class or this machine's trust widens
+ * A refusal writes nothing but its record. A withheld event whose chain it links
+ * moves that chain's head all the same, so the signer's later events are not
+ * stalled behind it; when it is taken in later, its slot is filled: the event
+ * must be exactly the one withheld (same outer id, so same event id), and it is
+ * materialised by the same order-free merge as any other.
  */
 import { bytesEqual, fromHex, toHex } from './bytes.js';
 import type { EventBody, SignedEvent } from './event.js';
 import { ZERO_HASH } from './event.js';
 import { recordEvent } from './materialize.js';
 import { envelopeId, type SealedEvent } from './seal.js';
-import type { ParkReason, ReplicaTx, Resurrection } from './store.js';
+import type { ParkReason, ReplicaTx, Resurrection, WithheldRecord } from './store.js';
 import { chainKey, type Lane, type PrivacyPolicy } from './sync-manifest.js';
 import { authorize, type TrustContext } from './trust.js';
 
@@ -33,7 +38,6 @@ export type PrivacyRefusal =
   | { readonly type: 'NotEligible'; readonly table: string; readonly lane: Lane };
 
 export type FinalRejection =
-  | PrivacyRefusal
   | { readonly type: 'ChainFork'; readonly signer: string; readonly seq: number }
   | { readonly type: 'ChainBroken'; readonly signer: string; readonly seq: number }
   | { readonly type: 'NotAuthorized'; readonly signer: string; readonly table: string; readonly reason: string };
@@ -48,7 +52,8 @@ export type Admission =
     }
   | { readonly type: 'Duplicate' }
   | { readonly type: 'Parked'; readonly reason: ParkReason; readonly detail: string }
-  | { readonly type: 'Rejected'; readonly error: FinalRejection };
+  | { readonly type: 'Rejected'; readonly error: FinalRejection }
+  | { readonly type: 'Withheld'; readonly record: WithheldRecord; readonly error: PrivacyRefusal };
 
 export type OpenedEnvelope = {
   readonly sealed: SealedEvent;
@@ -71,15 +76,23 @@ export async function laneRefusal(
   return undefined;
 }
 
-/**
- * Whether an envelope was refused for good already. A refusal as not eligible
- * lasts only while this machine is not trusted: once it is, the envelope is
- * judged again when a peer offers it anew.
- */
-export async function refusedBefore(tx: ReplicaTx, outerId: string, privacy: PrivacyPolicy): Promise<boolean> {
-  const reason = await tx.rejectionReason(outerId);
-  if (reason === undefined) return false;
-  return reason !== 'NotEligible' || !(await privacy.selfTrusted(tx));
+/** The record that withholds an envelope: its identity, and its chain when it links one here. */
+export function withheldRecord(
+  outerId: string,
+  refusal: PrivacyRefusal,
+  at: number,
+  link?: { readonly eventId: string; readonly chain: string; readonly seq: number },
+): WithheldRecord {
+  return {
+    outerId,
+    eventId: link?.eventId ?? '',
+    chain: link?.chain ?? '',
+    seq: link?.seq ?? 0,
+    table: refusal.table,
+    lane: refusal.lane,
+    reason: refusal.type,
+    at,
+  };
 }
 
 async function checkChain(tx: ReplicaTx, event: SignedEvent, signer: string): Promise<Admission | undefined> {
@@ -109,14 +122,17 @@ export async function admitEvent(
 ): Promise<Admission> {
   const { sealed, bytes, event } = opened;
   const outerId = envelopeId(sealed);
-  if ((await tx.hasOuterId(outerId)) || (await refusedBefore(tx, outerId, privacy))) return { type: 'Duplicate' };
+  if ((await tx.hasOuterId(outerId)) || (await tx.isRejected(outerId))) return { type: 'Duplicate' };
+  const slot = await tx.withheldRecord(outerId);
   const body = event.body;
   const signer = toHex(body.signer);
+  const eventId = toHex(event.id);
   const lane = await laneRefusal(tx, body.lane, privacy, body.table);
-  if (lane) return { type: 'Rejected', error: lane };
+  if (lane)
+    return slot ? { type: 'Duplicate' } : { type: 'Withheld', record: withheldRecord(outerId, lane, now), error: lane };
   const verdict = await authorize(tx, body, trust);
   if (verdict.type === 'UnknownSigner') {
-    if (await tx.hasEventId(toHex(event.id))) return { type: 'Duplicate' };
+    if (await tx.hasEventId(eventId)) return { type: 'Duplicate' };
     return { type: 'Parked', reason: 'UnknownSigner', detail: `signer ${signer.slice(0, 8)} not in the keyring` };
   }
   if (verdict.type === 'NotAuthorized') {
@@ -124,17 +140,23 @@ export async function admitEvent(
     if (verdict.final) return { type: 'Rejected', error: { type: 'NotAuthorized', signer, table, reason } };
     return { type: 'Parked', reason: 'NotAuthorized', detail: `${table}: ${reason}` };
   }
-  const chain = await checkChain(tx, event, signer);
-  // Withheld earlier as not eligible but counted as a link then: it stays withheld, not a fork.
-  if (chain?.type === 'Rejected' && (await tx.rejectionReason(outerId)) === 'NotEligible') return { type: 'Duplicate' };
-  if (chain) return chain;
+  // A slot this event already links keeps its place in the chain: it is filled, not re-linked.
+  const linked = slot !== undefined && slot.chain !== '';
+  if (!linked) {
+    const chain = await checkChain(tx, event, signer);
+    if (chain) return chain;
+  }
   const held = await privacy.classOf(tx, body.table);
   if (held === 'local' || (held === 'trusted' && !(await privacy.selfTrusted(tx)))) {
-    // Not taken in, but a link of its chain all the same.
-    await tx.setHead(chainKey(signer, body.lane), { seq: body.seq, eventId: toHex(event.id) });
+    const chain = chainKey(signer, body.lane);
     const type = held === 'local' ? 'NotSyncable' : 'NotEligible';
-    return { type: 'Rejected', error: { type, table: body.table, lane: body.lane ?? 'public' } };
+    const error: PrivacyRefusal = { type, table: body.table, lane: body.lane ?? 'public' };
+    if (linked) return { type: 'Duplicate' };
+    // Not taken in, but a link of its chain all the same.
+    await tx.setHead(chain, { seq: body.seq, eventId });
+    return { type: 'Withheld', record: withheldRecord(outerId, error, now, { eventId, chain, seq: body.seq }), error };
   }
+  if (slot) await tx.release(outerId);
   const revoked = verdict.type === 'Revoked';
   const recorded = await recordEvent(tx, sealed, bytes, event, revoked, trust, now);
   return { type: 'Applied', pos: recorded.pos, body, revoked, resurrections: recorded.resurrections };

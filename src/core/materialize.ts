@@ -76,7 +76,10 @@ export async function recordEvent(
     ...(body.lane ? { lane: body.lane } : {}),
   };
   const pos = await tx.append(revoked ? { ...entry, revoked: true } : entry);
-  await tx.setHead(chainKey(signer, body.lane), { seq: body.seq, eventId });
+  // A withheld slot filled later sits below the head it once moved: heads only go forward.
+  const chain = chainKey(signer, body.lane);
+  const head = await tx.head(chain);
+  if (!head || body.seq > head.seq) await tx.setHead(chain, { seq: body.seq, eventId });
   await advanceClock(tx, body.hlc);
   if (revoked) return { pos, resurrections: [] };
   const before = await tx.getRow(body.table, body.row);

@@ -5,7 +5,15 @@
  *   events       {t, after: uint, upto: uint, events: [SealedEvent bytes]}
  *                the sender's log entries in (after, upto]; several may be in flight
  *   ack          {t, upto: uint}   the receiver's contiguous watermark: every envelope of the
- *                                  sender's log ≤ upto is durably applied, stored, parked or rejected
+ *                                  sender's log ≤ upto is durably applied, stored, parked, withheld
+ *                                  or rejected
+ *   want         {t, ids: [outer id]}   the receiver may now hold envelopes it withheld
+ *                                  (store.ts WithheldRecord): send them again, if you have them
+ *   sweep        {t, after: uint}  the receiver became trusted: send your trusted-lane entries
+ *                                  after this position of your log (it never saw them)
+ *   resent       {t, events: [SealedEvent bytes], sweep: bool, next: uint, done: bool}
+ *                the answer to either; for a sweep, `next` is the position scanned up to and
+ *                `done` whether the scan reached the end of the log
  *   The pairing ceremony (core/pairing.ts), joiner J and inviter I:
  *   join-request   J→I {t, inv: 16B, signer: 32B, endpoint: 32B, name, commit: 32B}
  *                  commit = hash of J's keys and a secret nonce Nj, fixed before J sees Ni
@@ -21,9 +29,7 @@
  *                  signed manifest records reach it (so its first writes are not local)
  *   join-refused   either way {t, inv: 16B, reason}   a human declined, or a check failed
  *
- * `upto` is a position in the sender's log, which only the sender interprets.
- * `again: true` marks a batch offered anew after the receiver became eligible for
- * more (sync-manifest.ts): the receiver admits it even below its watermark.
+ * `upto`, `after` and `next` are positions in the sender's log, which only the sender interprets.
  */
 import { isBytes } from './bytes.js';
 import { decodeCbor, encodeCbor, isRecord } from './cbor.js';
@@ -35,6 +41,9 @@ import { isPrivacyClass, type PrivacyClass } from './sync-manifest.js';
 export const MAX_EVENTS_PER_FRAME = 256;
 export const MAX_PEER_MESSAGE = 900 * 1024;
 export const MAX_MACHINE_NAME = 64;
+/** Outer ids one `want` names at most, and the longest outer id (hex id, domain, generation). */
+export const MAX_WANT_IDS = 512;
+const MAX_OUTER_ID = 160;
 
 export type DomainKeyGrant = { readonly domain: DomainName; readonly gen: number; readonly key: Uint8Array };
 
@@ -44,10 +53,17 @@ export type PeerMessage =
       readonly after: number;
       readonly upto: number;
       readonly events: readonly Uint8Array[];
-      /** Offered again on purpose (the receiver may hold more now): not to be skipped by watermark. */
-      readonly again?: true;
     }
   | { readonly t: 'ack'; readonly upto: number }
+  | { readonly t: 'want'; readonly ids: readonly string[] }
+  | { readonly t: 'sweep'; readonly after: number }
+  | {
+      readonly t: 'resent';
+      readonly events: readonly Uint8Array[];
+      readonly sweep: boolean;
+      readonly next: number;
+      readonly done: boolean;
+    }
   | {
       readonly t: 'join-request';
       readonly inv: Uint8Array;
@@ -88,6 +104,11 @@ function decodeGrant(value: unknown): DomainKeyGrant | undefined {
   return { domain, gen, key };
 }
 
+function areEnvelopes(events: unknown): events is Uint8Array[] {
+  if (!Array.isArray(events) || events.length > MAX_EVENTS_PER_FRAME) return false;
+  return events.every((e) => isBytes(e) && e.length <= MAX_SEALED_BYTES);
+}
+
 export function decodePeerMessage(bytes: Uint8Array): Result<PeerMessage, PeerWireError> {
   const decoded = decodeCbor(bytes, MAX_PEER_MESSAGE);
   if (!decoded.ok) return malformed(decoded.error.reason);
@@ -96,17 +117,31 @@ export function decodePeerMessage(bytes: Uint8Array): Result<PeerMessage, PeerWi
   switch (m['t']) {
     case 'events': {
       const events = m['events'];
-      const again = 'again' in m;
-      if (again && m['again'] !== true) return malformed('events: again');
-      const fields = again ? 'after,again,events,t,upto' : 'after,events,t,upto';
-      if (!fieldsAre(m, fields) || !isUint(m['after']) || !isUint(m['upto']) || !Array.isArray(events)) {
+      if (!fieldsAre(m, 'after,events,t,upto') || !isUint(m['after']) || !isUint(m['upto'])) {
         return malformed('events: fields');
       }
       if (m['after'] > m['upto']) return malformed('events: after beyond upto');
-      if (events.length > MAX_EVENTS_PER_FRAME) return malformed('events: too many');
-      if (!events.every((e) => isBytes(e) && e.length <= MAX_SEALED_BYTES)) return malformed('events: entries');
-      const batch = { t: 'events', after: m['after'], upto: m['upto'], events: events as Uint8Array[] } as const;
-      return ok(again ? { ...batch, again: true } : batch);
+      if (!areEnvelopes(events)) return malformed('events: entries');
+      return ok({ t: 'events', after: m['after'], upto: m['upto'], events });
+    }
+    case 'want': {
+      const ids = m['ids'];
+      if (!fieldsAre(m, 'ids,t') || !Array.isArray(ids) || ids.length > MAX_WANT_IDS) return malformed('want: fields');
+      if (!ids.every((id) => typeof id === 'string' && id.length > 0 && id.length <= MAX_OUTER_ID)) {
+        return malformed('want: ids');
+      }
+      return ok({ t: 'want', ids: ids as string[] });
+    }
+    case 'sweep':
+      if (!fieldsAre(m, 'after,t') || !isUint(m['after'])) return malformed('sweep: fields');
+      return ok({ t: 'sweep', after: m['after'] });
+    case 'resent': {
+      const { events, sweep, next, done } = m;
+      if (!fieldsAre(m, 'done,events,next,sweep,t') || typeof sweep !== 'boolean' || typeof done !== 'boolean') {
+        return malformed('resent: fields');
+      }
+      if (!isUint(next) || !areEnvelopes(events)) return malformed('resent: entries');
+      return ok({ t: 'resent', events, sweep, next, done });
     }
     case 'ack':
       if (!fieldsAre(m, 't,upto') || !isUint(m['upto'])) return malformed('ack: fields');

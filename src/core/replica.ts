@@ -27,7 +27,14 @@ import {
   type SignedEvent,
 } from './event.js';
 import { DEFAULT_MAX_SKEW_MS, HLC_ZERO, receive, tick, type ClockSkewError } from './hlc.js';
-import { admitEvent, laneRefusal, refusedBefore, type FinalRejection, type OpenedEnvelope } from './ingest.js';
+import {
+  admitEvent,
+  laneRefusal,
+  withheldRecord,
+  type FinalRejection,
+  type OpenedEnvelope,
+  type PrivacyRefusal,
+} from './ingest.js';
 import { recordEvent } from './materialize.js';
 import { openEnvelope, type DomainMismatch, type EnvelopeOpener, type LaneMismatch, type Opening } from './open.js';
 import type { Clock, Signer, Verifier } from './ports.js';
@@ -43,6 +50,9 @@ export interface EnvelopeCrypto {
   seal(domain: DomainName, signedEvent: Uint8Array, lane?: SealLane): Promise<SealedEvent>;
   open(sealed: SealedEvent): Promise<Result<Uint8Array, SealError>>;
 }
+
+/** Withheld records looked at per `wanted` call (the oldest first). */
+const WANT_SCAN = 10_000;
 
 export type ReplicaDeps = {
   readonly store: ReplicaStore;
@@ -76,7 +86,8 @@ export type IngestOutcome =
   | { readonly type: 'StoredOpaque'; readonly outerId: string }
   | { readonly type: 'Duplicate'; readonly outerId: string }
   | { readonly type: 'Parked'; readonly outerId: string; readonly reason: ParkReason; readonly detail: string }
-  | { readonly type: 'Rejected'; readonly outerId: string; readonly error: Rejection };
+  | { readonly type: 'Rejected'; readonly outerId: string; readonly error: Rejection }
+  | { readonly type: 'Withheld'; readonly outerId: string; readonly error: PrivacyRefusal };
 
 export type WriteError =
   | { readonly type: 'UnknownTable'; readonly table: string }
@@ -234,14 +245,16 @@ export class Replica {
         return this.#reject(tx, peer, item.outerId, item.error);
       case 'opaque': {
         const outerId = envelopeId(item.sealed);
-        if (await tx.hasOuterId(outerId)) return { type: 'Duplicate', outerId };
+        if ((await tx.hasOuterId(outerId)) || (await tx.isRejected(outerId))) return { type: 'Duplicate', outerId };
         // Holding is decided by the lane even where reading is impossible.
         const refusal = await laneRefusal(tx, item.sealed.lane, this.#deps.privacy);
+        const slot = await tx.withheldRecord(outerId);
         if (refusal) {
-          if (await tx.isRejected(outerId)) return { type: 'Duplicate', outerId };
-          return this.#reject(tx, peer, outerId, refusal);
+          if (slot) return { type: 'Duplicate', outerId };
+          await tx.withhold(withheldRecord(outerId, refusal, this.#deps.clock.now()));
+          return { type: 'Withheld', outerId, error: refusal };
         }
-        if (await refusedBefore(tx, outerId, this.#deps.privacy)) return { type: 'Duplicate', outerId };
+        if (slot) await tx.release(outerId);
         const lane = item.sealed.lane;
         await tx.append({ outerId, domain: item.sealed.domain, sealed: item.bytes, ...(lane ? { lane } : {}) });
         return { type: 'StoredOpaque', outerId };
@@ -267,13 +280,16 @@ export class Replica {
             return this.#park(tx, peer, item, admission.reason, admission.detail);
           case 'Rejected':
             return this.#reject(tx, peer, outerId, admission.error);
+          case 'Withheld':
+            await tx.withhold(admission.record);
+            return { type: 'Withheld', outerId, error: admission.error };
         }
       }
     }
   }
 
   async #reject(tx: ReplicaTx, peer: string, outerId: string, error: Rejection): Promise<IngestOutcome> {
-    const detail = 'reason' in error ? error.reason : 'table' in error ? error.table : '';
+    const detail = 'reason' in error ? error.reason : '';
     await tx.recordRejection({ outerId, reason: error.type, detail, at: this.#deps.clock.now(), peer });
     return { type: 'Rejected', outerId, error };
   }
@@ -348,6 +364,29 @@ export class Replica {
 
   rows(table: string) {
     return this.#deps.store.rows(table);
+  }
+
+  /**
+   * Outer ids of withheld envelopes this machine may hold now (its classes or
+   * trust widened since), at most `limit`, from the oldest WANT_SCAN records.
+   */
+  async wanted(limit: number): Promise<string[]> {
+    const records = await this.#deps.store.withheld(WANT_SCAN);
+    if (records.length === 0) return [];
+    const { privacy } = this.#deps;
+    return this.#deps.store.transact(async (tx) => {
+      const ids: string[] = [];
+      for (const record of records) {
+        if (ids.length >= limit) break;
+        if (await laneRefusal(tx, record.lane, privacy)) continue;
+        if (record.table !== '') {
+          const held = await privacy.classOf(tx, record.table);
+          if (held === 'local' || (held === 'trusted' && !(await privacy.selfTrusted(tx)))) continue;
+        }
+        ids.push(record.outerId);
+      }
+      return ids;
+    });
   }
 
   /** Number of log entries the peer has not acknowledged yet. */

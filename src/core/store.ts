@@ -65,6 +65,27 @@ export type RejectionRecord = {
   readonly peer: string;
 };
 
+/**
+ * An envelope this machine may not hold now because of a privacy class
+ * (sync-manifest.ts): only its identity is kept, never its content, so it is
+ * asked for again when the class or this machine's trust widens. Not capped
+ * like rejections: forgetting one would lose the event here for good. Only
+ * authenticated events of the mesh create them (a forged one never opens).
+ */
+export type WithheldRecord = {
+  readonly outerId: string;
+  /** The event id; empty when the envelope was refused unopened, by its lane. */
+  readonly eventId: string;
+  /** The chain it is a link of here (its head moved past it); empty when it is not a link. */
+  readonly chain: string;
+  readonly seq: number;
+  /** The table; empty when refused unopened. */
+  readonly table: string;
+  readonly lane: 'public' | 'trusted' | 'local';
+  readonly reason: 'NotSyncable' | 'NotEligible';
+  readonly at: number;
+};
+
 /** A delete overtaken by a later edit of the same row, reported once per pair. */
 export type Resurrection = {
   readonly key: string;
@@ -110,6 +131,10 @@ export interface ReplicaTx {
   isRejected(outerId: string): Promise<boolean>;
   /** The recorded reason an envelope was refused, if it was. */
   rejectionReason(outerId: string): Promise<string | undefined>;
+  withhold(record: WithheldRecord): Promise<void>;
+  withheldRecord(outerId: string): Promise<WithheldRecord | undefined>;
+  /** Forgets a withheld record: its envelope was taken in after all. */
+  release(outerId: string): Promise<void>;
   addResurrection(resurrection: Resurrection): Promise<void>;
   hasResurrection(key: string): Promise<boolean>;
   dropResurrectionsOf(eventId: string): Promise<void>;
@@ -126,8 +151,10 @@ export interface ReplicaStore {
   cursor(peer: string): Promise<number>;
   /** Moves the peer's cursor forward; never backward. */
   advanceCursor(peer: string, pos: number): Promise<void>;
-  /** Sets the peer's cursor back to the start, so everything is offered again (it may now hold more). */
-  rewindCursor(peer: string): Promise<void>;
+  /** The log entries with these outer ids that exist here, in log order. */
+  entriesByOuterId(outerIds: readonly string[]): Promise<LogEntry[]>;
+  /** Withheld records, oldest first, at most `limit`. */
+  withheld(limit: number): Promise<WithheldRecord[]>;
   /** Highest position of the peer's log applied or recorded here (0 if none). */
   watermark(peer: string): Promise<number>;
   rows(table: string): Promise<RowState[]>;

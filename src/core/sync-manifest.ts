@@ -18,9 +18,25 @@
  * signer is its own chain (seq and prev), so a peer that may not hold the
  * trusted lane sees an unbroken public lane. Senders filter by lane only, never
  * by a class that may have changed since: that is what keeps chains whole.
- * Receivers also check the table against their own manifest and refuse to
- * import what is local (or trusted, when they are not) for them; such an event
- * still counts as a link of its chain, so the events after it are not stalled.
+ * Receivers also check the table against their own manifest and withhold what
+ * is local (or trusted, when they are not) for them: they keep its identity
+ * only (store.ts WithheldRecord), it still counts as a link of its chain so the
+ * events after it are not stalled, and they ask for it again (sync.ts `want`)
+ * once their view widens — the class record arrived, a narrowing was lifted, or
+ * this machine became trusted — so every machine ends with the same rows it may
+ * hold, whatever order things arrived in. A machine trusted later sweeps each
+ * peer's trusted lane, which it was never offered (sync.ts `sweep`).
+ *
+ * Known limits, deliberately:
+ *   - senders filter by lane, not by a table's current class: a public-lane row
+ *     written before its table was classed trusted still reaches untrusted
+ *     members, which decrypt it (they hold the domain key) and then withhold it.
+ *     The class decides who holds a copy, the domain key who can read; a row
+ *     that must stay from a machine belongs in a domain it is not a member of.
+ *   - a machine does not forward what it withholds, so a peer that could reach
+ *     the writer only through it would wait on a chain gap; on a relay every
+ *     machine reaches every other, so the writer or another holder delivers it.
+ *   - withdrawing trust leaves the trusted copies a machine already holds.
  */
 import type { ReplicaTx } from './store.js';
 import { isRole, tableSpec } from './schema.js';

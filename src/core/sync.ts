@@ -13,14 +13,25 @@
  * Offers respect privacy lanes (sync-manifest.ts): a local-lane entry is never
  * offered, a trusted-lane one only to a peer the `trusted` callback names. The
  * batch still covers their positions, so the peer's watermark moves past them.
+ *
+ * Asking again is the receiver's, and durable: what it withheld because of a
+ * class (store.ts WithheldRecord) it asks every peer for (`want`) once it may
+ * hold it; when it becomes trusted it sweeps each peer's log for the
+ * trusted-lane entries it was never offered (`sweep`), keeping its progress
+ * per peer and per grant (`trustGrant`) in the store, so a restart resumes the
+ * sweep and a later grant starts a new one. Both run on connect and every
+ * ASK_EVERY batch cycles until nothing is left to ask for.
  */
 import type { IngestOutcome, Replica, Rejection } from './replica.js';
 import type { PeerMessage } from './peer-wire.js';
-import { MAX_EVENTS_PER_FRAME } from './peer-wire.js';
+import { MAX_EVENTS_PER_FRAME, MAX_WANT_IDS } from './peer-wire.js';
 import type { LogEntry, ReplicaStore } from './store.js';
 
 /** The two messages delivery speaks; pairing messages travel beside it. */
-export type DeliveryMessage = Extract<PeerMessage, { t: 'events' | 'ack' }>;
+export type DeliveryMessage = Extract<PeerMessage, { t: 'events' | 'ack' | 'want' | 'sweep' | 'resent' }>;
+
+export const isDeliveryMessage = (m: PeerMessage): m is DeliveryMessage =>
+  m.t === 'events' || m.t === 'ack' || m.t === 'want' || m.t === 'sweep' || m.t === 'resent';
 
 export interface PeerChannel {
   /** Sends one message to the peer's endpoint (hex); resolves once handed to the transport. */
@@ -32,7 +43,21 @@ export type SyncListener = {
   readonly onRejected?: (peer: string, error: Rejection) => void;
   /** Whether a peer may hold trusted-lane entries (absent: none may). */
   readonly trusted?: (peer: string) => boolean;
+  /**
+   * While this machine is trusted, a name for the grant that made it so (it
+   * changes when trust is withdrawn and granted again); undefined otherwise.
+   */
+  readonly trustGrant?: () => Promise<string | undefined>;
 };
+
+/** Batch cycles between two rounds of `want` / `sweep` while something is left to ask for. */
+const ASK_EVERY = 4;
+/** Log entries one sweep answer scans at most. */
+const SWEEP_SCAN = 8 * 1024;
+/** The sweep progress that means "reached the end of that peer's log". */
+const SWEEP_DONE = Number.MAX_SAFE_INTEGER;
+/** Where a sweep's progress is kept: a watermark under a name of its own (it only moves forward). */
+const sweepKey = (grant: string, peer: string): string => `sweep/${grant}/${peer}`;
 
 const MAX_BATCH_BYTES = 768 * 1024;
 /** Unacknowledged log entries offered to one peer at most (its relay mailbox holds them). */
@@ -53,11 +78,8 @@ export class SyncEngine {
   readonly #rejections = new Map<string, number>();
   /** Re-offer pacing per peer: the cursor last seen, the current interval and cycles left to skip. */
   readonly #pace = new Map<string, { cursor: number; every: number; skip: number }>();
-  /** Peers to offer everything again once they acknowledge up to a position (see `reofferAfter`). */
-  readonly #reoffers = new Map<string, number>();
-  /** Peers being offered everything again: batches up to this position go out marked `again`. */
-  readonly #again = new Map<string, number>();
   #online = false;
+  #cycles = 0;
 
   constructor(replica: Replica, store: ReplicaStore, channel: PeerChannel, listener: SyncListener = {}) {
     this.#replica = replica;
@@ -87,6 +109,7 @@ export class SyncEngine {
     this.#online = true;
     this.#offered.clear();
     await this.offerAll();
+    await this.askAgain();
   }
 
   disconnected(): void {
@@ -102,6 +125,7 @@ export class SyncEngine {
    * resets the pace. `force` re-offers to every peer now (a user's "sync now").
    */
   async resend(force = false): Promise<void> {
+    if (force || ++this.#cycles % ASK_EVERY === 0) await this.askAgain();
     const last = await this.#store.lastPos();
     for (const peer of this.#peers) {
       const cursor = await this.#store.cursor(peer);
@@ -153,8 +177,7 @@ export class SyncEngine {
         upto = entry.pos;
       }
       this.#offered.set(peer, upto);
-      const again = after < (this.#again.get(peer) ?? 0);
-      await this.#channel.send(peer, { t: 'events', after, upto, events, ...(again ? { again: true as const } : {}) });
+      await this.#channel.send(peer, { t: 'events', after, upto, events });
       after = upto;
     }
   }
@@ -165,52 +188,105 @@ export class SyncEngine {
   }
 
   /**
-   * A peer may now hold more than before (it became trusted): once it has
-   * acknowledged our log up to `pos` (where the record that says so sits, so it
-   * knows it too), offer it everything again from the start; what it already
-   * holds costs a duplicate check. Not durable: after a restart the batch cycle
-   * carries on from the cursor, and a later grant asks again.
+   * Asks the peers again for what this machine may hold now but does not: the
+   * envelopes it withheld, and (once trusted) the trusted lane it was never
+   * offered. Called on connect, every ASK_EVERY cycles, and when this machine's
+   * classes or trust change.
    */
-  async reofferAfter(peer: string, pos: number): Promise<void> {
-    this.#reoffers.set(peer, pos);
-    await this.#reofferIfAcknowledged(peer);
+  async askAgain(): Promise<void> {
+    if (!this.#online || this.#peers.size === 0) return;
+    const grant = await this.#listener.trustGrant?.();
+    if (grant !== undefined) {
+      for (const peer of this.#peers) {
+        const after = await this.#store.watermark(sweepKey(grant, peer));
+        if (after < SWEEP_DONE) await this.#channel.send(peer, { t: 'sweep', after });
+      }
+    }
+    const ids = await this.#replica.wanted(MAX_WANT_IDS);
+    if (ids.length > 0) for (const peer of this.#peers) await this.#channel.send(peer, { t: 'want', ids });
   }
 
-  async #reofferIfAcknowledged(peer: string): Promise<void> {
-    const pos = this.#reoffers.get(peer);
-    if (pos === undefined || (await this.#store.cursor(peer)) < pos) return;
-    this.#reoffers.delete(peer);
-    this.#again.set(peer, await this.#store.cursor(peer));
-    await this.#store.rewindCursor(peer);
-    this.#offered.delete(peer);
-    this.#pace.delete(peer);
+  /** The withheld envelopes a peer asks for, those it may hold. */
+  async #answerWant(peer: string, ids: readonly string[]): Promise<void> {
+    const entries = (await this.#store.entriesByOuterId(ids)).filter((e) => this.#mayHold(peer, e));
+    for (let i = 0; i < entries.length; i += MAX_EVENTS_PER_FRAME) {
+      const events = entries.slice(i, i + MAX_EVENTS_PER_FRAME).map((e) => e.sealed);
+      await this.#channel.send(peer, { t: 'resent', events, sweep: false, next: 0, done: true });
+    }
+  }
+
+  /** One page of a sweep: trusted-lane entries after `after`, if the peer is trusted here too. */
+  async #answerSweep(peer: string, after: number): Promise<void> {
+    // Not trusted as far as we know yet (the grant has not reached us): nothing, and not done.
+    if (this.#listener.trusted?.(peer) !== true) {
+      return this.#channel.send(peer, { t: 'resent', events: [], sweep: true, next: after, done: false });
+    }
+    const events: Uint8Array[] = [];
+    let next = after;
+    let bytes = 0;
+    const last = await this.#store.lastPos();
+    scan: while (next < last && next - after < SWEEP_SCAN) {
+      for (const entry of await this.#store.entriesAfter(next, MAX_EVENTS_PER_FRAME)) {
+        if (entry.lane === 'trusted') {
+          if (events.length === MAX_EVENTS_PER_FRAME || bytes + entry.sealed.length > MAX_BATCH_BYTES) break scan;
+          events.push(entry.sealed);
+          bytes += entry.sealed.length;
+        }
+        next = entry.pos;
+      }
+    }
+    await this.#channel.send(peer, { t: 'resent', events, sweep: true, next, done: next >= last });
+  }
+
+  /** Takes in what a peer sent again; a sweep's progress is recorded once that is durable. */
+  async #takeResent(peer: string, message: Extract<DeliveryMessage, { t: 'resent' }>): Promise<void> {
+    if (message.events.length > 0) this.#report(peer, await this.#replica.ingest(peer, message.events));
+    if (!message.sweep) return;
+    const grant = await this.#listener.trustGrant?.();
+    if (grant === undefined) return;
+    const key = sweepKey(grant, peer);
+    const before = await this.#store.watermark(key);
+    await this.#store.transact((tx) => tx.setWatermark(key, message.done ? SWEEP_DONE : message.next));
+    // Carry on while the sweep moves; a peer that does not see us trusted yet is asked again later.
+    if (!message.done && message.next > before) await this.#channel.send(peer, { t: 'sweep', after: message.next });
+  }
+
+  #report(peer: string, outcomes: readonly IngestOutcome[]): void {
+    for (const outcome of outcomes) {
+      if (outcome.type !== 'Rejected') continue;
+      this.#rejections.set(outcome.error.type, (this.#rejections.get(outcome.error.type) ?? 0) + 1);
+      this.#listener.onRejected?.(peer, outcome.error);
+    }
+    this.#listener.onApplied?.(outcomes);
   }
 
   /** Handles a message from a peer; returns once its effects are durable. */
   async receive(peer: string, message: DeliveryMessage): Promise<void> {
-    if (message.t === 'events') {
-      // A batch wholly at or below the durable watermark was applied or recorded already.
-      // One that starts past it (an earlier batch was lost) is applied, but the watermark
-      // waits for the gap to fill: it only ever covers a contiguous prefix of the peer's log.
-      const watermark = await this.#store.watermark(peer);
-      const seen = watermark >= message.upto && message.again !== true;
-      const contiguous = message.after <= watermark;
-      const outcomes = seen
-        ? []
-        : await this.#replica.ingest(peer, message.events, contiguous ? message.upto : undefined);
-      for (const outcome of outcomes) {
-        if (outcome.type !== 'Rejected') continue;
-        this.#rejections.set(outcome.error.type, (this.#rejections.get(outcome.error.type) ?? 0) + 1);
-        this.#listener.onRejected?.(peer, outcome.error);
+    switch (message.t) {
+      case 'events': {
+        // A batch wholly at or below the durable watermark was applied or recorded already.
+        // One that starts past it (an earlier batch was lost) is applied, but the watermark
+        // waits for the gap to fill: it only ever covers a contiguous prefix of the peer's log.
+        const watermark = await this.#store.watermark(peer);
+        const seen = watermark >= message.upto;
+        const contiguous = message.after <= watermark;
+        const outcomes = seen
+          ? []
+          : await this.#replica.ingest(peer, message.events, contiguous ? message.upto : undefined);
+        this.#report(peer, outcomes);
+        return this.#channel.send(peer, { t: 'ack', upto: await this.#store.watermark(peer) });
       }
-      this.#listener.onApplied?.(outcomes);
-      await this.#channel.send(peer, { t: 'ack', upto: await this.#store.watermark(peer) });
-    } else {
-      await this.#store.advanceCursor(peer, message.upto);
-      if ((await this.#store.cursor(peer)) >= (this.#again.get(peer) ?? 0)) this.#again.delete(peer);
-      await this.#reofferIfAcknowledged(peer);
-      // Keep the pipe full: the ack may have freed room in the window.
-      if (this.#online && this.#peers.has(peer)) await this.#offer(peer);
+      case 'ack':
+        await this.#store.advanceCursor(peer, message.upto);
+        // Keep the pipe full: the ack may have freed room in the window.
+        if (this.#online && this.#peers.has(peer)) await this.#offer(peer);
+        return;
+      case 'want':
+        return this.#answerWant(peer, message.ids);
+      case 'sweep':
+        return this.#answerSweep(peer, message.after);
+      case 'resent':
+        return this.#takeResent(peer, message);
     }
   }
 }

@@ -193,8 +193,23 @@ export class MeshNode {
       {
         onApplied: (outcomes) => this.#applied(outcomes),
         trusted: (peer) => this.#machines.some((m) => m.endpoint === peer && m.trusted && !m.removed),
+        trustGrant: () => this.#trustGrant(),
       },
     );
+  }
+
+  /**
+   * The grant that makes this machine trusted, named so a new grant (after trust
+   * was withdrawn) starts a new sweep: "admin" for admins, else the stamp of the
+   * keyring cell that set `trusted`; undefined while not trusted.
+   */
+  async #trustGrant(): Promise<string | undefined> {
+    const self = this.#identity.signer;
+    if ((this.#meta?.anchors ?? []).includes(self)) return 'admin';
+    if ((await this.#store.row('roles', self))?.cells['role']?.value === 'admin') return 'admin';
+    const cell = (await this.#store.row('keyring', self))?.cells['trusted'];
+    if (cell?.value !== true) return undefined;
+    return `${cell.stamp.ms}.${cell.stamp.counter}.${toHex(cell.stamp.node).slice(0, 16)}`;
   }
 
   #classChoices(): LocalClassChoices {
@@ -300,7 +315,8 @@ export class MeshNode {
   /**
    * Narrows a table's class on this machine only (`undefined` lifts the
    * narrowing). It can never widen: the narrower of this and the mesh's class
-   * applies. Rows refused while a table was local here are not fetched again.
+   * applies. Rows withheld while a table was local here are asked for again
+   * once it no longer is.
    */
   async narrowTable(table: string, privacy: PrivacyClass | undefined): Promise<void> {
     const meta = this.#meta;
@@ -310,6 +326,7 @@ export class MeshNode {
     await this.#saveMeta({ ...meta, narrowing: Object.fromEntries([...others, ...chosen]) });
     this.#announce();
     await this.#publish();
+    await this.#sync.askAgain();
   }
 
   /** Admin: marks a machine trusted (it may then hold Trusted tables) or not. */
@@ -319,7 +336,7 @@ export class MeshNode {
     }
     return this.#local(async () => {
       const written = await this.#replica.write('keyring', signer, { trusted });
-      // Re-reads the keyring: a peer trusted now is offered everything again.
+      // Re-reads the keyring: a peer trusted now is offered the trusted lane from here on.
       if (written.ok) await this.#refreshPeers();
       return written;
     });
@@ -621,6 +638,9 @@ export class MeshNode {
       }
       case 'events':
       case 'ack':
+      case 'want':
+      case 'sweep':
+      case 'resent':
         if (this.#meta?.status !== 'member') return this.#count('NotYetMember');
         // Removed machines are not peers: their frames fail closed here, before any import.
         if (!this.#sync.peers.includes(from)) return this.#count('UnknownEndpoint');
@@ -769,22 +789,16 @@ export class MeshNode {
   }
 
   /**
-   * Peers are the endpoints of machines in the keyring that were not removed. A
-   * peer that became trusted is offered everything again once it acknowledged
-   * the record that made it so (it may hold more now).
+   * Peers are the endpoints of machines in the keyring that were not removed.
+   * When the trusted set changes (this machine among them, perhaps), each
+   * machine asks its peers again for what it may hold now (sync.ts `askAgain`).
    */
   async #refreshPeers(): Promise<void> {
     this.#machines = machinesView(await this.#store.rows('keyring'), await this.#store.rows('roles'));
     const trusted = new Set(this.#machines.filter((m) => m.trusted && !m.removed).map((m) => m.endpoint));
     const before = this.#trusted;
     this.#trusted = trusted;
-    if (before) {
-      const upto = await this.#store.lastPos();
-      for (const endpoint of trusted) {
-        if (!before.has(endpoint) && endpoint !== this.#identity.endpoint)
-          await this.#sync.reofferAfter(endpoint, upto);
-      }
-    }
+    const changed = before !== undefined && [...trusted].some((e) => !before.has(e));
     const endpoints = new Set((this.#meta?.anchorPeers ?? []).map((p) => p.endpoint));
     for (const machine of this.#machines) {
       if (machine.removed) endpoints.delete(machine.endpoint);
@@ -793,6 +807,7 @@ export class MeshNode {
     endpoints.delete(this.#identity.endpoint);
     endpoints.delete('');
     this.#sync.setPeers(endpoints);
+    if (changed) await this.#sync.askAgain();
   }
 
   /**
@@ -862,6 +877,7 @@ export class MeshNode {
       logLength: last,
       peers,
       parked: countByReason(await this.#store.parked(1000), {}),
+      withheld: countByReason(await this.#store.withheld(10_000), {}),
       rejected: countByReason(recent, this.#transient),
       recentRejections: recent.slice(0, 20),
     };

@@ -62,6 +62,8 @@ export type SyncView = {
   readonly peers: readonly PeerView[];
   /** Parked envelopes by what they wait for. */
   readonly parked: Readonly<Record<string, number>>;
+  /** Envelopes this machine may not hold by their table's class, by reason (identity kept only). */
+  readonly withheld: Readonly<Record<string, number>>;
   readonly rejected: Readonly<Record<string, number>>;
   readonly recentRejections: readonly RejectionRecord[];
 };

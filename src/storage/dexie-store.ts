@@ -21,6 +21,7 @@ import type {
   ReplicaStore,
   ReplicaTx,
   Resurrection,
+  WithheldRecord,
 } from '../core/store.js';
 
 type HeadRecord = ChainHead & { readonly signer: string };
@@ -37,6 +38,7 @@ export class NodeDatabase extends Dexie {
   parked!: Table<ParkedEnvelope, string>;
   rejected!: Table<RejectionRecord, string>;
   resurrections!: Table<Resurrection, string>;
+  withheld!: Table<WithheldRecord, string>;
 
   constructor(name: string) {
     super(name);
@@ -65,6 +67,8 @@ export class NodeDatabase extends Dexie {
             if (entry.body) entry.op = entry.body.op;
           }),
       );
+    // v4: envelopes withheld by privacy class, by identity only (store.ts WithheldRecord).
+    this.version(4).stores({ withheld: 'outerId, at' });
   }
 }
 
@@ -79,7 +83,17 @@ export class DexieReplicaStore implements ReplicaStore {
 
   transact<T>(fn: (tx: ReplicaTx) => Promise<T>): Promise<T> {
     const { db } = this;
-    const tables = [db.log, db.heads, db.rows, db.meta, db.parked, db.rejected, db.resurrections, db.watermarks];
+    const tables = [
+      db.log,
+      db.heads,
+      db.rows,
+      db.meta,
+      db.parked,
+      db.rejected,
+      db.resurrections,
+      db.watermarks,
+      db.withheld,
+    ];
     return db.transaction('rw', tables, (trans) => fn(DexieReplicaStore.#tx(trans)));
   }
 
@@ -98,6 +112,7 @@ export class DexieReplicaStore implements ReplicaStore {
       rejected: trans.table<RejectionRecord, string>('rejected'),
       resurrections: trans.table<Resurrection, string>('resurrections'),
       watermarks: trans.table<CursorRecord, string>('watermarks'),
+      withheld: trans.table<WithheldRecord, string>('withheld'),
     };
     return {
       getHlc: async () => (await db.meta.get(HLC_KEY))?.value as Hlc | undefined,
@@ -148,6 +163,11 @@ export class DexieReplicaStore implements ReplicaStore {
       },
       isRejected: async (outerId) => (await db.rejected.where('outerId').equals(outerId).count()) > 0,
       rejectionReason: async (outerId) => (await db.rejected.get(outerId))?.reason,
+      withhold: async (record) => {
+        await db.withheld.put(record);
+      },
+      withheldRecord: (outerId) => db.withheld.get(outerId),
+      release: (outerId) => db.withheld.delete(outerId),
       addResurrection: async (r) => {
         await db.resurrections.put(r);
       },
@@ -202,8 +222,16 @@ export class DexieReplicaStore implements ReplicaStore {
     });
   }
 
-  async rewindCursor(peer: string): Promise<void> {
-    await this.db.cursors.delete(peer);
+  async entriesByOuterId(outerIds: readonly string[]): Promise<LogEntry[]> {
+    const entries = await this.db.log
+      .where('outerId')
+      .anyOf([...outerIds])
+      .toArray();
+    return entries.sort((a, b) => a.pos - b.pos);
+  }
+
+  withheld(limit: number): Promise<WithheldRecord[]> {
+    return this.db.withheld.orderBy('at').limit(limit).toArray();
   }
 
   rows(table: string): Promise<RowState[]> {

@@ -18,6 +18,7 @@ import {
   type ReplicaStore,
   type ReplicaTx,
   type Resurrection,
+  type WithheldRecord,
 } from '../core/store.js';
 
 type State = {
@@ -33,6 +34,7 @@ type State = {
   parked: Map<string, ParkedEnvelope>;
   rejected: Map<string, RejectionRecord>;
   resurrections: Map<string, Resurrection>;
+  withheld: Map<string, WithheldRecord>;
   watermarks: Map<string, number>;
   hlc: Hlc | undefined;
   /** Shared copies of signer ids and keys (not undone on rollback: sharing changes no value). */
@@ -52,6 +54,7 @@ function newState(): State {
     parked: new Map(),
     rejected: new Map(),
     resurrections: new Map(),
+    withheld: new Map(),
     watermarks: new Map(),
     hlc: undefined,
     signers: new Map(),
@@ -169,6 +172,9 @@ function txOver(s: State, undo: Undoable): ReplicaTx {
     },
     isRejected: async (outerId) => s.rejected.has(outerId),
     rejectionReason: async (outerId) => s.rejected.get(outerId)?.reason,
+    withhold: async (record) => undo.set(s.withheld, record.outerId, record),
+    withheldRecord: async (outerId) => s.withheld.get(outerId),
+    release: async (outerId) => undo.delete(s.withheld, outerId),
     addResurrection: async (r) => undo.set(s.resurrections, r.key, r),
     hasResurrection: async (key) => s.resurrections.has(key),
     dropResurrectionsOf: async (eventId) => {
@@ -218,8 +224,14 @@ export class MemoryReplicaStore implements ReplicaStore {
     if (pos > (this.#cursors.get(peer) ?? 0)) this.#cursors.set(peer, pos);
   }
 
-  async rewindCursor(peer: string): Promise<void> {
-    this.#cursors.delete(peer);
+  async entriesByOuterId(outerIds: readonly string[]): Promise<LogEntry[]> {
+    const wanted = new Set(outerIds.filter((id) => this.#state.outerIds.has(id)));
+    if (wanted.size === 0) return [];
+    return this.#state.log.filter((e) => wanted.has(e.outerId));
+  }
+
+  async withheld(limit: number): Promise<WithheldRecord[]> {
+    return [...this.#state.withheld.values()].sort((a, b) => a.at - b.at).slice(0, limit);
   }
 
   async watermark(peer: string): Promise<number> {

@@ -308,7 +308,9 @@ describe('peer wire', () => {
   const messages: PeerMessage[] = [
     { t: 'events', after: 7, upto: 9, events: [b(100), b(200)] },
     { t: 'events', after: 0, upto: 0, events: [] },
-    { t: 'events', after: 0, upto: 9, events: [b(100)], again: true },
+    { t: 'want', ids: ['ab.GENERAL.1', 'cd.CONTROL.1'] },
+    { t: 'sweep', after: 12 },
+    { t: 'resent', events: [b(100)], sweep: true, next: 40, done: false },
     { t: 'ack', upto: 42 },
     { t: 'join-request', inv: b(16), signer: b(32), endpoint: b(32), name: 'laptop', commit: b(32) },
     { t: 'join-challenge', inv: b(16), signer: b(32), nonce: b(32) },

@@ -1,7 +1,8 @@
 /**
  * SyncManifest privacy classes in two real browsers through the real relay: a
  * table a machine narrowed to Local keeps its canary at home while the peer
- * acknowledges past it; a table an admin classes Trusted reaches a member only
+ * acknowledges past it, and what it withheld meanwhile it takes in once the
+ * narrowing is lifted; a table an admin classes Trusted reaches a member only
  * once the admin marks it trusted. Every table shows its class.
  */
 import type { Page } from '@playwright/test';
@@ -35,8 +36,16 @@ test('a table narrowed to local keeps its canary on its machine; a trusted table
   await expect(tableClass(b)).toHaveAttribute('data-effective', 'local');
   await addProfile(b, 'LOCAL-CANARY-7c1e');
   await peerCaughtUp(b);
-  // B lifts the narrowing; what it writes now travels, the canary still does not.
+  // What A writes meanwhile, B withholds: it keeps only the envelope's identity.
+  await addProfile(a, 'while-b-narrowed');
+  await peerCaughtUp(a);
+  await expect(b.locator('[data-testid="withheld"] [data-reason="NotSyncable"]')).toBeVisible();
+  await expect(profile(b, 'while-b-narrowed')).toHaveCount(0);
+  // B lifts the narrowing: it asks for what it withheld, and what it writes now travels;
+  // the canary still does not.
   await tableClass(b).getByTestId('local-class').selectOption('');
+  await expect(profile(b, 'while-b-narrowed')).toBeVisible();
+  await expect(b.getByTestId('withheld')).toHaveText('none');
   await addProfile(b, 'after-narrowing');
   await expect(profile(a, 'after-narrowing')).toBeVisible();
   await peerCaughtUp(b);

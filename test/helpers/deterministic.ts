@@ -19,7 +19,7 @@ import { Replica } from '../../src/core/replica.js';
 import { TABLES, type DomainName } from '../../src/core/schema.js';
 import { everyTablePublic, type PrivacyPolicy } from '../../src/core/sync-manifest.js';
 import type { ReplicaStore, ReplicaTx } from '../../src/core/store.js';
-import { SyncEngine, type PeerChannel, type SyncListener } from '../../src/core/sync.js';
+import { isDeliveryMessage, SyncEngine, type PeerChannel, type SyncListener } from '../../src/core/sync.js';
 import { MemoryReplicaStore } from '../../src/storage/memory-store.js';
 
 export type TestRandom = Random & {
@@ -352,7 +352,7 @@ export class TestNetwork {
     const engine = this.engines.get(frame.to);
     if (!engine) throw new Error(`test network: no machine ${frame.to.slice(0, 8)}`);
     const { message } = frame;
-    if (message.t !== 'events' && message.t !== 'ack') throw new Error(`test network: ${message.t} is not delivery`);
+    if (!isDeliveryMessage(message)) throw new Error(`test network: ${message.t} is not delivery`);
     this.delivered++;
     try {
       await engine.receive(frame.from, message);
@@ -423,6 +423,8 @@ const TX_WRITES = [
   'park',
   'unpark',
   'recordRejection',
+  'withhold',
+  'release',
   'addResurrection',
   'dropResurrectionsOf',
   'setWatermark',
@@ -482,7 +484,8 @@ export class CrashingStore implements ReplicaStore {
   lastPos = () => this.inner.lastPos();
   cursor = (peer: string) => this.inner.cursor(peer);
   advanceCursor = (peer: string, pos: number) => this.inner.advanceCursor(peer, pos);
-  rewindCursor = (peer: string) => this.inner.rewindCursor(peer);
+  entriesByOuterId = (ids: readonly string[]) => this.inner.entriesByOuterId(ids);
+  withheld = (limit: number) => this.inner.withheld(limit);
   watermark = (peer: string) => this.inner.watermark(peer);
   rows = (table: string) => this.inner.rows(table);
   row = (table: string, row: string) => this.inner.row(table, row);

@@ -17,6 +17,7 @@ import {
   type RejectionRecord,
   type ReplicaStore,
   type Resurrection,
+  type WithheldRecord,
 } from '../../src/core/store.js';
 import { Dexie } from 'dexie';
 import { DexieReplicaStore, NodeDatabase } from '../../src/storage/dexie-store.js';
@@ -25,6 +26,7 @@ import { seededRandom } from '../helpers/deterministic.js';
 
 const random = seededRandom('replica-store');
 const hex = (n: number): string => toHex(random.bytes(n));
+const fixedId = (n: number): string => n.toString(16).padStart(64, '0');
 
 const entry = (over: Partial<NewLogEntry> = {}): NewLogEntry => ({
   outerId: hex(32),
@@ -368,6 +370,47 @@ function replicaStoreSuite(name: string, create: () => ReplicaStore): void {
       });
       expect(sortById(plain(await store.rejections(10)))).toEqual(sortById(plain(records)));
       expect(await store.rejections(2)).toHaveLength(2);
+    });
+
+    it('withholds by identity, oldest first, releases, and rolls back with the transaction', async () => {
+      const store = create();
+      const record = (n: number): WithheldRecord => ({
+        outerId: fixedId(n),
+        eventId: n % 2 ? fixedId(n + 100) : '',
+        chain: n % 2 ? `signer-${n}` : '',
+        seq: n,
+        table: n % 2 ? 'device_profiles' : '',
+        lane: n % 2 ? 'public' : 'trusted',
+        reason: n % 2 ? 'NotSyncable' : 'NotEligible',
+        at: 1000 + n,
+      });
+      await store.transact(async (tx) => {
+        for (const n of [3, 1, 2]) await tx.withhold(record(n));
+        expect(plain(await tx.withheldRecord(record(2).outerId))).toEqual(plain(record(2)));
+        expect(await tx.withheldRecord(fixedId(99))).toBeUndefined();
+      });
+      expect((await store.withheld(10)).map((r) => r.seq)).toEqual([1, 2, 3]);
+      expect(await store.withheld(1)).toHaveLength(1);
+      await store.transact((tx) => tx.release(record(1).outerId));
+      await expect(
+        store.transact(async (tx) => {
+          await tx.release(record(2).outerId);
+          await tx.withhold(record(4));
+          throw new Error('abort');
+        }),
+      ).rejects.toThrow('abort');
+      expect((await store.withheld(10)).map((r) => r.seq)).toEqual([2, 3]);
+    });
+
+    it('finds log entries by outer id, in log order, ignoring unknown ids', async () => {
+      const store = create();
+      const [x, y, z] = [entry({ seq: 1 }), opaque(), entry({ seq: 2 })];
+      await store.transact(async (tx) => {
+        for (const e of [x, y, z]) await tx.append(e);
+      });
+      const found = await store.entriesByOuterId([z.outerId, fixedId(77), x.outerId]);
+      expect(found.map((e) => e.pos)).toEqual([1, 3]);
+      expect(await store.entriesByOuterId([])).toEqual([]);
     });
 
     it('keeps each resurrection once by key and drops those of one event', async () => {
