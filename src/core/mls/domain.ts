@@ -1,0 +1,280 @@
+/**
+ * One machine's membership of one domain (DESIGN §4, §6; seed 003 "Domains",
+ * "Adding a machine", "Revoking a machine", "Going offline, and coming back").
+ *
+ * A domain is an MLS group whose members are exactly the machines that may
+ * decrypt its data. Its data keys are KEK generations (core/mls/kek.ts), kept
+ * here and handed on in every membership change:
+ *   - add, history `forward`: the joiner gets the current generation only;
+ *   - add, history `full`: every generation, in the signed package;
+ *   - add, history `fresh`: a new generation is minted (the joiner must not
+ *     read what the current one wraps); everyone gets only the new one;
+ *   - remove: MLS Remove + Commit, and a new generation minted, sealed in the
+ *     new epoch, so only the remaining members can open it.
+ * Routine epochs (an add with `forward` or `full`) never mint a generation.
+ *
+ * Every change is one bundle (core/mls/bundle.ts) for the blind sequencer: the
+ * staged MLS state and any minted generation are adopted only once it is
+ * accepted; a loser is handed the winner, processes it (`receive`), and may
+ * retry on the new epoch. Only an admin's signed package hands out keys; a
+ * commit from a machine that is not an admin still moves the MLS group on, but
+ * its keys are refused (`KekRefused`). Which machines store a domain's bytes is
+ * tracked elsewhere (placement), never derived from this membership.
+ */
+import { bytesEqual, toHex } from '../bytes.js';
+import type { Random, Signer } from '../ports.js';
+import { err, ok, type Result } from '../result.js';
+import { commitAuthenticatedData, decodeBundle, encodeBundle } from './bundle.js';
+import { readFraming } from './framing.js';
+import { openKekPackage, signKekPackage, type Generation } from './kek.js';
+import { bindLeaf, readLeafBinding } from './leaf-binding.js';
+import type { KeyPackagePair, MlsFailure, MlsProvider } from './provider.js';
+import type { SequencerRejection } from './sequencer.js';
+
+export type History = 'forward' | 'full' | 'fresh';
+
+export type Entitlement = { readonly machine: string; readonly history: History; readonly fromGen: number };
+
+export type DomainError =
+  | MlsFailure
+  | SequencerRejection
+  | { readonly type: 'KekRefused'; readonly reason: string }
+  | { readonly type: 'NotAMember'; readonly reason: string }
+  | { readonly type: 'NotAdmin'; readonly reason: string };
+
+export type DomainDeps = {
+  readonly provider: MlsProvider;
+  /** This machine's signing key (non-extractable in browsers); signs leaf bindings and KEK packages. */
+  readonly machine: Signer;
+  /** This machine's relay endpoint id: commits name it for the sequencer. */
+  readonly endpoint: Uint8Array;
+  readonly random: Random;
+  readonly isAdmin: (machine: Uint8Array) => Promise<boolean>;
+  /** Posts a bundle to the blind sequencer; resolves with its verdict. */
+  readonly sequence: (bundle: Uint8Array) => Promise<Result<unknown, SequencerRejection>>;
+};
+
+/** A machine's offer to join: its key package, and the private half it keeps until the Welcome. */
+export type JoinOffer = { readonly keyPackage: Uint8Array; readonly pair: KeyPackagePair };
+
+export async function offerToJoin(deps: Pick<DomainDeps, 'provider' | 'machine'>): Promise<JoinOffer> {
+  const key = await deps.provider.signatureKey();
+  const identity = await bindLeaf(deps.machine, key.publicKey);
+  const pair = await deps.provider.keyPackage(identity, key);
+  return { keyPackage: pair.publicPackage, pair };
+}
+
+export class DomainMember {
+  readonly domain: string;
+  readonly groupId: Uint8Array;
+  readonly #deps: DomainDeps;
+  #state: Uint8Array | undefined;
+  #offer: JoinOffer | undefined;
+  readonly #gens = new Map<number, Uint8Array>();
+  readonly #entitlements = new Map<string, Entitlement>();
+  #removed = false;
+
+  private constructor(deps: DomainDeps, domain: string, groupId: Uint8Array) {
+    this.#deps = deps;
+    this.domain = domain;
+    this.groupId = groupId;
+  }
+
+  /** Founds a domain: a one-member group at epoch 0 and generation 1. */
+  static async found(
+    deps: DomainDeps,
+    domain: string,
+    groupId: Uint8Array,
+  ): Promise<Result<DomainMember, DomainError>> {
+    if (!(await deps.isAdmin(deps.machine.publicKey)))
+      return err({ type: 'NotAdmin', reason: 'domain: only an admin founds a domain' });
+    const member = new DomainMember(deps, domain, groupId);
+    const offer = await offerToJoin(deps);
+    const state = await deps.provider.createGroup(groupId, offer.pair);
+    if (!state.ok) return state;
+    member.#state = state.value;
+    member.#gens.set(1, deps.random.bytes(32));
+    member.#entitlements.set(toHex(deps.machine.publicKey), {
+      machine: toHex(deps.machine.publicKey),
+      history: 'full',
+      fromGen: 1,
+    });
+    return ok(member);
+  }
+
+  /** A machine waiting to be added: it joins from the Welcome of the bundle that adds it. */
+  static awaiting(deps: DomainDeps, domain: string, groupId: Uint8Array, offer: JoinOffer): DomainMember {
+    const member = new DomainMember(deps, domain, groupId);
+    member.#offer = offer;
+    return member;
+  }
+
+  get isMember(): boolean {
+    return this.#state !== undefined && !this.#removed;
+  }
+
+  get removed(): boolean {
+    return this.#removed;
+  }
+
+  get epoch(): bigint | undefined {
+    const s = this.#state && this.#deps.provider.summary(this.#state);
+    return s?.ok ? s.value.epoch : undefined;
+  }
+
+  /** The machines (signing keys, hex) in the group, from their leaf bindings. */
+  members(): string[] {
+    const s = this.#state && this.#deps.provider.summary(this.#state);
+    if (!s?.ok) return [];
+    return s.value.members.flatMap((id) => {
+      const binding = readLeafBinding(id);
+      return binding ? [toHex(binding.machine)] : [];
+    });
+  }
+
+  generations(): Generation[] {
+    return [...this.#gens].map(([gen, key]) => ({ gen, key })).sort((a, b) => a.gen - b.gen);
+  }
+
+  current(): Generation | undefined {
+    return this.generations().at(-1);
+  }
+
+  entitlements(): Entitlement[] {
+    return [...this.#entitlements.values()];
+  }
+
+  /**
+   * Adds machines (by their key packages) with one history policy, or removes
+   * machines (signing keys), as one sequenced bundle.
+   */
+  async change(change: {
+    readonly add?: readonly Uint8Array[];
+    readonly history?: History;
+    readonly remove?: readonly Uint8Array[];
+  }): Promise<Result<void, DomainError>> {
+    const { provider, machine, random } = this.#deps;
+    const state = this.#state;
+    if (!state || this.#removed) return err({ type: 'NotAMember', reason: 'domain: not a member of this group' });
+    if (!(await this.#deps.isAdmin(machine.publicKey)))
+      return err({ type: 'NotAdmin', reason: 'domain: only an admin changes membership' });
+    const add = change.add ?? [];
+    const history = change.history ?? 'forward';
+    const removeIds = this.#identitiesOf(state, change.remove ?? []);
+    if (!removeIds.ok) return removeIds;
+    const staged = await provider.commit(state, {
+      add,
+      remove: removeIds.value,
+      authenticatedData: commitAuthenticatedData(this.#deps.endpoint),
+    });
+    if (!staged.ok) return staged;
+    const current = this.current();
+    if (!current) throw new Error('domain: a member without a generation');
+    const mint = removeIds.value.length > 0 || history === 'fresh';
+    const minted = mint ? { gen: current.gen + 1, key: random.bytes(32) } : undefined;
+    const gens = minted ? [minted] : history === 'full' ? this.generations() : [current];
+    const summary = provider.summary(staged.value.state);
+    if (!summary.ok) return summary;
+    const pkg = await signKekPackage(
+      { domain: this.domain, group: this.groupId, epoch: Number(summary.value.epoch), gens },
+      machine,
+    );
+    const sealed = await provider.encrypt(staged.value.state, pkg);
+    if (!sealed.ok) return sealed;
+    const bundle = encodeBundle({
+      commit: staged.value.commit,
+      welcome: staged.value.welcome,
+      kek: sealed.value.message,
+    });
+    const verdict = await this.#deps.sequence(bundle);
+    if (!verdict.ok) return verdict;
+    // Accepted: only now does this machine move to the new epoch.
+    this.#state = sealed.value.state;
+    if (minted) this.#gens.set(minted.gen, minted.key);
+    if (add.length > 0) this.#entitleNewMembers(history, gens[0]!.gen);
+    return ok(undefined);
+  }
+
+  #identitiesOf(state: Uint8Array, machines: readonly Uint8Array[]): Result<Uint8Array[], DomainError> {
+    const s = this.#deps.provider.summary(state);
+    if (!s.ok) return s;
+    const out: Uint8Array[] = [];
+    for (const m of machines) {
+      const id = s.value.members.find((identity) => {
+        const b = readLeafBinding(identity);
+        return b !== undefined && bytesEqual(b.machine, m);
+      });
+      if (!id) return err({ type: 'NotAMember', reason: `domain: ${toHex(m).slice(0, 8)} is not in the group` });
+      out.push(id);
+    }
+    return ok(out);
+  }
+
+  /** Records the history policy each machine was added with (for entitlement-aware rewrapping). */
+  #entitleNewMembers(history: History, fromGen: number): void {
+    for (const machine of this.members()) {
+      if (!this.#entitlements.has(machine)) this.#entitlements.set(machine, { machine, history, fromGen });
+    }
+  }
+
+  /**
+   * Takes in a bundle the sequencer accepted (pushed by the relay, fetched on
+   * catch-up, or handed to a loser): joins from its Welcome if this machine was
+   * waiting to be added, else processes its commit; then opens its KEK package.
+   * A bundle of an epoch already behind this machine is a no-op.
+   */
+  async receive(bytes: Uint8Array): Promise<Result<'applied' | 'duplicate' | 'removed', DomainError>> {
+    const { provider } = this.#deps;
+    const bundle = decodeBundle(bytes);
+    if (!bundle.ok) return err({ type: 'MlsRejected', reason: bundle.error.reason });
+    const framing = readFraming(bundle.value.commit);
+    if (!framing.ok || !('epoch' in framing.value) || !bytesEqual(framing.value.groupId, this.groupId)) {
+      return err({ type: 'MlsRejected', reason: 'domain: not a commit of this group' });
+    }
+    let state: Uint8Array;
+    if (this.#state === undefined) {
+      if (!this.#offer || !bundle.value.welcome) return ok('duplicate');
+      const joined = await provider.join(bundle.value.welcome, this.#offer.pair);
+      if (!joined.ok) return ok('duplicate'); // a Welcome for others
+      state = joined.value;
+      this.#offer = undefined;
+    } else {
+      if (this.#removed) return ok('removed');
+      const epoch = this.epoch ?? 0n;
+      if (framing.value.epoch < epoch) return ok('duplicate');
+      const processed = await provider.process(this.#state, bundle.value.commit);
+      if (!processed.ok) return processed;
+      state = processed.value.state;
+      if (!(await this.#stillIn(state))) {
+        this.#removed = true;
+        this.#state = state;
+        return ok('removed');
+      }
+    }
+    this.#state = state;
+    if (!bundle.value.kek) return ok('applied');
+    const opened = await provider.process(state, bundle.value.kek);
+    if (!opened.ok || opened.value.kind !== 'application') {
+      return err({ type: 'KekRefused', reason: 'domain: the key message does not open in the new epoch' });
+    }
+    this.#state = opened.value.state;
+    return this.#takeKeys(opened.value.message);
+  }
+
+  async #stillIn(state: Uint8Array): Promise<boolean> {
+    const s = this.#deps.provider.summary(state);
+    return s.ok && s.value.members.some((id) => bytesEqual(id, s.value.self));
+  }
+
+  async #takeKeys(pkgBytes: Uint8Array): Promise<Result<'applied', DomainError>> {
+    const epoch = this.epoch;
+    if (epoch === undefined) return err({ type: 'KekRefused', reason: 'domain: no state' });
+    const pkg = openKekPackage(pkgBytes, { domain: this.domain, group: this.groupId, epoch: Number(epoch) });
+    if (!pkg.ok) return err({ type: 'KekRefused', reason: pkg.error.reason });
+    if (!(await this.#deps.isAdmin(pkg.value.by))) {
+      return err({ type: 'KekRefused', reason: 'domain: the key package is not signed by an admin' });
+    }
+    for (const g of pkg.value.gens) if (!this.#gens.has(g.gen)) this.#gens.set(g.gen, g.key);
+    return ok('applied');
+  }
+}
