@@ -20,6 +20,7 @@ const BENCHMARKS: Readonly<Record<string, () => Promise<Benchmark>>> = {
   realtime: () => import('./realtime.ts'),
   merge: () => import('./merge.ts'),
   transport: () => import('./transport.ts'),
+  mls: () => import('./mls.ts'),
 };
 
 const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));

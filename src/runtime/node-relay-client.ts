@@ -42,6 +42,10 @@ export type NodeRelayOptions = {
   readonly invite?: Uint8Array;
   /** Called with the relay's proven key once the session is ready. */
   readonly onRelayKey?: (key: Uint8Array) => void;
+  /** Blind-sequencer answers and pushes (runtime/sequencer-port.ts). */
+  readonly onSequencer?: (
+    message: Extract<RelayToEndpoint, { t: 'sequenced' | 'refused' | 'accepted' | 'commit-log' }>,
+  ) => void;
 };
 
 function verifyProof(proof: Uint8Array, payload: Uint8Array, relay: Uint8Array): boolean {
@@ -121,6 +125,11 @@ export class NodeRelayClient {
             return options.onFrame(message, client);
           case 'error':
             return options.onError?.(message.code, message.message);
+          case 'sequenced':
+          case 'refused':
+          case 'accepted':
+          case 'commit-log':
+            return options.onSequencer?.(message);
         }
       });
     });
@@ -134,6 +143,11 @@ export class NodeRelayClient {
   /** Pushes an admin-signed admission list (core/admission.ts) for this topic. */
   admit(record: Uint8Array): void {
     this.#send({ t: 'admit', record });
+  }
+
+  /** Sends a sequencer message (`commit`, `commits`) to the relay. */
+  sequencer(message: Extract<EndpointToRelay, { t: 'commit' | 'commits' }>): void {
+    this.#send(message);
   }
 
   /** Drops delivered frames from this endpoint's mailbox. */

@@ -16,6 +16,8 @@ import { bytesEqual } from '../../src/core/bytes.js';
 import { verifyReceipt } from '../../src/core/mls/receipt.js';
 import { ReceiptLog } from '../../src/core/mls/receipt-log.js';
 import { startRelay, type RelayHandle } from '../../src/relay/server.js';
+import { NodeRelayClient } from '../../src/runtime/node-relay-client.js';
+import { RelaySequencerPort } from '../../src/runtime/sequencer-port.js';
 import { fakeBundle } from '../helpers/mls-frames.js';
 import { joinRelay, key, type Key, type RelayTestClient } from '../helpers/relay-client.js';
 
@@ -130,5 +132,45 @@ describe('relay sequencer', () => {
     const health = (await (await fetch(`${relay.url}/api/health`)).json()) as { refused: Record<string, number> };
     expect(health.refused['sequencer-PosterMismatch']).toBe(1);
     expect(health.refused['sequencer-MalformedBundle']).toBe(1);
+  });
+
+  it('the client port believes only receipts under the pinned key that name the bundle', async () => {
+    const pushed: Uint8Array[] = [];
+    const connectPort = async (who: typeof ALICE, relayKey: Uint8Array) => {
+      const box: { port?: RelaySequencerPort } = {};
+      const client = await NodeRelayClient.connect({
+        url: relay.wsUrl,
+        topic: TOPIC,
+        endpoint: who.id,
+        sign: (p) => ed25519.sign(p, who.secret),
+        onFrame: () => undefined,
+        onSequencer: (m) => {
+          if (m.t !== 'commit-log') box.port?.receive(m);
+        },
+      });
+      box.port = new RelaySequencerPort(
+        (m) => client.sequencer(m),
+        new ReceiptLog(relayKey),
+        (b) => pushed.push(b),
+      );
+      return { client, port: box.port };
+    };
+    const key = clients[0]!.relayKey!;
+    const bob = await connectPort(BOB, key);
+    const carol = await connectPort(CAROL, key);
+    const first = await bob.port.submit(fakeBundle(GROUP, 0, BOB.id));
+    expect(first.ok && first.value.body.epoch).toBe(0);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(pushed).toHaveLength(1);
+    const lost = await carol.port.submit(fakeBundle(GROUP, 0, CAROL.id, 8));
+    expect(!lost.ok && lost.error.type).toBe('EpochTaken');
+    // A port that pinned another relay key believes nothing this relay signs.
+    const wrong = await connectPort(
+      key === ALICE.id ? BOB : ALICE,
+      ed25519.getPublicKey(ed25519.utils.randomSecretKey()),
+    );
+    const refused = await wrong.port.submit(fakeBundle(GROUP, 1, ALICE.id));
+    expect(refused.ok).toBe(false);
+    for (const c of [bob.client, carol.client, wrong.client]) await c.close();
   });
 });

@@ -14,7 +14,10 @@
  *   - every credential is checked by the injected `authenticate` (the keyring),
  *     replacing ts-mls's default that accepts anything.
  * States cross this boundary as `encodeGroupState` bytes; the client config is
- * re-attached on every decode. Library failures become typed `MlsRejected`
+ * re-attached on every decode. The state bytes this provider hands out are
+ * remembered (weakly) with the state they encode, so the next call on them
+ * skips the decode — which is most of our overhead over raw ts-mls at 256
+ * members; callers must treat returned bytes as immutable values, as they are. Library failures become typed `MlsRejected`
  * results: a hostile commit or Welcome must not crash the worker.
  */
 import {
@@ -108,6 +111,8 @@ export class TsMlsProvider implements MlsProvider {
   readonly name = 'ts-mls 1.6.4';
   readonly #cs: CiphersuiteImpl;
   readonly #config: ClientConfig;
+  /** State bytes this provider returned → the state they encode (bench `mls`). */
+  readonly #decoded = new WeakMap<Uint8Array, ClientState>();
 
   private constructor(cs: CiphersuiteImpl, authenticate: Authenticate) {
     this.#cs = cs;
@@ -127,7 +132,15 @@ export class TsMlsProvider implements MlsProvider {
     return new TsMlsProvider(await getCiphersuiteImpl(getCiphersuiteFromName(SUITE)), authenticate);
   }
 
+  #encode(state: ClientState): Uint8Array {
+    const bytes = encodeGroupState(state);
+    this.#decoded.set(bytes, state);
+    return bytes;
+  }
+
   #state(bytes: Uint8Array): ClientState | undefined {
+    const known = this.#decoded.get(bytes);
+    if (known) return known;
     try {
       const decoded = decodeGroupState(bytes, 0);
       if (!decoded || decoded[1] !== bytes.length) return undefined;
@@ -172,7 +185,7 @@ export class TsMlsProvider implements MlsProvider {
       const keys = this.#own(own);
       if (!keys) return rejected('own key package does not decode');
       const state = await createGroup(groupId, keys.pub, keys.priv, [], this.#cs, this.#config);
-      return ok(encodeGroupState(state));
+      return ok(this.#encode(state));
     });
   }
 
@@ -205,7 +218,7 @@ export class TsMlsProvider implements MlsProvider {
       const welcome = result.welcome
         ? encodeMlsMessage({ version: 'mls10', wireformat: 'mls_welcome', welcome: result.welcome })
         : undefined;
-      return ok({ state: encodeGroupState(result.newState), commit: encodeMlsMessage(result.commit), welcome });
+      return ok({ state: this.#encode(result.newState), commit: encodeMlsMessage(result.commit), welcome });
     });
   }
 
@@ -225,7 +238,7 @@ export class TsMlsProvider implements MlsProvider {
         undefined,
         this.#config,
       );
-      return ok(encodeGroupState(state));
+      return ok(this.#encode(state));
     });
   }
 
@@ -241,11 +254,11 @@ export class TsMlsProvider implements MlsProvider {
       if (result.kind === 'newState') {
         return ok({
           kind: 'commit',
-          state: encodeGroupState(result.newState),
+          state: this.#encode(result.newState),
           epoch: result.newState.groupContext.epoch,
         });
       }
-      return ok({ kind: 'application', state: encodeGroupState(result.newState), message: result.message });
+      return ok({ kind: 'application', state: this.#encode(result.newState), message: result.message });
     });
   }
 
@@ -262,7 +275,7 @@ export class TsMlsProvider implements MlsProvider {
         wireformat: 'mls_private_message',
         privateMessage: result.privateMessage,
       });
-      return ok({ state: encodeGroupState(result.newState), message });
+      return ok({ state: this.#encode(result.newState), message });
     });
   }
 
@@ -322,7 +335,7 @@ export class TsMlsProvider implements MlsProvider {
         authenticatedData,
       );
       const commit = encodeMlsMessage({ version: 'mls10', wireformat: 'mls_public_message', publicMessage });
-      return ok({ state: encodeGroupState(newState), commit, welcome: undefined });
+      return ok({ state: this.#encode(newState), commit, welcome: undefined });
     });
   }
 }
