@@ -3,7 +3,7 @@
  * imports its module on demand (so `sov help` stays fast and one subcommand's
  * dependencies never load for another) and returns a `main(argv)` resolving to an exit code.
  *
- *   sov relay [--port N] [--host ADDR] [--data DIR] [--static DIR] [--tls-cert FILE --tls-key FILE] [--tap FILE]
+ *   sov relay [--port N] [--host ADDR] [--data DIR] [--static DIR] [--tls-cert FILE --tls-key FILE] [--tap FILE] [--heartbeat S]
  *   sov bench ...            (bench/run.ts, maintained with the benchmarks)
  *   sov help
  *
@@ -27,7 +27,8 @@ interface Subcommand {
 
 const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
   relay: {
-    usage: 'relay [--port N] [--host ADDR] [--data DIR] [--static DIR] [--tls-cert FILE --tls-key FILE] [--tap FILE]',
+    usage:
+      'relay [--port N] [--host ADDR] [--data DIR] [--static DIR] [--tls-cert FILE --tls-key FILE] [--tap FILE] [--heartbeat S]',
     load: () => Promise.resolve(relayMain),
   },
   bench: {
@@ -80,6 +81,7 @@ const RELAY_OPTIONS = {
   'tls-cert': { type: 'string' },
   'tls-key': { type: 'string' },
   tap: { type: 'string' },
+  heartbeat: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -104,6 +106,8 @@ interface RelayArgs {
   readonly staticDir: string;
   readonly tls: { readonly cert: Buffer; readonly key: Buffer } | undefined;
   readonly tap: string | undefined;
+  /** Seconds between WebSocket pings; a socket that misses one is cut (default 30). */
+  readonly heartbeatSeconds: number;
 }
 
 function parseRelayArgs(argv: readonly string[]): RelayArgs | 'help' {
@@ -119,7 +123,15 @@ function parseRelayArgs(argv: readonly string[]): RelayArgs | 'help' {
     staticDir: resolve(values.static ?? fileURLToPath(new URL('../../dist', import.meta.url))),
     tls: certFile && keyFile ? { cert: readFileSync(certFile), key: readFileSync(keyFile) } : undefined,
     tap: values.tap === undefined ? undefined : resolve(values.tap),
+    heartbeatSeconds: parseHeartbeat(values.heartbeat),
   };
+}
+
+function parseHeartbeat(text: string | undefined): number {
+  if (text === undefined) return 30;
+  const seconds = Number(text);
+  if (!/^\d+$/.test(text) || seconds < 1 || seconds > 3600) throw new Error(`bad heartbeat '${text}' (1-3600 s)`);
+  return seconds;
 }
 
 /** Resolves on the first SIGINT/SIGTERM; a second one exits at once. */
@@ -156,6 +168,7 @@ async function relayMain(argv: readonly string[]): Promise<number> {
     staticDir: args.staticDir,
     tls: args.tls,
     tap: args.tap === undefined ? undefined : fileTap(args.tap),
+    heartbeatMs: args.heartbeatSeconds * 1000,
   });
   process.stdout.write(`sov relay listening on ${relay.url} (data: ${args.dataDir})\n`);
   if (!existsSync(args.staticDir)) process.stdout.write(`sov relay: no web app at ${args.staticDir} (npm run build)\n`);

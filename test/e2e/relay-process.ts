@@ -42,7 +42,18 @@ export class RelayProcess {
   async start(): Promise<void> {
     const child = spawn(
       process.execPath,
-      ['src/cli/sov.mjs', 'relay', '--port', String(this.port), '--data', this.dataDir, '--tap', this.tapFile],
+      [
+        'src/cli/sov.mjs',
+        'relay',
+        '--port',
+        String(this.port),
+        '--data',
+        this.dataDir,
+        '--tap',
+        this.tapFile,
+        '--heartbeat',
+        String(HEARTBEAT_SECONDS),
+      ],
       {
         stdio: ['ignore', 'pipe', 'pipe'],
       },
@@ -81,12 +92,19 @@ export class RelayProcess {
 }
 
 /**
+ * The test relay pings every HEARTBEAT_SECONDS (production: 30) and cuts a
+ * socket that missed one, so it notices a dead socket within two rounds.
+ */
+const HEARTBEAT_SECONDS = 5;
+
+/**
  * How long to wait for the relay to see a browser that went offline leave.
  * Usually its close frame arrives at once; when offline emulation swallows it,
- * the relay's heartbeat (a ping every 30 s, cut after one missed) is what
- * notices — a real disconnect either way, just slower.
+ * the heartbeat is what notices (at most two rounds) — a real disconnect
+ * either way, just slower. With a 30 s heartbeat that could take just over
+ * 60 s, which is why this once timed out at 65 s under CI load.
  */
-export const RELAY_SEES_DISCONNECT = { timeout: 65_000 };
+export const RELAY_SEES_DISCONNECT = { timeout: 4 * HEARTBEAT_SECONDS * 1000 + 10_000 };
 
 /** Playwright fixture: a fresh relay process per test, stopped afterwards. */
 export const test = base.extend<{ relay: RelayProcess }>({
