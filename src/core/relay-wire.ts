@@ -15,6 +15,15 @@
  *   endpoint → relay  admit     {t, record: bytes}                 an admin-signed admission list (core/admission.ts)
  *   relay → endpoint  admitted  {t, version: uint}                 the list now in force for this topic
  *   relay → endpoint  error     {t, code: string, message: string} the relay closes after a fatal one
+ *   relay → endpoint  ping      {t, n: uint}                       liveness, once per heartbeat round
+ *   endpoint → relay  pong      {t, n: uint}                       the application's answer (same n)
+ *                     A WebSocket pong proves only the browser's network stack
+ *                     is alive; a frozen tab, or a socket whose page went
+ *                     offline with data queued (Chromium then holds the close
+ *                     frame back yet keeps answering protocol pings), still
+ *                     sends those. The relay cuts a session that misses one
+ *                     application pong, so it stores frames instead of
+ *                     forwarding them into a session nobody reads.
  *
  * The blind sequencer (core/mls/sequencer.ts), for admitted members only:
  *   endpoint → relay  commit    {t, rid: uint, bundle: bytes}      a commit bundle (core/mls/bundle.ts)
@@ -55,6 +64,7 @@ export type RelayToEndpoint =
   | { readonly t: 'admitted'; readonly version: number }
   | { readonly t: 'frame'; readonly id: number; readonly from: Uint8Array; readonly body: Uint8Array }
   | { readonly t: 'error'; readonly code: RelayErrorCode; readonly message: string }
+  | { readonly t: 'ping'; readonly n: number }
   | { readonly t: 'sequenced'; readonly rid: number; readonly receipt: Uint8Array }
   | {
       readonly t: 'refused';
@@ -79,6 +89,7 @@ export type EndpointToRelay =
   | { readonly t: 'admit'; readonly record: Uint8Array }
   | { readonly t: 'send'; readonly to: Uint8Array; readonly body: Uint8Array }
   | { readonly t: 'ack'; readonly ids: readonly number[] }
+  | { readonly t: 'pong'; readonly n: number }
   | { readonly t: 'commit'; readonly rid: number; readonly bundle: Uint8Array }
   | { readonly t: 'commits'; readonly rid: number; readonly group: Uint8Array; readonly from: number };
 
@@ -166,6 +177,9 @@ export function decodeEndpointMessage(bytes: Uint8Array): Result<EndpointToRelay
       if (!Array.isArray(ids) || ids.length > MAX_ACK_IDS || !ids.every(isUint)) return malformed('ack: ids');
       return ok({ t: 'ack', ids });
     }
+    case 'pong':
+      if (!keys(m, ['t', 'n']) || !isUint(m['n'])) return malformed('pong: fields');
+      return ok({ t: 'pong', n: m['n'] });
     case 'commit':
       if (!keys(m, ['t', 'rid', 'bundle']) || !isUint(m['rid']) || !isBytes(m['bundle'])) {
         return malformed('commit: fields');
@@ -214,6 +228,9 @@ export function decodeRelayMessage(bytes: Uint8Array): Result<RelayToEndpoint, R
         return malformed('error: fields');
       }
       return ok({ t: 'error', code: m['code'] as RelayErrorCode, message: m['message'].slice(0, 512) });
+    case 'ping':
+      if (!keys(m, ['t', 'n']) || !isUint(m['n'])) return malformed('ping: fields');
+      return ok({ t: 'ping', n: m['n'] });
     case 'sequenced':
       if (!keys(m, ['t', 'rid', 'receipt']) || !isUint(m['rid']) || !isBytes(m['receipt'])) {
         return malformed('sequenced: fields');

@@ -124,6 +124,8 @@ interface Connection {
   pumping: boolean;
   closed: boolean;
   alive: boolean;
+  /** What the last heartbeat round asked for: a WebSocket pong (before auth) or application pong `n`. */
+  awaiting: 'ws' | number;
   endReason: string;
 }
 
@@ -162,6 +164,8 @@ function isOversizeSend(bytes: Uint8Array): boolean {
 export class RelayHub {
   readonly #opts: HubOptions;
   readonly #sessions = new Map<string, Connection>();
+  /** Serial of the application pings (each round's number is new, so a late pong proves nothing). */
+  #pings = 0;
   readonly #connections = new Set<Connection>();
   /** Decoded admission lists in force, by topic hex (the store holds the signed records). */
   readonly #lists = new Map<string, AdmissionList | undefined>();
@@ -206,6 +210,7 @@ export class RelayHub {
       pumping: false,
       closed: false,
       alive: true,
+      awaiting: 'ws',
       endReason: 'peer',
     };
     this.#connections.add(c);
@@ -216,12 +221,18 @@ export class RelayHub {
       // `ws` refuses a message over MAX_RELAY_MESSAGE (closing with 1009) before it reaches us.
       if (e.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') this.#count('message-too-large');
     });
-    ws.on('pong', () => (c.alive = true));
+    ws.on('pong', () => {
+      if (c.awaiting === 'ws') c.alive = true;
+    });
     this.#opts.log(`relay: #${c.serial} connect`);
     this.#write(c, { t: 'challenge', v: RELAY_PROTOCOL_VERSION, nonce, relay: this.#opts.identity.publicKey });
   }
 
-  /** One heartbeat round: terminate sockets that missed the previous ping, ping the rest. */
+  /**
+   * One heartbeat round: terminate sockets that missed the previous ping, ping
+   * the rest — with a WebSocket ping before auth, and an application `ping`
+   * after it, which only the endpoint's code answers (relay-wire.ts).
+   */
   heartbeat(): void {
     for (const c of this.#connections) {
       if (!c.alive) {
@@ -230,7 +241,13 @@ export class RelayHub {
         continue;
       }
       c.alive = false;
-      c.ws.ping();
+      if (c.peer) {
+        c.awaiting = ++this.#pings;
+        this.#write(c, { t: 'ping', n: c.awaiting });
+      } else {
+        c.awaiting = 'ws';
+        c.ws.ping();
+      }
     }
   }
 
@@ -279,6 +296,10 @@ export class RelayHub {
     if (msg.t === 'send') return this.#send(c, c.peer, msg);
     if (msg.t === 'admit') return this.#admit(c, c.peer, msg.record);
     if (msg.t === 'commit' || msg.t === 'commits') return this.#sequencing(c, c.peer, msg);
+    if (msg.t === 'pong') {
+      if (msg.n === c.awaiting) c.alive = true;
+      return;
+    }
     this.#opts.store.ack(c.peer.topic, c.peer.endpoint, msg.ids);
   }
 

@@ -121,6 +121,8 @@ export class NodeRelayClient {
           }
           case 'admitted':
             return;
+          case 'ping':
+            return client.#send({ t: 'pong', n: message.n });
           case 'frame':
             return options.onFrame(message, client);
           case 'error':

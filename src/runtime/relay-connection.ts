@@ -175,6 +175,10 @@ export class RelayConnection {
       }
       case 'admitted':
         return;
+      case 'ping':
+        // Answered by this code, not the network stack: the relay learns the session is really read.
+        if (socket.readyState === WebSocket.OPEN) socket.send(encodeRelayMessage({ t: 'pong', n: message.n }));
+        return;
       case 'frame':
         return this.#handlers.onFrame(message);
       case 'error':

@@ -101,8 +101,10 @@ const HEARTBEAT_SECONDS = 5;
  * How long to wait for the relay to see a browser that went offline leave.
  * Usually its close frame arrives at once; when offline emulation swallows it,
  * the heartbeat is what notices (at most two rounds) — a real disconnect
- * either way, just slower. With a 30 s heartbeat that could take just over
- * 60 s, which is why this once timed out at 65 s under CI load.
+ * either way, just slower. The heartbeat is an application-level ping the
+ * endpoint's code must answer: offline emulation keeps answering WebSocket
+ * protocol pings for a socket whose close it holds back, so a protocol-level
+ * heartbeat once kept an "offline" browser present for good (CI, stop 11).
  */
 export const RELAY_SEES_DISCONNECT = { timeout: 4 * HEARTBEAT_SECONDS * 1000 + 10_000 };
 

@@ -447,4 +447,41 @@ describe('relay server', () => {
       expect((await rawGet('/leak.txt')).status).toBe(403);
     });
   });
+  it('cuts a session whose network stack answers pings but whose code does not, and keeps one that answers', async () => {
+    const relay = await start({ heartbeatMs: 40 });
+    const alice = await track(joinAs(relay, ALICE));
+    const bob = await track(joinAs(relay, BOB));
+    // Alice's code answers each application ping; Bob's `ws` socket answers only protocol pings.
+    let answered = 0;
+    void (async () => {
+      for (;;) {
+        const m = await alice.next().catch(() => undefined);
+        if (!m) return;
+        if (m.t === 'ping') {
+          alice.send({ t: 'pong', n: m.n });
+          answered++;
+        }
+      }
+    })();
+    await until(async () => !(await presence(relay, BOB)).online);
+    expect(await bob.closed).toBe(1006);
+    expect(
+      logs.some((l) => l.includes(`endpoint=${toHex(BOB.id).slice(0, 8)}`) && l.includes('heartbeat timeout')),
+    ).toBe(true);
+    await until(async () => answered >= 5);
+    expect((await presence(relay, ALICE)).online).toBe(true);
+  });
+
+  it('a pong for an earlier round, or with a made-up number, does not keep a session', async () => {
+    const relay = await start({ heartbeatMs: 40 });
+    const bob = await track(joinAs(relay, BOB));
+    void (async () => {
+      for (;;) {
+        const m = await bob.next().catch(() => undefined);
+        if (!m) return;
+        if (m.t === 'ping') bob.send({ t: 'pong', n: m.n + 1000 });
+      }
+    })();
+    await until(async () => !(await presence(relay, BOB)).online);
+  });
 });
