@@ -5,6 +5,7 @@
  */
 import { wrap } from 'comlink';
 import type { CryptoService } from '../runtime/crypto-service.js';
+import type { MlsService } from '../runtime/mls-service.js';
 import { defaultRelayUrl, MeshNode, type NodeSnapshot } from '../runtime/mesh-node.js';
 import type { Result } from '../core/result.js';
 import type { ColumnValue } from '../core/schema.js';
@@ -27,7 +28,12 @@ export class NodeStore {
         type: 'module',
         name: 'crypto',
       });
-      this.#node = await MeshNode.open(wrap<CryptoService>(worker));
+      // eslint-disable-next-line svelte/prefer-svelte-reactivity -- Vite's worker URL idiom, not state
+      const mlsWorker = new Worker(new URL('../../workers/mls.worker.ts', import.meta.url), {
+        type: 'module',
+        name: 'mls',
+      });
+      this.#node = await MeshNode.open(wrap<CryptoService>(worker), wrap<MlsService>(mlsWorker));
       this.#node.subscribe((s) => (this.snapshot = s));
       this.persisted = 'storage' in navigator ? await navigator.storage.persist().catch(() => false) : false;
     } catch (e) {
@@ -99,6 +105,41 @@ export class NodeStore {
 
   async narrowTable(table: string, privacy: PrivacyClass | undefined): Promise<void> {
     await this.#guard(() => this.#require().narrowTable(table, privacy));
+  }
+
+  createDomain(name: string, purpose: string, readers: readonly string[]): Promise<boolean> {
+    return this.#write(() => this.#require().createDomain(name, purpose, readers));
+  }
+
+  addToDomain(domain: string, signer: string, history: 'forward' | 'full' | 'fresh'): Promise<boolean> {
+    return this.#write(() => this.#require().addToDomain(domain, signer, history));
+  }
+
+  removeFromDomain(domain: string, signer: string): Promise<boolean> {
+    return this.#write(() => this.#require().removeFromDomain(domain, signer));
+  }
+
+  writeNote(domain: string, title: string, text: string): Promise<boolean> {
+    return this.#write(() => this.#require().writeNote(domain, title, text));
+  }
+
+  deleteNote(row: string): Promise<boolean> {
+    return this.#write(() => this.#require().deleteNote(row));
+  }
+
+  /** Sealed rows held but unreadable here, by domain, and the result of trying every key on them. */
+  async unreadable(): Promise<string> {
+    let text = '';
+    await this.#guard(async () => {
+      const { byDomain, attempt } = await this.#require().unreadable();
+      const held = Object.entries(byDomain)
+        .map(([d, n]) => `${n} of ${d}`)
+        .join(', ');
+      text = attempt.ok
+        ? `${attempt.value.opened} opened with one of ${attempt.value.keys} keys (${held || 'none held'})`
+        : `${attempt.error.type}: none of ${attempt.error.keys} keys opens any of ${attempt.error.envelopes} sealed rows held (${held || 'none held'})`;
+    });
+    return text;
   }
 
   async #write(action: () => Promise<Result<unknown, { type: string; reason?: string }>>): Promise<boolean> {

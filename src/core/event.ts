@@ -6,10 +6,13 @@
  *                  op, cols, hlc: {ms, counter}}
  *   op "put"    cols = {column: value, …}    per-column last-writer-wins
  *   op "del"    cols = {}                    tombstones the row; a later put resurrects it
- *   op "remove" cols = {hwm: uint, trusted_hwm?: uint}  keyring only: permanent removal
- *                                            that keeps the removed signer's public-lane
- *                                            events with seq ≤ hwm, trusted-lane ones with
- *                                            seq ≤ trusted_hwm (absent: none)
+ *   op "remove" cols = {hwm: uint, trusted_hwm?: uint, domain_hwms?: string}  keyring only:
+ *                                            permanent removal that keeps the removed signer's
+ *                                            public-lane events with seq ≤ hwm, trusted-lane ones
+ *                                            with seq ≤ trusted_hwm (absent: none), and in each
+ *                                            created domain's chain those ≤ its mark in
+ *                                            domain_hwms ("RESTRICTED=4,RESTRICTED/trusted=1";
+ *                                            a chain not named keeps none)
  *   lane        optional "trusted" | "local": the privacy lane (sync-manifest.ts),
  *               absent for the public lane; each lane of a signer is its own chain
  *   SignedEvent = [body: bytes, sig: 64B]        sig = Ed25519("sov/1/event" ‖ body)
@@ -26,7 +29,8 @@ import { blake3 } from './hash.js';
 import { isHlc, type Hlc } from './hlc.js';
 import type { Signer, Verifier } from './ports.js';
 import { err, ok, type Result } from './result.js';
-import { isDomainName, tableSpec, type ColumnValue, type DomainName, type TableSpec } from './schema.js';
+import { domainOf, isDomainName, tableSpec, type ColumnValue, type DomainName, type TableSpec } from './schema.js';
+import { parseDomainMarks } from './sync-manifest.js';
 
 export const EVENT_VERSION = 1;
 export const MAX_EVENT_BYTES = 64 * 1024;
@@ -82,9 +86,13 @@ function checkOp(table: string, op: EventOp, cols: unknown): string | undefined 
   if (op === 'remove') {
     if (!spec.removable) return `rows of ${table} cannot be removed`;
     const mark = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
-    const names = Object.keys(cols).sort().join(',');
+    const { domain_hwms: domainMarks, ...rest } = cols;
+    const names = Object.keys(rest).sort().join(',');
     const shaped = names === 'hwm' || (names === 'hwm,trusted_hwm' && mark(cols['trusted_hwm']));
-    return shaped && mark(cols['hwm']) ? undefined : 'a removal carries only {hwm: uint, trusted_hwm?: uint}';
+    const domainsShaped = domainMarks === undefined || parseDomainMarks(domainMarks) !== undefined;
+    return shaped && domainsShaped && mark(cols['hwm'])
+      ? undefined
+      : 'a removal carries only {hwm: uint, trusted_hwm?: uint, domain_hwms?: "DOMAIN[/lane]=seq,…"}';
   }
   return checkColumns(table, spec, cols);
 }
@@ -125,7 +133,11 @@ export function checkBody(body: unknown): string | undefined {
   if (!isName(b['table']) || !isName(b['row'])) return 'bad table or row name';
   if (!EVENT_OPS.includes(b['op'] as EventOp)) return 'unsupported op';
   if (!isHlc(b['hlc'])) return 'bad hlc';
-  if (tableSpec(b['table'])?.domain !== b['domain']) return `table ${b['table']} is not in domain ${b['domain']}`;
+  if (domainOf(b['table'], b['row']) !== b['domain']) {
+    return tableSpec(b['table'])?.domain === 'row'
+      ? `row ${b['row']} of ${b['table']} is not in domain ${b['domain']}`
+      : `table ${b['table']} is not in domain ${b['domain']}`;
+  }
   return checkOp(b['table'], b['op'] as EventOp, b['cols']);
 }
 

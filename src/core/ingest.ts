@@ -96,7 +96,8 @@ export function withheldRecord(
 }
 
 async function checkChain(tx: ReplicaTx, event: SignedEvent, signer: string): Promise<Admission | undefined> {
-  const head = (await tx.head(chainKey(signer, event.body.lane))) ?? { seq: 0, eventId: toHex(ZERO_HASH) };
+  const { lane, domain } = event.body;
+  const head = (await tx.head(chainKey(signer, lane, domain))) ?? { seq: 0, eventId: toHex(ZERO_HASH) };
   const { seq, prev } = event.body;
   if (seq <= head.seq) {
     if (await tx.hasEventId(toHex(event.id))) return { type: 'Duplicate' };
@@ -148,7 +149,7 @@ export async function admitEvent(
   }
   const held = await privacy.classOf(tx, body.table);
   if (held === 'local' || (held === 'trusted' && !(await privacy.selfTrusted(tx)))) {
-    const chain = chainKey(signer, body.lane);
+    const chain = chainKey(signer, body.lane, body.domain);
     const type = held === 'local' ? 'NotSyncable' : 'NotEligible';
     const error: PrivacyRefusal = { type, table: body.table, lane: body.lane ?? 'public' };
     if (linked) return { type: 'Duplicate' };

@@ -23,7 +23,7 @@ import type { EventBody, SignedEvent } from './event.js';
 import { compareHlc, compareStamps, type Hlc, type Stamp } from './hlc.js';
 import { applyChange, type RowChange, type RowState } from './merge.js';
 import { envelopeId, type SealedEvent } from './seal.js';
-import { chainKey } from './sync-manifest.js';
+import { chainKey, parseDomainMarks } from './sync-manifest.js';
 import { authorize, type TrustContext } from './trust.js';
 import { rowKeyOf, type LogEntry, type NewLogEntry, type ReplicaTx, type Resurrection } from './store.js';
 
@@ -34,7 +34,8 @@ export function changeOf(body: EventBody): RowChange {
   if (body.op === 'remove') {
     // A removal from before lanes names no trusted mark: it keeps none of the trusted lane.
     const trustedHwm = (body.cols['trusted_hwm'] as number | undefined) ?? 0;
-    return { op: 'remove', table, row, hwm: body.cols['hwm'] as number, trustedHwm, stamp };
+    const domainHwms = parseDomainMarks(body.cols['domain_hwms']) ?? {};
+    return { op: 'remove', table, row, hwm: body.cols['hwm'] as number, trustedHwm, domainHwms, stamp };
   }
   return { op: 'put', table, row, cols: body.cols, stamp };
 }
@@ -77,7 +78,7 @@ export async function recordEvent(
   };
   const pos = await tx.append(revoked ? { ...entry, revoked: true } : entry);
   // A withheld slot filled later sits below the head it once moved: heads only go forward.
-  const chain = chainKey(signer, body.lane);
+  const chain = chainKey(signer, body.lane, body.domain);
   const head = await tx.head(chain);
   if (!head || body.seq > head.seq) await tx.setHead(chain, { seq: body.seq, eventId });
   await advanceClock(tx, body.hlc);

@@ -28,7 +28,12 @@ export type RowState = {
    * Set once by a removal; the lowest marks of all removals seen, one per lane
    * that crosses the wire (public `hwm`, `trustedHwm`).
    */
-  readonly removed?: { readonly hwm: number; readonly trustedHwm: number };
+  readonly removed?: {
+    readonly hwm: number;
+    readonly trustedHwm: number;
+    /** Marks of the created-domain chains (`chainSuffix` → seq); a chain not named keeps none. */
+    readonly domains?: Readonly<Record<string, number>>;
+  };
 };
 
 export type RowChange =
@@ -46,6 +51,7 @@ export type RowChange =
       readonly row: string;
       readonly hwm: number;
       readonly trustedHwm: number;
+      readonly domainHwms?: Readonly<Record<string, number>>;
       readonly stamp: Stamp;
     };
 
@@ -61,6 +67,26 @@ function cellWins(table: string, column: string, incoming: Cell, existing: Cell)
 
 function empty(table: string, row: string): RowState {
   return { table, row, cells: {} };
+}
+
+/**
+ * Two removals' created-domain marks merged, as the lower per chain; a chain
+ * only one names keeps no mark from the other, which is 0 (fail closed), so the
+ * merged removal names only chains both name.
+ */
+function lowerMarks(
+  a: Readonly<Record<string, number>> | undefined,
+  b: Readonly<Record<string, number>>,
+): Record<string, number> {
+  if (a === undefined) return { ...b };
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(a)) if (Object.hasOwn(b, k)) out[k] = Math.min(v, b[k]!);
+  return out;
+}
+
+function marksEqual(a: Readonly<Record<string, number>>, b: Readonly<Record<string, number>>): boolean {
+  const ka = Object.keys(a);
+  return ka.length === Object.keys(b).length && ka.every((k) => b[k] === a[k]);
 }
 
 /** The merged row; returns `current` itself when the change alters nothing. */
@@ -82,12 +108,19 @@ export function applyChange(current: RowState | undefined, change: RowChange): R
       if (base.deleted && compareStamps(base.deleted, change.stamp) >= 0) return current ?? base;
       return { ...base, deleted: change.stamp };
     case 'remove': {
-      if (base.removed && base.removed.hwm <= change.hwm && base.removed.trustedHwm <= change.trustedHwm) {
+      const domains = lowerMarks(base.removed?.domains, change.domainHwms ?? {});
+      const sameDomains = base.removed && marksEqual(base.removed.domains ?? {}, domains);
+      if (
+        base.removed &&
+        base.removed.hwm <= change.hwm &&
+        base.removed.trustedHwm <= change.trustedHwm &&
+        sameDomains
+      ) {
         return current ?? base;
       }
       const hwm = Math.min(base.removed?.hwm ?? change.hwm, change.hwm);
       const trustedHwm = Math.min(base.removed?.trustedHwm ?? change.trustedHwm, change.trustedHwm);
-      return { ...base, removed: { hwm, trustedHwm } };
+      return { ...base, removed: { hwm, trustedHwm, ...(Object.keys(domains).length > 0 ? { domains } : {}) } };
     }
   }
 }

@@ -20,19 +20,29 @@
  *   join-challenge I→J {t, inv, signer: 32B (I's signing key), nonce: 32B (Ni)}
  *   join-reveal    J→I {t, inv, nonce: 32B (Nj)}   I checks it against the commitment
  *                  both now show the same short authentication string to their human
- *   join-confirm   J→I {t, inv}   J's human confirmed the string
- *   join-accept    I→J {t, inv, signer: 32B, anchors: [32B], keys: [{domain, gen, key: 32B}],
+ *   join-confirm   J→I {t, inv, kps: [[domain, key package]]}   J's human confirmed the
+ *                  string; J's MLS key package for each built-in domain (CONTROL, GENERAL)
+ *   join-accept    I→J {t, inv, signer: 32B, anchors: [32B], welcomes: [[domain, bundle]],
  *                       classes: [[table, class]]}
- *                  sent only once both humans confirmed; anchors: the admins the inviter
- *                  trusts without a control record (the founder); classes: the sync
- *                  manifest as the inviter holds it, which the joiner follows until the
- *                  signed manifest records reach it (so its first writes are not local)
+ *                  sent only once both humans confirmed; welcomes: the sequenced commit
+ *                  bundles (core/mls/bundle.ts) that added J to each domain's MLS group —
+ *                  Welcome and KEK package inside, so the keys reach J only through MLS;
+ *                  anchors: the admins the inviter trusts without a control record (the
+ *                  founder); classes: the sync manifest as the inviter holds it, which the
+ *                  joiner follows until the signed manifest records reach it
  *   join-refused   either way {t, inv: 16B, reason}   a human declined, or a check failed
+ *   mls-welcome    admin→added machine {t, domain, bundle}   the accepted bundle that added
+ *                  it to a domain later (its standing key package, table key_packages)
+ *   mls-heads      member→member {t, receipts: [receipt]}   the newest sequencer receipt of
+ *                  each group the sender holds (gossip: a relay that signed two commits for
+ *                  one epoch is caught by whoever holds both receipts)
  *
  * `upto`, `after` and `next` are positions in the sender's log, which only the sender interprets.
  */
 import { isBytes } from './bytes.js';
 import { decodeCbor, encodeCbor, isRecord } from './cbor.js';
+import { MAX_BUNDLE_BYTES } from './mls/bundle.js';
+import { MAX_RECEIPT_BYTES } from './mls/receipt.js';
 import { MAX_SEALED_BYTES } from './seal.js';
 import { err, ok, type Result } from './result.js';
 import { isDomainName, tableSpec, type DomainName } from './schema.js';
@@ -45,7 +55,12 @@ export const MAX_MACHINE_NAME = 64;
 export const MAX_WANT_IDS = 512;
 const MAX_OUTER_ID = 160;
 
-export type DomainKeyGrant = { readonly domain: DomainName; readonly gen: number; readonly key: Uint8Array };
+/** Per-domain MLS payloads of the pairing exchange: at most one per built-in or created domain. */
+export const MAX_DOMAIN_ITEMS = 16;
+const MAX_KEY_PACKAGE = 4096;
+export const MAX_RECEIPT_HEADS = 64;
+
+export type DomainItems = readonly (readonly [DomainName, Uint8Array])[];
 
 export type PeerMessage =
   | {
@@ -74,16 +89,18 @@ export type PeerMessage =
     }
   | { readonly t: 'join-challenge'; readonly inv: Uint8Array; readonly signer: Uint8Array; readonly nonce: Uint8Array }
   | { readonly t: 'join-reveal'; readonly inv: Uint8Array; readonly nonce: Uint8Array }
-  | { readonly t: 'join-confirm'; readonly inv: Uint8Array }
+  | { readonly t: 'join-confirm'; readonly inv: Uint8Array; readonly kps: DomainItems }
   | {
       readonly t: 'join-accept';
       readonly inv: Uint8Array;
       readonly signer: Uint8Array;
       readonly anchors: readonly Uint8Array[];
-      readonly keys: readonly DomainKeyGrant[];
+      readonly welcomes: DomainItems;
       readonly classes: readonly (readonly [string, PrivacyClass])[];
     }
-  | { readonly t: 'join-refused'; readonly inv: Uint8Array; readonly reason: string };
+  | { readonly t: 'join-refused'; readonly inv: Uint8Array; readonly reason: string }
+  | { readonly t: 'mls-welcome'; readonly domain: DomainName; readonly bundle: Uint8Array }
+  | { readonly t: 'mls-heads'; readonly receipts: readonly Uint8Array[] };
 
 export type PeerWireError = { readonly type: 'MalformedMessage'; readonly reason: string };
 
@@ -97,11 +114,17 @@ export function encodePeerMessage(message: PeerMessage): Uint8Array {
 const isUint = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 const fieldsAre = (m: Record<string, unknown>, names: string): boolean => Object.keys(m).sort().join(',') === names;
 
-function decodeGrant(value: unknown): DomainKeyGrant | undefined {
-  if (!isRecord(value) || !fieldsAre(value, 'domain,gen,key')) return undefined;
-  const { domain, gen, key } = value;
-  if (!isDomainName(domain) || !isUint(gen) || gen < 1 || !isBytes(key, 32)) return undefined;
-  return { domain, gen, key };
+/** [[domain, bytes]] with distinct well-formed domain names and bounded payloads. */
+function domainItems(value: unknown, maxBytes: number): DomainItems | undefined {
+  if (!Array.isArray(value) || value.length > MAX_DOMAIN_ITEMS) return undefined;
+  const seen = new Set<string>();
+  for (const item of value) {
+    if (!Array.isArray(item) || item.length !== 2) return undefined;
+    const [domain, bytes] = item as unknown[];
+    if (!isDomainName(domain) || seen.has(domain) || !isBytes(bytes) || bytes.length > maxBytes) return undefined;
+    seen.add(domain);
+  }
+  return value as [DomainName, Uint8Array][];
 }
 
 function areEnvelopes(events: unknown): events is Uint8Array[] {
@@ -169,27 +192,45 @@ export function decodePeerMessage(bytes: Uint8Array): Result<PeerMessage, PeerWi
       }
       return ok({ t: 'join-reveal', inv, nonce });
     }
-    case 'join-confirm':
-      if (!fieldsAre(m, 'inv,t') || !isBytes(m['inv'], 16)) return malformed('join-confirm: fields');
-      return ok({ t: 'join-confirm', inv: m['inv'] });
+    case 'join-confirm': {
+      if (!fieldsAre(m, 'inv,kps,t') || !isBytes(m['inv'], 16)) return malformed('join-confirm: fields');
+      const kps = domainItems(m['kps'], MAX_KEY_PACKAGE);
+      if (!kps) return malformed('join-confirm: key packages');
+      return ok({ t: 'join-confirm', inv: m['inv'], kps });
+    }
     case 'join-accept': {
-      const { inv, signer, anchors, keys, classes } = m;
-      if (!fieldsAre(m, 'anchors,classes,inv,keys,signer,t') || !isBytes(inv, 16) || !isBytes(signer, 32)) {
+      const { inv, signer, anchors, classes } = m;
+      if (!fieldsAre(m, 'anchors,classes,inv,signer,t,welcomes') || !isBytes(inv, 16) || !isBytes(signer, 32)) {
         return malformed('join-accept: fields');
       }
       if (!Array.isArray(anchors) || anchors.length > 16 || !anchors.every((a) => isBytes(a, 32))) {
         return malformed('join-accept: anchors');
       }
-      if (!Array.isArray(keys)) return malformed('join-accept: keys');
-      const grants = keys.map(decodeGrant);
-      if (grants.length > 64 || grants.some((g) => g === undefined)) return malformed('join-accept: keys');
+      const welcomes = domainItems(m['welcomes'], MAX_BUNDLE_BYTES);
+      if (!welcomes) return malformed('join-accept: welcomes');
       const pairs: unknown[] = Array.isArray(classes) ? classes : [];
       const valid = pairs.every(
         (c) => Array.isArray(c) && c.length === 2 && tableSpec(String(c[0])) !== undefined && isPrivacyClass(c[1]),
       );
       if (!Array.isArray(classes) || classes.length > 64 || !valid) return malformed('join-accept: classes');
       const manifest = pairs as [string, PrivacyClass][];
-      return ok({ t: 'join-accept', inv, signer, anchors, keys: grants as DomainKeyGrant[], classes: manifest });
+      return ok({ t: 'join-accept', inv, signer, anchors, welcomes, classes: manifest });
+    }
+    case 'mls-welcome': {
+      const { domain, bundle } = m;
+      if (!fieldsAre(m, 'bundle,domain,t') || !isDomainName(domain) || !isBytes(bundle)) {
+        return malformed('mls-welcome: fields');
+      }
+      if (bundle.length > MAX_BUNDLE_BYTES) return malformed('mls-welcome: bundle too large');
+      return ok({ t: 'mls-welcome', domain, bundle });
+    }
+    case 'mls-heads': {
+      const receipts = m['receipts'];
+      if (!fieldsAre(m, 'receipts,t') || !Array.isArray(receipts) || receipts.length > MAX_RECEIPT_HEADS) {
+        return malformed('mls-heads: fields');
+      }
+      if (!receipts.every((r) => isBytes(r) && r.length <= MAX_RECEIPT_BYTES)) return malformed('mls-heads: receipts');
+      return ok({ t: 'mls-heads', receipts });
     }
     case 'join-refused':
       if (!fieldsAre(m, 'inv,reason,t') || !isBytes(m['inv'], 16) || typeof m['reason'] !== 'string') {

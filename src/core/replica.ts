@@ -38,10 +38,10 @@ import {
 import { recordEvent } from './materialize.js';
 import { openEnvelope, type DomainMismatch, type EnvelopeOpener, type LaneMismatch, type Opening } from './open.js';
 import type { Clock, Signer, Verifier } from './ports.js';
-import { chainKey, type PrivacyPolicy } from './sync-manifest.js';
+import { chainSuffix, formatDomainMarks, chainKey, type PrivacyPolicy } from './sync-manifest.js';
 import { err, ok, type Result } from './result.js';
 import { decodeSealed, encodeSealed, envelopeId, type SealedEvent, type SealError, type SealLane } from './seal.js';
-import { tableSpec, type ColumnValue, type DomainName } from './schema.js';
+import { domainOf, tableSpec, type ColumnValue, type DomainName } from './schema.js';
 import type { ParkReason, ReplicaStore, ReplicaTx, Resurrection } from './store.js';
 import { authorize, type TrustContext } from './trust.js';
 
@@ -147,14 +147,30 @@ export class Replica {
    * revoked on every replica.
    */
   async remove(signer: string): Promise<Result<WriteOutcome, WriteError>> {
-    const [open, trusted] = await this.#deps.store.transact((tx) =>
-      Promise.all([tx.head(chainKey(signer, 'public')), tx.head(chainKey(signer, 'trusted'))]),
-    );
-    return this.#local('remove', 'keyring', signer, { hwm: open?.seq ?? 0, trusted_hwm: trusted?.seq ?? 0 });
+    const created = await this.#deps.store.rows('domains');
+    const marks = await this.#deps.store.transact(async (tx) => {
+      const open = await tx.head(chainKey(signer, 'public'));
+      const trusted = await tx.head(chainKey(signer, 'trusted'));
+      // Created domains: the heads this replica holds (it holds none for a domain it cannot read).
+      const domains: Record<string, number> = {};
+      for (const { row: domain } of created) {
+        for (const lane of ['public', 'trusted'] as const) {
+          const head = await tx.head(chainKey(signer, lane, domain));
+          if (head) domains[chainSuffix(lane, domain)] = head.seq;
+        }
+      }
+      return { hwm: open?.seq ?? 0, trusted_hwm: trusted?.seq ?? 0, domains };
+    });
+    const { hwm, trusted_hwm, domains } = marks;
+    const domain_hwms = formatDomainMarks(domains);
+    return this.#local('remove', 'keyring', signer, { hwm, trusted_hwm, ...(domain_hwms ? { domain_hwms } : {}) });
   }
 
   #local(op: EventOp, table: string, row: string, cols: Record<string, ColumnValue>) {
     if (!tableSpec(table)) return Promise.resolve(err({ type: 'UnknownTable' as const, table }));
+    if (!domainOf(table, row)) {
+      return Promise.resolve(err({ type: 'InvalidEdit' as const, reason: `row ${row} names no data domain` }));
+    }
     return this.#exclusive(() => this.#writeLocked(op, table, row, cols));
   }
 
@@ -165,12 +181,12 @@ export class Replica {
     cols: Record<string, ColumnValue>,
   ): Promise<Result<WriteOutcome, WriteError>> {
     const { store, signer, envelopes, trust, privacy, clock } = this.#deps;
-    const domain = tableSpec(table)!.domain;
+    const domain = domainOf(table, row)!;
     for (let attempt = 0; attempt < MAX_WRITE_RETRIES; attempt++) {
       const prepared = await store.transact(async (tx) => {
         // The class this machine holds for the table now picks the lane, for good.
         const lane = await privacy.classOf(tx, table);
-        const head = await tx.head(chainKey(this.#self, lane));
+        const head = await tx.head(chainKey(this.#self, lane, domain));
         const body: EventBody = {
           v: 1,
           domain,
@@ -199,7 +215,7 @@ export class Replica {
       const sealed = await envelopes.seal(domain, event.bytes, body.lane);
       const sealedBytes = encodeSealed(sealed);
       const recorded = await store.transact(async (tx) => {
-        if (((await tx.head(chainKey(this.#self, body.lane)))?.seq ?? 0) !== body.seq - 1) return undefined;
+        if (((await tx.head(chainKey(this.#self, body.lane, domain)))?.seq ?? 0) !== body.seq - 1) return undefined;
         return recordEvent(tx, sealed, sealedBytes, event, false, trust, clock.now());
       });
       if (recorded) return ok({ outerId: envelopeId(sealed), resurrections: recorded.resurrections });

@@ -18,10 +18,19 @@
  *                                     let an admin admit a machine, default 2)
  *   sync_manifest row = data table    its privacy class: public | trusted | local
  *                                     (sync-manifest.ts; no row means local)
+ *   domains   row = domain name        data domains an admin created beyond GENERAL, and
+ *                                     what they are for; who may read one is its MLS group
+ *   key_packages row = signer:mls     a machine's standing MLS key package (base64url),
+ *                                     with which an admin adds it to a domain
  */
 
-export type DomainName = 'CONTROL' | 'GENERAL';
+/**
+ * A domain: CONTROL and GENERAL exist in every mesh; admins create narrower
+ * data domains (seed 003's RESTRICTED) by name, recorded in `domains`.
+ */
+export type DomainName = string;
 export const DOMAINS: readonly DomainName[] = ['CONTROL', 'GENERAL'];
+const DOMAIN_NAME = /^[A-Z][A-Z0-9_]{1,31}$/;
 
 export type ColumnValue = string | number | boolean | null;
 
@@ -29,6 +38,10 @@ export type ColumnValue = string | number | boolean | null;
 export type WritePolicy = 'admin' | 'member' | 'self-or-admin' | 'own-prefix';
 
 export type TableSpec = {
+  /**
+   * The domain of every row, or `row` (not a domain name: those are capitals):
+   * the data domain the row key names (`<DOMAIN>:<id>`).
+   */
   readonly domain: DomainName;
   readonly write: WritePolicy;
   /** Rows may be deleted (tombstoned) with op "del". */
@@ -90,6 +103,28 @@ export const TABLES = {
     columns: { class: 'string' },
     choices: { class: ['public', 'trusted', 'local'] },
   },
+  domains: {
+    domain: 'CONTROL',
+    write: 'admin',
+    deletable: false,
+    removable: false,
+    columns: { purpose: 'string' },
+  },
+  key_packages: {
+    domain: 'CONTROL',
+    write: 'own-prefix',
+    deletable: true,
+    removable: false,
+    columns: { kp: 'string' },
+  },
+  /** Notes kept in a domain the writer picks: the row key names it (`RESTRICTED:…`). */
+  field_notes: {
+    domain: 'row',
+    write: 'member',
+    deletable: true,
+    removable: false,
+    columns: { title: 'string', text: 'string' },
+  },
   /** Field devices and their settings, edited by people in the UI. */
   device_profiles: {
     domain: 'GENERAL',
@@ -107,7 +142,21 @@ export function tableSpec(name: string): TableSpec | undefined {
 }
 
 export function isDomainName(value: unknown): value is DomainName {
-  return typeof value === 'string' && (DOMAINS as readonly string[]).includes(value);
+  return typeof value === 'string' && DOMAIN_NAME.test(value);
+}
+
+/** CONTROL and GENERAL: in every mesh, every machine a member. */
+export function isBuiltInDomain(domain: DomainName): boolean {
+  return DOMAINS.includes(domain);
+}
+
+/** The domain a row of `table` lives in; undefined for an unknown table or a row naming no data domain. */
+export function domainOf(table: string, row: string): DomainName | undefined {
+  const spec = tableSpec(table);
+  if (!spec) return undefined;
+  if (spec.domain !== 'row') return spec.domain;
+  const domain = row.slice(0, Math.max(0, row.indexOf(':')));
+  return isDomainName(domain) && domain !== 'CONTROL' ? domain : undefined;
 }
 
 export function isRole(value: unknown): value is Role {

@@ -15,7 +15,8 @@
  */
 import type { EventBody } from './event.js';
 import { toHex } from './bytes.js';
-import { isRole, tableSpec, type Role } from './schema.js';
+import { isBuiltInDomain, isRole, tableSpec, type Role } from './schema.js';
+import { chainSuffix } from './sync-manifest.js';
 import type { ReplicaTx } from './store.js';
 
 export type TrustContext = {
@@ -52,7 +53,15 @@ export async function authorize(tx: ReplicaTx, body: EventBody, trust: TrustCont
   if (removed) {
     // Local-lane events never leave their writer, so no removal mark can speak for them.
     const lane = body.lane ?? 'public';
-    const hwm = lane === 'public' ? removed.hwm : lane === 'trusted' ? removed.trustedHwm : Infinity;
+    const hwm =
+      lane === 'local'
+        ? Infinity
+        : !isBuiltInDomain(body.domain)
+          ? // A created domain's chain keeps only what a removal names (a remover that cannot read it names none).
+            (removed.domains?.[chainSuffix(lane, body.domain)] ?? 0)
+          : lane === 'public'
+            ? removed.hwm
+            : removed.trustedHwm;
     if (body.seq > hwm) return { type: 'Revoked', signer, seq: body.seq, hwm };
   }
   const role = await roleOf(tx, signer, trust);

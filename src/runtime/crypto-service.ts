@@ -13,12 +13,18 @@ import { DomainKeyring } from '../core/domain-keys.js';
 import { MAX_FRAME_AGE_MS, MAX_FRAME_SKEW_MS, MAX_REQUEST_AGE_MS, type FrameRejection } from '../core/frame.js';
 import { blake3 } from '../core/hash.js';
 import { fingerprint, shortFingerprint, topicOf } from '../core/identity.js';
-import { decodePeerMessage, encodePeerMessage, type PeerMessage, type PeerWireError } from '../core/peer-wire.js';
+import {
+  decodePeerMessage,
+  encodePeerMessage,
+  type DomainItems,
+  type PeerMessage,
+  type PeerWireError,
+} from '../core/peer-wire.js';
 import type { Clock } from '../core/ports.js';
 import { relayAuthPayload } from '../core/relay-wire.js';
 import { err, ok, type Result } from '../core/result.js';
-import { DOMAINS, type DomainName } from '../core/schema.js';
-import type { SealedEvent, SealError, SealLane } from '../core/seal.js';
+import type { DomainName } from '../core/schema.js';
+import { decodeSealed, openSealed, type SealedEvent, type SealError, type SealLane } from '../core/seal.js';
 import type { PrivacyClass } from '../core/sync-manifest.js';
 import { decodeTicket, encodeTicket, type TicketError } from '../core/ticket.js';
 import type { KeyDatabase, IdentityRecord } from '../storage/key-store.js';
@@ -56,8 +62,16 @@ export type JoinStart = {
 /** A peer as the main thread names it: endpoint id and bound frame key, both hex. */
 export type PeerAddress = { readonly endpoint: string; readonly frame: string };
 
-/** An opened frame: the message, and the frame key its sender proved it holds (hex). */
-export type OpenedMessage = { readonly message: InboundMessage; readonly frame: string };
+/**
+ * An opened frame: the message, the frame key its sender proved it holds (hex),
+ * and its request id and time, for `remember` once its effects are durable.
+ */
+export type OpenedMessage = {
+  readonly message: InboundMessage;
+  readonly frame: string;
+  readonly rid: string;
+  readonly ts: number;
+};
 
 export type OpenError = FrameRejection | PeerWireError | JoinError;
 
@@ -71,15 +85,8 @@ export type JoinError =
   | { readonly type: 'InvitationUnknown' }
   | { readonly type: 'InvitationExpired' };
 
-export type InboundMessage =
-  | Exclude<PeerMessage, { t: 'join-accept' }>
-  | {
-      readonly t: 'join-accept';
-      readonly inv: Uint8Array;
-      readonly signer: Uint8Array;
-      readonly anchors: readonly Uint8Array[];
-      readonly classes: readonly (readonly [string, PrivacyClass])[];
-    };
+/** What an opened frame may hold: any peer message (keys travel only inside MLS bundles). */
+export type InboundMessage = PeerMessage;
 
 type PendingJoin = { inviter: Uint8Array; kid: Uint8Array; fp: Uint8Array; inv: Uint8Array };
 
@@ -98,7 +105,6 @@ type Ceremony = { nonce: Uint8Array; commit: Uint8Array; sas?: string; inviterSi
 
 const GROUP_SECRET = 'group';
 const PENDING_JOIN = 'pending-join';
-const domainSecretName = (domain: DomainName, gen: number): string => `domain/${domain}/${gen}`;
 export const INVITATION_TTL_MS = 24 * 60 * 60 * 1000;
 /** Request ids are kept as long as core/frame.ts would accept their frames. */
 const REPLAY_RETAIN_MS = MAX_FRAME_AGE_MS + MAX_FRAME_SKEW_MS;
@@ -129,11 +135,39 @@ export class CryptoService {
     const group = await this.#loadSecret(GROUP_SECRET);
     if (group) await this.#setGroup(group);
     this.#pending = await this.#pendingJoin();
+    await this.reloadDomainKeys();
+    return this.view();
+  }
+
+  /**
+   * Loads every KEK generation in the key store. The MLS worker writes them
+   * there (runtime/mls-service.ts) as they arrive through MLS; this worker only
+   * seals and opens with them.
+   */
+  async reloadDomainKeys(): Promise<IdentityView> {
     for (const record of await this.#db.secrets.where('name').startsWith('domain/').toArray()) {
       const [, domain, gen] = record.name.split('/');
-      this.#domains.add(domain as DomainName, Number(gen), await this.#unwrap(record.name, record));
+      if (!domain || this.#domains.get(domain, Number(gen))) continue;
+      this.#domains.add(domain, Number(gen), await this.#unwrap(record.name, record));
     }
     return this.view();
+  }
+
+  /**
+   * The MLS group id of a domain in this mesh: a hash under the group secret,
+   * so the relay, which reads group ids from the framing, cannot tell which
+   * domain a group is (a created domain's name would otherwise show).
+   */
+  groupIdOf(domain: DomainName): Uint8Array {
+    if (!this.#group) throw new Error('crypto: no group');
+    return blake3(encodeCbor(['sov/1/mls-group', this.#group.secret, domain])).subarray(0, 16);
+  }
+
+  /** Which domains this machine holds a key for, with their newest generation. */
+  domainGenerations(): { domain: DomainName; gen: number }[] {
+    const newest = new Map<DomainName, number>();
+    for (const { domain, gen } of this.#domains.list()) newest.set(domain, Math.max(gen, newest.get(domain) ?? 0));
+    return [...newest].map(([domain, gen]) => ({ domain, gen }));
   }
 
   view(): IdentityView {
@@ -225,17 +259,14 @@ export class CryptoService {
     return unwrapSecret(this.#id().wrapping, name, record);
   }
 
-  async #addDomainKey(domain: DomainName, gen: number, key: Uint8Array): Promise<void> {
-    await this.#storeSecret(domainSecretName(domain, gen), key);
-    this.#domains.add(domain, gen, key);
-  }
-
-  /** Founds a new mesh: group secret and generation 1 of every domain key. */
+  /**
+   * Founds a new mesh: its group secret. The domains' MLS groups and their first
+   * KEK generations are founded next, by the MLS worker.
+   */
   async createMesh(): Promise<Result<IdentityView, { type: 'AlreadyInMesh' }>> {
     if (this.#group) return err({ type: 'AlreadyInMesh' });
     const secret = webRandom.bytes(32);
     await this.#storeSecret(GROUP_SECRET, secret);
-    for (const domain of DOMAINS) await this.#addDomainKey(domain, 1, webRandom.bytes(32));
     await this.#setGroup(secret);
     return ok(this.view());
   }
@@ -352,14 +383,17 @@ export class CryptoService {
     return ok({ sas, body: await this.#seal(pending.inviter, pending.kid, reveal) });
   }
 
-  /** Joiner: our human confirmed the string (or declined it); the answer to send to the inviter. */
-  async joinAnswer(confirmed: boolean): Promise<Result<Uint8Array, JoinError>> {
+  /**
+   * Joiner: our human confirmed the string (or declined it); the answer to send
+   * to the inviter, with our MLS key packages for the domains it adds us to.
+   */
+  async joinAnswer(confirmed: boolean, kps: DomainItems = []): Promise<Result<Uint8Array, JoinError>> {
     const pending = this.#pending;
     const ceremony = this.#ceremony;
     if (!pending || !ceremony?.sas) return err({ type: 'NoPendingJoin' });
     this.#ceremony = { ...ceremony, confirmed };
     const message: PeerMessage = confirmed
-      ? { t: 'join-confirm', inv: pending.inv }
+      ? { t: 'join-confirm', inv: pending.inv, kps }
       : { t: 'join-refused', inv: pending.inv, reason: 'the joining machine declined the pairing code' };
     return ok(await this.#seal(pending.inviter, pending.kid, message));
   }
@@ -396,11 +430,16 @@ export class CryptoService {
     return shortAuthString({ ...p, topic: this.#group.topic, inviter });
   }
 
-  /** Inviter side: consumes the invitation and seals the domain keys to the joiner's endpoint and frame key. */
+  /**
+   * Inviter side: consumes the invitation and seals the accept — the bundles
+   * that added the joiner to each domain's MLS group — to the joiner's endpoint
+   * and frame key.
+   */
   async admitJoin(
     request: { inv: Uint8Array; endpoint: Uint8Array; frame: string },
     anchors: readonly Uint8Array[],
     classes: readonly (readonly [string, PrivacyClass])[],
+    welcomes: DomainItems,
   ): Promise<Result<Uint8Array, JoinError>> {
     const kid = fromHex(request.frame);
     if (!kid || kid.length !== 32) return err({ type: 'InvitationUnknown' });
@@ -409,14 +448,13 @@ export class CryptoService {
     if (!invitation) return err({ type: 'InvitationUnknown' });
     await this.#db.invitations.delete(inv);
     if (invitation.expiresAt < this.#clock.now()) return err({ type: 'InvitationExpired' });
-    const keys = this.#domains.list();
     return ok(
       await this.#seal(request.endpoint, kid, {
         t: 'join-accept',
         inv: request.inv,
         signer: this.#id().signingPublic,
         anchors,
-        keys,
+        welcomes,
         classes,
       }),
     );
@@ -478,7 +516,7 @@ export class CryptoService {
    * the keyring, hex) is `bound` when the sender is a known machine. Frames from
    * unknown endpoints are opened only while this machine has an invitation out
    * or a join under way, and then only pairing messages pass. A join-accept
-   * installs its keys here and comes back without them.
+   * ends the pending join here; its MLS bundles go on to the MLS worker.
    */
   async openMessage(
     from: string,
@@ -492,7 +530,6 @@ export class CryptoService {
     const opened = await this.#group.channel.open(body, sender, () => binding);
     if (!opened.ok) return opened;
     const { header } = opened.value;
-    void this.#db.replay.put({ rid: toHex(header.rid), ts: header.ts });
     const message = decodePeerMessage(opened.value.message);
     if (!message.ok) return message;
     const m = message.value;
@@ -500,9 +537,20 @@ export class CryptoService {
     const age = this.#clock.now() - header.ts;
     if (PAIRING.has(m.t) && age > MAX_REQUEST_AGE_MS) return err({ type: 'StaleRequest', ageMs: age });
     const frame = toHex(header.kid);
-    if (m.t !== 'join-accept') return ok({ message: m, frame });
-    const accepted = await this.#acceptKeys(sender, m);
-    return accepted.ok ? ok({ message: accepted.value, frame }) : accepted;
+    const seen = { frame, rid: toHex(header.rid), ts: header.ts };
+    if (m.t !== 'join-accept') return ok({ message: m, ...seen });
+    const accepted = await this.#accepted(sender, m);
+    return accepted.ok ? ok({ message: accepted.value, ...seen }) : accepted;
+  }
+
+  /**
+   * Keeps a frame's request id across restarts, once what the frame did is
+   * durable. Until then only this session's memory refuses a replay of it, so
+   * a frame whose handling a closed page cut short is taken when the relay (or
+   * the inbox) delivers it again — at-least-once delivery, idempotent apply.
+   */
+  async remember(rid: string, ts: number): Promise<void> {
+    await this.#db.replay.put({ rid, ts });
   }
 
   /** Who may have sent a frame from `sender`: its keyring binding, the inviter named by our ticket, or a joiner. */
@@ -516,7 +564,7 @@ export class CryptoService {
     return open > 0 ? 'unbound' : undefined;
   }
 
-  async #acceptKeys(
+  async #accepted(
     sender: Uint8Array,
     message: Extract<PeerMessage, { t: 'join-accept' }>,
   ): Promise<Result<InboundMessage, JoinError>> {
@@ -525,17 +573,15 @@ export class CryptoService {
     if (!bytesEqual(pending.inviter, sender) || !bytesEqual(pending.fp, fingerprint(message.signer))) {
       return err({ type: 'InviterMismatch' });
     }
-    // Keys are taken only after our human confirmed the string computed with this very inviter.
+    // Accepted only after our human confirmed the string computed with this very inviter.
     const ceremony = this.#ceremony;
     if (!ceremony?.confirmed || !ceremony.inviterSigner || !bytesEqual(ceremony.inviterSigner, message.signer)) {
       return err({ type: 'NotConfirmed' });
     }
-    for (const grant of message.keys) await this.#addDomainKey(grant.domain, grant.gen, grant.key);
     await this.#db.secrets.delete(PENDING_JOIN);
     this.#pending = undefined;
     this.#ceremony = undefined;
-    const { inv, signer, anchors, classes } = message;
-    return ok({ t: 'join-accept', inv, signer, anchors, classes });
+    return ok(message);
   }
 
   async sign(message: Uint8Array): Promise<Uint8Array> {
@@ -553,6 +599,29 @@ export class CryptoService {
 
   sealEvent(domain: DomainName, signedEvent: Uint8Array, lane?: SealLane): Promise<SealedEvent> {
     return this.#domains.envelopes(webRandom).seal(domain, signedEvent, lane);
+  }
+
+  /**
+   * Tries every key this machine holds — each generation of each domain — on
+   * each envelope, whatever domain it names: the check that holding sealed
+   * rows of a domain is not reading them. `NoKeyOpens` is the expected answer
+   * for a domain this machine is not a member of.
+   */
+  tryEveryKey(
+    envelopes: readonly Uint8Array[],
+  ): Result<
+    { readonly opened: number; readonly keys: number },
+    { readonly type: 'NoKeyOpens'; readonly envelopes: number; readonly keys: number }
+  > {
+    const keys = this.#domains.list();
+    let opened = 0;
+    for (const bytes of envelopes) {
+      const sealed = decodeSealed(bytes);
+      if (!sealed.ok) continue;
+      if (keys.some((k) => openSealed(sealed.value, () => k.key).ok)) opened++;
+    }
+    if (opened === 0) return err({ type: 'NoKeyOpens', envelopes: envelopes.length, keys: keys.length });
+    return ok({ opened, keys: keys.length });
   }
 
   openEvent(sealed: SealedEvent): Promise<Result<Uint8Array, SealError>> {

@@ -5,14 +5,15 @@
  * pairing exchange, machine removal, and dispatching frames. The UI observes it
  * through `subscribe` and never sees a key.
  */
-import type { Remote } from 'comlink';
+import { proxy, type Remote } from 'comlink';
 import { bytesEqual, fromHex, toHex } from '../core/bytes.js';
 import { MAX_REQUEST_AGE_MS } from '../core/frame.js';
 import { shortFingerprint } from '../core/identity.js';
 import type { IngestOutcome, WriteError, WriteOutcome } from '../core/replica.js';
 import { Replica } from '../core/replica.js';
-import { err, type Result } from '../core/result.js';
-import type { ColumnValue } from '../core/schema.js';
+import { err, ok, type Result } from '../core/result.js';
+import { DOMAINS, isDomainName, type ColumnValue, type DomainName } from '../core/schema.js';
+import type { DomainItems } from '../core/peer-wire.js';
 import type { Resurrection } from '../core/store.js';
 import { SyncEngine } from '../core/sync.js';
 import {
@@ -26,6 +27,8 @@ import { DexieReplicaStore, NodeDatabase } from '../storage/dexie-store.js';
 import { systemClock } from './clock.js';
 import type { CryptoService, IdentityView, InboundMessage, JoinError, PeerAddress } from './crypto-service.js';
 import { BackgroundSync } from './background-sync.js';
+import { MeshDomains, type DomainsError } from './mesh-domains.js';
+import type { DomainView, MlsService } from './mls-service.js';
 import { RelayConnection, type RelayState } from './relay-connection.js';
 import { TabSession } from './tab-session.js';
 import {
@@ -103,6 +106,20 @@ export type NodeSnapshot = {
   readonly vouchK: number;
   /** Each data table's privacy class: who may hold a copy of its rows. */
   readonly manifest: readonly ManifestEntry[];
+  /** Every domain this machine is (or was, or waits to be) a member of, and the created domains it knows. */
+  readonly domains: readonly DomainEntry[];
+  /** Receipts that prove the relay signed two commits for one epoch (or broke a chain). */
+  readonly misbehaviour: number;
+  /** Rows of `field_notes` this machine can read. */
+  readonly notes: readonly RowView[];
+};
+
+/** A domain as the Domains page shows it. */
+export type DomainEntry = {
+  readonly domain: DomainName;
+  readonly purpose: string;
+  /** This machine's view of the group, when it is (or was) a member. */
+  readonly mls: DomainView | undefined;
 };
 
 type JoinRequest = Extract<InboundMessage, { t: 'join-request' }>;
@@ -111,6 +128,8 @@ type JoinRequest = Extract<InboundMessage, { t: 'join-request' }>;
 type Pairing = {
   readonly joiner: PeerAddress;
   readonly request: JoinRequest;
+  /** The joiner's MLS key packages, from its confirmation. */
+  kps?: DomainItems;
   /** Our nonce Ni, sent only after the joiner's commitment arrived. */
   readonly nonce: Uint8Array;
   readonly startedAt: number;
@@ -122,6 +141,9 @@ type Pairing = {
 export type { Machine, ManifestEntry, RowView } from './views.js';
 
 const META_KEY = 'mesh';
+const RECEIPTS_KEY = 'mls-receipts';
+const RELAY_KEY_WAIT_MS = 10_000;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const BATCH_CYCLE_MS = 15_000;
 const REEVALUATE_MS = 30_000;
 const MAX_NOTICES = 30;
@@ -133,6 +155,8 @@ export function defaultRelayUrl(location: Location): string {
 
 export class MeshNode {
   readonly #crypto: Remote<CryptoService>;
+  readonly #domains: MeshDomains;
+  readonly #mls: Remote<MlsService>;
   readonly #store: DexieReplicaStore;
   readonly #replica: Replica;
   readonly #sync: SyncEngine;
@@ -161,11 +185,34 @@ export class MeshNode {
 
   private constructor(
     crypto: Remote<CryptoService>,
+    mls: Remote<MlsService>,
     identity: IdentityView,
     store: DexieReplicaStore,
     meta: MeshMeta | undefined,
   ) {
     this.#crypto = crypto;
+    this.#mls = mls;
+    this.#domains = new MeshDomains({
+      mls,
+      groupIdOf: (domain) => crypto.groupIdOf(domain),
+      reloadKeys: async () => void (this.#identity = await crypto.reloadDomainKeys()),
+      sendTo: async (signer, message) => {
+        const machine = this.#machines.find((m) => m.signer === signer && !m.removed);
+        const address = machine && this.#addressOf(machine.endpoint);
+        if (!machine || !address) return false;
+        this.#sendTo(machine.endpoint, await crypto.sealMessage(address, message));
+        return true;
+      },
+      standingOf: async (signer) => {
+        const value = (await store.row('key_packages', `${signer}:mls`))?.cells['kp']?.value;
+        return typeof value === 'string' ? value : undefined;
+      },
+      loadReceipts: async () => (await store.getMeta<Uint8Array[]>(RECEIPTS_KEY)) ?? [],
+      saveReceipts: (receipts) => store.setMeta(RECEIPTS_KEY, receipts),
+      notice: (kind, text) => this.#notice(kind, text),
+      count: (type) => this.#count(type),
+      changed: () => void this.#publish(),
+    });
     this.#identity = identity;
     this.#store = store;
     this.#meta = meta;
@@ -219,11 +266,14 @@ export class MeshNode {
     };
   }
 
-  static async open(crypto: Remote<CryptoService>, dbName = 'sov-node'): Promise<MeshNode> {
+  static async open(crypto: Remote<CryptoService>, mls: Remote<MlsService>, dbName = 'sov-node'): Promise<MeshNode> {
     const identity = await crypto.init();
+    await mls.init();
     const store = new DexieReplicaStore(new NodeDatabase(dbName));
     const meta = await store.getMeta<MeshMeta>(META_KEY);
-    const node = new MeshNode(crypto, identity, store, meta);
+    const node = new MeshNode(crypto, mls, identity, store, meta);
+    await mls.setSequencer(proxy((bundle: Uint8Array) => node.#domains.sequence(bundle)));
+    await node.#domains.refresh();
     if (meta) await node.#startRelay();
     return node;
   }
@@ -245,11 +295,16 @@ export class MeshNode {
     this.#identity = created.value;
     const self = this.#identity.signer;
     await this.#saveMeta({ status: 'member', relay, name, anchors: [self], anchorPeers: [] });
+    await this.#syncKeyring();
+    const founded = await this.#domains.found();
+    if (!founded.ok) throw new Error(`mesh: could not found the domains (${founded.error.type})`);
     for (const [table, row, cols] of [
       ['keyring', self, { endpoint: this.#identity.endpoint, frame: this.#identity.frame, name }],
       ['roles', self, { role: 'admin' }],
       // The founder classifies the product's data tables; everything unregistered stays local.
       ['sync_manifest', 'device_profiles', { class: 'public' }],
+      ['sync_manifest', 'field_notes', { class: 'public' }],
+      ['key_packages', `${self}:mls`, { kp: await this.#domains.standingKeyPackage() }],
     ] as const) {
       const written = await this.#replica.write(table, row, cols);
       if (!written.ok) throw new Error(`mesh: could not record this machine (${written.error.type})`);
@@ -265,6 +320,8 @@ export class MeshNode {
    */
   async invite(): Promise<string> {
     if (!this.#meta || !this.#isAdmin()) throw new Error('mesh: only an admin can invite');
+    // A founder pins the relay's key on first contact, moments after creating the mesh.
+    for (let waited = 0; !this.#meta.relayKey && waited < RELAY_KEY_WAIT_MS; waited += 100) await sleep(100);
     if (!this.#meta.relayKey) throw new Error('mesh: connect to the relay once before inviting');
     const ticket = await this.#crypto.createInvitation(this.#meta.relay, this.#meta.relayKey);
     await this.#pushAdmission();
@@ -364,7 +421,9 @@ export class MeshNode {
   async answerJoin(confirmed: boolean): Promise<void> {
     const meta = this.#meta;
     if (meta?.status !== 'joining' || !this.#join.sas) return;
-    const answer = await this.#crypto.joinAnswer(confirmed);
+    const kps = confirmed ? await this.#domains.joinOffers() : ok([]);
+    if (!kps.ok) return this.#notice('warning', `join: ${kps.error.type}`);
+    const answer = await this.#crypto.joinAnswer(confirmed, kps.value);
     if (!answer.ok) return this.#notice('warning', `join: ${answer.error.type}`);
     const inviter = meta.anchorPeers?.[0];
     if (inviter) this.#sendTo(inviter.endpoint, answer.value);
@@ -392,7 +451,8 @@ export class MeshNode {
           const request = await this.#crypto.joinRequest(meta.name);
           if (request.ok) this.#sendTo(request.value.to, request.value.body);
         } else if (this.#join.answered) {
-          const answer = await this.#crypto.joinAnswer(true);
+          const kps = await this.#domains.joinOffers();
+          const answer = kps.ok ? await this.#crypto.joinAnswer(true, kps.value) : kps;
           if (answer.ok) this.#sendTo(inviter.endpoint, answer.value);
         }
       })();
@@ -432,12 +492,105 @@ export class MeshNode {
     return vouchThreshold(await this.#store.rows('settings'));
   }
 
+  /**
+   * Admin: creates a data domain that only `readers` (and this machine) may
+   * read — every other machine of the mesh still stores and forwards its
+   * sealed rows, and can open none of them. Recorded in CONTROL `domains`;
+   * readers join its MLS group by their standing key packages.
+   */
+  async createDomain(name: string, purpose: string, readers: readonly string[]): Promise<Result<void, DomainsError>> {
+    const domain = name.trim().toUpperCase();
+    const invalid = (reason: string) => Promise.resolve(err({ type: 'MlsRejected' as const, reason }));
+    if (!this.#isAdmin()) return invalid('only an admin creates a domain');
+    if (!isDomainName(domain) || DOMAINS.includes(domain)) {
+      return invalid('a domain name is 2-32 capital letters, digits or _, and not CONTROL or GENERAL');
+    }
+    if (this.#domains.views.some((v) => v.domain === domain) || (await this.#store.row('domains', domain))) {
+      return invalid(`domain ${domain} exists already`);
+    }
+    if (this.#relayState !== 'ready') return invalid('connect to the relay first: the sequencer orders the change');
+    const live = new Set(this.#machines.filter((m) => !m.removed).map((m) => m.signer));
+    const members = readers.filter((r) => r !== this.#identity.signer && live.has(r));
+    const recorded = await this.#local(() =>
+      this.#replica.write('domains', domain, { purpose: purpose.slice(0, 200) }),
+    );
+    if (!recorded.ok) return invalid(recorded.error.type);
+    const created = await this.#domains.create(domain, members);
+    await this.#publish();
+    return created;
+  }
+
+  /** Admin: lets one more machine read a domain, with a history policy. */
+  async addToDomain(
+    domain: DomainName,
+    signer: string,
+    history: 'forward' | 'full' | 'fresh',
+  ): Promise<Result<void, DomainsError>> {
+    const added = await this.#domains.add(domain, [signer], history);
+    await this.#publish();
+    return added;
+  }
+
+  /** Admin: stops a machine reading a domain from now on (a new generation it cannot open). */
+  async removeFromDomain(domain: DomainName, signer: string): Promise<Result<void, DomainsError>> {
+    const removed = await this.#domains.remove(domain, [signer]);
+    await this.#publish();
+    return removed;
+  }
+
+  /** Writes a note into a domain this machine can read. */
+  writeNote(domain: DomainName, title: string, text: string, id?: string): Promise<Result<WriteOutcome, WriteError>> {
+    const row = `${domain}:${id ?? crypto.randomUUID()}`;
+    if (!this.#identity.member || !this.#domains.views.some((v) => v.domain === domain && !v.removed && !v.awaiting)) {
+      return Promise.resolve(err({ type: 'InvalidEdit', reason: `this machine cannot write into ${domain}` }));
+    }
+    return this.#local(() => this.#replica.write('field_notes', row, { title, text }));
+  }
+
+  deleteNote(row: string): Promise<Result<WriteOutcome, WriteError>> {
+    return this.#local(() => this.#replica.delete('field_notes', row));
+  }
+
+  /**
+   * Storage is not reading: the sealed rows this machine holds but cannot open,
+   * counted by domain, and what trying every key it holds on them gives — a
+   * typed `NoKeyOpens` unless one opens (which would be a bug).
+   */
+  async unreadable(): Promise<{
+    byDomain: Record<string, number>;
+    attempt: Awaited<ReturnType<CryptoService['tryEveryKey']>>;
+  }> {
+    const held = await this.#store.opaque(5000);
+    const byDomain: Record<string, number> = {};
+    for (const entry of held) byDomain[entry.domain] = (byDomain[entry.domain] ?? 0) + 1;
+    return { byDomain, attempt: await this.#crypto.tryEveryKey(held.map((e) => e.sealed)) };
+  }
+
+  async #mlsKeyring(keyring: { admitted: string[]; admins: string[] }): Promise<void> {
+    await this.#mls.setKeyring(keyring);
+  }
+
+  async #domainEntries(): Promise<DomainEntry[]> {
+    const purposes = new Map(
+      (await this.#store.rows('domains')).map((r) => [r.row, String(rowView(r, new Map()).values['purpose'] ?? '')]),
+    );
+    const names = new Set<string>([...DOMAINS, ...purposes.keys(), ...this.#domains.views.map((v) => v.domain)]);
+    return [...names].map((domain) => ({
+      domain,
+      purpose:
+        purposes.get(domain) ??
+        (domain === 'CONTROL' ? 'mesh control records' : domain === 'GENERAL' ? 'shared data' : ''),
+      mls: this.#domains.views.find((v) => v.domain === domain),
+    }));
+  }
+
   /** Removes a machine for good: its later events, bindings and sessions fail closed everywhere. */
   async removeMachine(signer: string): Promise<Result<WriteOutcome, WriteError>> {
     const removed = await this.#local(() => this.#replica.remove(signer));
     if (removed.ok) {
       await this.#refreshPeers();
       await this.#pushAdmission();
+      await this.#reconcileDomains();
     }
     return removed;
   }
@@ -484,8 +637,10 @@ export class MeshNode {
       },
       admissionRecord: () => this.#admissionRecord(),
       onState: (state, detail) => this.#relayChanged(state, detail ?? ''),
+      onSequencer: (message) => this.#domains.onSequencer(message),
       onRelayError: (code, message) => {
         this.#count(`relay:${code}`);
+        if (code === 'not-a-member') this.#domains.refused(message);
         this.#relayDetail = `relay refused: ${message}`;
       },
       onFrame: (frame) => {
@@ -512,7 +667,11 @@ export class MeshNode {
       relay.resume();
       void this.#background?.request();
     });
-    relay.start();
+    // Another tab may have led before: take the MLS states up from the key store, then connect.
+    void this.#mls
+      .init()
+      .then(() => this.#domains.refresh())
+      .then(() => relay.start());
     this.#timers.push(
       setInterval(() => void this.#batchCycle(), BATCH_CYCLE_MS),
       setInterval(() => void this.#reevaluate(), REEVALUATE_MS),
@@ -522,7 +681,14 @@ export class MeshNode {
   /** The correctness backstop behind realtime push: re-offer everything unacknowledged. */
   async #batchCycle(): Promise<void> {
     await this.#sync.resend();
-    if (this.#relayState === 'ready') this.#lastBatchAt = Date.now();
+    if (this.#relayState === 'ready') {
+      this.#lastBatchAt = Date.now();
+      if (this.#meta?.status === 'member') {
+        await this.#domains.catchUp();
+        for (const m of this.#machines)
+          if (!m.removed && m.signer !== this.#identity.signer) void this.#domains.gossip(m.signer);
+      }
+    }
     await this.#publish();
   }
 
@@ -547,6 +713,9 @@ export class MeshNode {
   async #otherTabChanged(): Promise<void> {
     this.#meta = await this.#store.getMeta<MeshMeta>(META_KEY);
     this.#identity = await this.#crypto.init();
+    // Only the leading tab changes MLS state; the others re-read it to show it.
+    if (!this.#relay) await this.#mls.init();
+    await this.#domains.refresh();
     await this.#startRelay();
     if (this.#relay) await this.#sync.offerAll();
     await this.#publish();
@@ -555,9 +724,18 @@ export class MeshNode {
   #relayChanged(state: RelayState, detail: string): void {
     this.#relayState = state;
     this.#relayDetail = detail;
-    if (state === 'ready') void this.#onReady();
-    else if (state === 'offline') this.#sync.disconnected();
+    if (state === 'ready') void this.#attachSequencer().then(() => this.#onReady());
+    else if (state === 'offline') {
+      this.#domains.detach();
+      this.#sync.disconnected();
+    }
     void this.#publish();
+  }
+
+  async #attachSequencer(): Promise<void> {
+    const relay = this.#relay;
+    const key = this.#meta?.relayKey && fromHex(this.#meta.relayKey);
+    if (relay && key) await this.#domains.attach((m) => void relay.sequencer(m), key);
   }
 
   async #onReady(): Promise<void> {
@@ -569,7 +747,7 @@ export class MeshNode {
       this.#repeatJoinSteps();
       return;
     }
-    await this.#sync.connected();
+    await this.#onMember();
     await this.#publish();
   }
 
@@ -587,7 +765,10 @@ export class MeshNode {
   async #onFrame(from: string, body: Uint8Array): Promise<void> {
     const opened = await this.#crypto.openMessage(from, body, this.#addressOf(from)?.frame);
     if (!opened.ok) this.#count(opened.error.type);
-    else await this.#dispatch(from, opened.value.message, opened.value.frame);
+    else {
+      await this.#dispatch(from, opened.value.message, opened.value.frame);
+      await this.#crypto.remember(opened.value.rid, opened.value.ts);
+    }
     await this.#publish();
   }
 
@@ -621,6 +802,7 @@ export class MeshNode {
         const pairing = this.#pairingFrom(from, frame, message.inv);
         if (!pairing?.sas) return this.#count('UnexpectedPairingMessage');
         pairing.joinerConfirmed = true;
+        pairing.kps = message.kps;
         return this.#completePairing(toHex(message.inv), pairing);
       }
       case 'join-accept':
@@ -629,7 +811,15 @@ export class MeshNode {
           toHex(message.signer),
           message.anchors.map(toHex),
           Object.fromEntries(message.classes),
+          message.welcomes,
         );
+      case 'mls-welcome':
+      case 'mls-heads':
+        if (this.#meta?.status !== 'member') return this.#count('NotYetMember');
+        if (!this.#sync.peers.includes(from)) return this.#count('UnknownEndpoint');
+        if (message.t === 'mls-heads') return this.#domains.heads(message.receipts);
+        await this.#domains.welcomed(message.domain, message.bundle);
+        return this.#publishStanding();
       case 'join-refused': {
         if (this.#meta?.status === 'joining') return this.#notice('warning', `join refused: ${message.reason}`);
         const pairing = this.#pairingFrom(from, frame, message.inv);
@@ -738,19 +928,26 @@ export class MeshNode {
   async #completePairing(inv: string, pairing: Pairing): Promise<void> {
     if (!pairing.confirmed || !pairing.joinerConfirmed) return;
     this.#pairings.delete(inv);
-    await this.#admit(pairing.joiner, pairing.request);
+    await this.#admit(pairing.joiner, pairing.request, pairing.kps ?? []);
   }
 
-  async #admit(joiner: PeerAddress, request: JoinRequest): Promise<void> {
+  async #admit(joiner: PeerAddress, request: JoinRequest, kps: DomainItems): Promise<void> {
     const from = joiner.endpoint;
     const refuse = (reason: string): void => this.#refuse(joiner, request.inv, reason);
     if (!this.#isAdmin() || !this.#meta) return refuse('this machine is not an admin');
+    if (!(await this.#crypto.hasInvitation(request.inv))) return refuse('InvitationUnknown');
     const anchors = this.#meta.anchors.map((a) => fromHex(a)!);
     const classes = (await this.#manifest()).map((e) => [e.table, e.mesh] as const);
+    // The joiner enters each built-in domain's MLS group before the keyring names it, so
+    // our MLS worker must admit its leaf now; other members admit it once the record arrives.
+    await this.#syncKeyring([toHex(request.signer)]);
+    const welcomes = await this.#domains.addJoiner(kps);
+    if (!welcomes.ok) return refuse(`${welcomes.error.type}: ${domainErrorText(welcomes.error)}`);
     const accept = await this.#crypto.admitJoin(
       { inv: request.inv, endpoint: request.endpoint, frame: joiner.frame },
       anchors,
       classes,
+      welcomes.value,
     );
     if (!accept.ok) return refuse(accept.error.type);
     const name = request.name || 'machine';
@@ -777,15 +974,21 @@ export class MeshNode {
     inviter: string,
     inviterAnchors: readonly string[],
     provisionalClasses: Record<string, PrivacyClass>,
+    welcomes: DomainItems,
   ): Promise<void> {
     if (this.#meta?.status !== 'joining') return;
     const anchors = [...new Set([...inviterAnchors, inviter])];
+    // Until the keyring arrives (over CONTROL, which this opens), the anchors are the admins.
+    await this.#saveMeta({ ...this.#meta, anchors });
+    await this.#syncKeyring();
+    const joined = await this.#domains.joinFrom(welcomes);
+    if (!joined.ok) return this.#notice('warning', `join: ${joined.error.type}: ${domainErrorText(joined.error)}`);
     await this.#saveMeta({ ...this.#meta, status: 'member', anchors, anchorPeers: [from], provisionalClasses });
-    this.#identity = await this.#crypto.view();
     this.#announce();
     this.#notice('info', 'joined the mesh');
     await this.#refreshPeers();
-    await this.#sync.connected();
+    // Not awaited: this runs inside the frame queue, and catching up waits on the relay.
+    void this.#onMember();
   }
 
   /**
@@ -807,7 +1010,51 @@ export class MeshNode {
     endpoints.delete(this.#identity.endpoint);
     endpoints.delete('');
     this.#sync.setPeers(endpoints);
+    await this.#syncKeyring();
     if (changed) await this.#sync.askAgain();
+  }
+
+  /**
+   * Tells the MLS worker who may hold a leaf (live keyring machines, anchors,
+   * this machine, and `extra` about to be added) and whose KEK packages count
+   * (anchors and admins).
+   */
+  async #syncKeyring(extra: readonly string[] = []): Promise<void> {
+    const live = this.#machines.filter((m) => !m.removed);
+    const anchors = this.#meta?.anchors ?? [];
+    const removed = new Set(this.#machines.filter((m) => m.removed).map((m) => m.signer));
+    const admitted = [...new Set([...live.map((m) => m.signer), ...anchors, this.#identity.signer, ...extra])];
+    await this.#mlsKeyring({
+      admitted: admitted.filter((s) => !removed.has(s)),
+      admins: [...anchors, ...live.filter((m) => m.role === 'admin').map((m) => m.signer)],
+    });
+  }
+
+  /** Admins: machines the keyring removed leave every group we share with them. */
+  async #reconcileDomains(): Promise<void> {
+    if (!this.#isAdmin() || this.#relayState !== 'ready') return;
+    await this.#domains.reconcileRemovals(new Set(this.#machines.filter((m) => m.removed).map((m) => m.signer)));
+  }
+
+  /** Publishes this machine's standing key package when the record does not hold the current one. */
+  async #publishStanding(): Promise<void> {
+    if (this.#meta?.status !== 'member') return;
+    const row = `${this.#identity.signer}:mls`;
+    const kp = await this.#domains.standingKeyPackage();
+    if ((await this.#store.row('key_packages', row))?.cells['kp']?.value === kp) return;
+    await this.#local(() => this.#replica.write('key_packages', row, { kp }));
+  }
+
+  /**
+   * The session is ready and this machine is a member: coming back, it first
+   * catches up on every group's commits (a rotation while it was away hands it
+   * the new generation), then removes what the keyring removed, then publishes.
+   */
+  async #onMember(): Promise<void> {
+    await this.#domains.catchUp();
+    await this.#reconcileDomains();
+    await this.#publishStanding();
+    await this.#sync.connected();
   }
 
   /**
@@ -841,7 +1088,10 @@ export class MeshNode {
     if (applied.some((o) => o.body.domain === 'CONTROL')) {
       void this.#refreshPeers()
         .then(() => this.#pushAdmission())
-        .then(() => this.#sync.offerAll());
+        .then(() => this.#sync.offerAll())
+        // A commit refused for a leaf the keyring did not name yet is in the log: take it now.
+        .then(() => (this.#relayState === 'ready' ? this.#domains.catchUp() : undefined))
+        .then(() => this.#reconcileDomains());
     }
   }
 
@@ -924,7 +1174,14 @@ export class MeshNode {
       join: this.#join,
       vouchK: await this.#vouchK(),
       manifest: await this.#manifest(),
+      domains: await this.#domainEntries(),
+      misbehaviour: this.#domains.misbehaviour().length,
+      notes: (await this.#store.rows('field_notes')).map((r) => rowView(r, names)),
     };
     for (const listener of this.#listeners) listener(snapshot);
   }
+}
+
+function domainErrorText(e: DomainsError): string {
+  return 'reason' in e ? e.reason : e.type;
 }

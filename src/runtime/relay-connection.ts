@@ -34,6 +34,8 @@ export type RelayHandlers = {
   admissionRecord?(): Promise<Uint8Array | undefined>;
   onState(state: RelayState, detail?: string): void;
   onFrame(frame: Extract<RelayToEndpoint, { t: 'frame' }>): void;
+  /** The blind sequencer's answers and pushes (runtime/sequencer-port.ts). */
+  onSequencer?(message: Extract<RelayToEndpoint, { t: 'sequenced' | 'refused' | 'accepted' | 'commit-log' }>): void;
   /** The relay refused something we sent (too large, rate-limited, mailbox full, …). */
   onRelayError(code: string, message: string): void;
 };
@@ -104,6 +106,11 @@ export class RelayConnection {
   /** Pushes an admin-signed admission list for this group to the relay. */
   admit(record: Uint8Array): boolean {
     return this.#send({ t: 'admit', record });
+  }
+
+  /** Posts a commit bundle to the blind sequencer, or asks for a group's accepted commits. */
+  sequencer(message: Extract<EndpointToRelay, { t: 'commit' | 'commits' }>): boolean {
+    return this.#send(message);
   }
 
   ack(ids: readonly number[]): boolean {
@@ -181,6 +188,11 @@ export class RelayConnection {
         return;
       case 'frame':
         return this.#handlers.onFrame(message);
+      case 'sequenced':
+      case 'refused':
+      case 'accepted':
+      case 'commit-log':
+        return this.#handlers.onSequencer?.(message);
       case 'error':
         if (FATAL.has(message.code)) this.#refusal = `relay refused: ${message.message}`;
         return this.#handlers.onRelayError(message.code, message.message);

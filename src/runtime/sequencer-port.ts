@@ -17,20 +17,26 @@ import type { EndpointToRelay, RelayToEndpoint } from '../core/relay-wire.js';
 import { err, ok, type Result } from '../core/result.js';
 
 type Verdict = Result<Receipt, SequencerRejection>;
-type SequencerMessage = Extract<RelayToEndpoint, { t: 'sequenced' | 'refused' | 'accepted' }>;
+export type SequencerMessage = Extract<RelayToEndpoint, { t: 'sequenced' | 'refused' | 'accepted' | 'commit-log' }>;
 
 export const isSequencerMessage = (m: RelayToEndpoint): m is SequencerMessage =>
-  m.t === 'sequenced' || m.t === 'refused' || m.t === 'accepted';
+  m.t === 'sequenced' || m.t === 'refused' || m.t === 'accepted' || m.t === 'commit-log';
+
+/** An accepted commit as the relay's log returns it, its receipt checked. */
+export type LoggedCommit = { readonly receipt: Receipt; readonly bundle: Uint8Array };
+
+const LOG_TIMEOUT_MS = 10_000;
 
 export class RelaySequencerPort {
-  readonly #send: (message: Extract<EndpointToRelay, { t: 'commit' }>) => void;
+  readonly #send: (message: Extract<EndpointToRelay, { t: 'commit' | 'commits' }>) => void;
   readonly #log: ReceiptLog;
   readonly #onAccepted: (bundle: Uint8Array, receipt: Receipt) => void;
   readonly #pending = new Map<number, { bundle: Uint8Array; resolve: (v: Verdict) => void }>();
+  readonly #logs = new Map<number, (items: LoggedCommit[]) => void>();
   #rid = 0;
 
   constructor(
-    send: (message: Extract<EndpointToRelay, { t: 'commit' }>) => void,
+    send: (message: Extract<EndpointToRelay, { t: 'commit' | 'commits' }>) => void,
     log: ReceiptLog,
     onAccepted: (bundle: Uint8Array, receipt: Receipt) => void,
   ) {
@@ -47,8 +53,46 @@ export class RelaySequencerPort {
     });
   }
 
+  /**
+   * The accepted commits of `group` from `epoch` on (one page), each receipt
+   * checked and each bundle against its receipt; the first that fails ends the
+   * list, so a caller never applies past a gap.
+   */
+  log(group: Uint8Array, epoch: number, timeoutMs = LOG_TIMEOUT_MS): Promise<LoggedCommit[]> {
+    const rid = ++this.#rid;
+    return new Promise((resolve) => {
+      // A relay that does not answer (refused us, or lost the session) yields no page, never a hang.
+      const timer = setTimeout(() => this.#logs.delete(rid) && resolve([]), timeoutMs);
+      this.#logs.set(rid, (items) => {
+        clearTimeout(timer);
+        resolve(items);
+      });
+      this.#send({ t: 'commits', rid, group, from: epoch });
+    });
+  }
+
+  /** Answers every request still waiting (the session ended): commits as unavailable, logs as empty. */
+  abandon(reason: string): void {
+    for (const [, waiting] of this.#pending) waiting.resolve(err({ type: 'MalformedBundle', reason }));
+    for (const [, resolve] of this.#logs) resolve([]);
+    this.#pending.clear();
+    this.#logs.clear();
+  }
+
   /** Takes a sequencer message from the relay session. */
   receive(message: SequencerMessage): void {
+    if (message.t === 'commit-log') {
+      const resolve = this.#logs.get(message.rid);
+      if (!resolve) return;
+      this.#logs.delete(message.rid);
+      const items: LoggedCommit[] = [];
+      for (const [receiptBytes, bundle] of message.items) {
+        const receipt = this.#checked(receiptBytes, bundle);
+        if (!receipt) break;
+        items.push({ receipt, bundle });
+      }
+      return resolve(items);
+    }
     if (message.t === 'accepted') {
       const receipt = this.#checked(message.receipt, message.bundle);
       if (receipt) this.#onAccepted(message.bundle, receipt);

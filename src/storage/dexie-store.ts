@@ -187,6 +187,14 @@ export class DexieReplicaStore implements ReplicaStore {
     return this.db.log.where('pos').above(after).limit(limit).toArray();
   }
 
+  /** Envelopes held without being readable here (domains this machine is not a member of), oldest first. */
+  async opaque(limit: number): Promise<LogEntry[]> {
+    return this.db.log
+      .filter((e) => e.eventId === undefined)
+      .limit(limit)
+      .toArray();
+  }
+
   async lastPos(): Promise<number> {
     return ((await this.db.log.orderBy('pos').lastKey()) as number | undefined) ?? 0;
   }

@@ -1,6 +1,6 @@
 /**
  * The machine's protected key store (IndexedDB, opened only inside the crypto
- * worker). It holds the non-extractable signing, endpoint and wrapping keys as
+ * and MLS workers). It holds the non-extractable signing, endpoint and wrapping keys as
  * CryptoKey objects (structured-cloned by IndexedDB, never exportable), and every
  * secret that must be handed on later (group secret, domain key generations) as
  * bytes wrapped under the wrapping key.
@@ -20,6 +20,9 @@ export type IdentityRecord = {
   readonly wrapping: CryptoKey;
   readonly createdAt: number;
 };
+
+/** The key-store name of one KEK generation of a domain (written by the MLS worker, read by the crypto worker). */
+export const domainSecretName = (domain: string, gen: number): string => `domain/${domain}/${gen}`;
 
 export type SecretRecord = { readonly name: string } & WrappedSecret;
 

@@ -299,7 +299,7 @@ const seal = (signed: Uint8Array, domain: DomainName, key: Uint8Array, gen = 1):
   encodeSealed(sealEvent(signed, domain, gen, key, seededRandom(`seal/${toHex(blake3(signed))}/${domain}`)));
 
 const sealFor = async (f: Fixture, body: EventBody, signer: Signer = f.a.signer): Promise<Uint8Array> =>
-  seal((await signEvent(body, signer)).bytes, body.domain, f.mesh.keys[body.domain]);
+  seal((await signEvent(body, signer)).bytes, body.domain, f.mesh.keys[body.domain]!);
 
 /** An event by member B, first of its chain. */
 const byB = (f: Fixture, over: Partial<EventBody>): EventBody => ({
@@ -731,6 +731,59 @@ describe('storage is not reading', () => {
     expect(await keeper.replica.ingest('peer', log, 1)).toMatchObject([{ type: 'Duplicate' }]);
     expect(await keeper.store.lastPos()).toBe(1);
     expect(await keeper.store.watermark('peer')).toBe(1);
+  });
+});
+
+describe('created domains keep their own chains', () => {
+  /** A (admin) and B read RESTRICTED; S reads only CONTROL and GENERAL. */
+  async function restricted(seed: string) {
+    const mesh = makeMesh(seed);
+    const key = seededRandom(`${seed}/restricted`).bytes(32);
+    const withR = { domains: ['CONTROL', 'GENERAL', 'RESTRICTED'], keys: { RESTRICTED: key } };
+    const a = makeMachine('A', `${seed}/A`, mesh, withR);
+    const b = makeMachine('B', `${seed}/B`, mesh, withR);
+    const s = makeMachine('S', `${seed}/S`, mesh);
+    mesh.anchors.push(a.id);
+    for (const m of [b, s]) await mustWrite(a, 'keyring', m.id, { name: m.name, endpoint: m.id });
+    expect((await a.replica.write('domains', 'RESTRICTED', { purpose: 'cores' })).ok).toBe(true);
+    for (const m of [b, s]) await m.replica.ingest(a.id, await logOf(a), 99);
+    return { a, b, s };
+  }
+
+  it('a machine that cannot read a domain still links the writer’s other rows (no ChainGap)', async () => {
+    const { b, s } = await restricted('chains');
+    expect((await b.replica.write('field_notes', 'RESTRICTED:1', { title: 'secret core', text: '' })).ok).toBe(true);
+    expect((await b.replica.write('field_notes', 'GENERAL:1', { title: 'open', text: '' })).ok).toBe(true);
+    const outcomes = await s.replica.ingest(b.id, await logOf(b), 2);
+    expect(outcomes.slice(-2).map((o) => o.type)).toEqual(['StoredOpaque', 'Applied']);
+    expect(await rowsOf(s, 'field_notes')).toEqual({ 'GENERAL:1': { title: 'open', text: '' } });
+    expect(await s.store.parkedCount()).toBe(0);
+  });
+
+  it('a row naming one domain refuses to be sealed into another, and CONTROL names no rows', async () => {
+    const { b } = await restricted('chains2');
+    expect(await b.replica.write('field_notes', 'CONTROL:1', { title: 'x', text: '' })).toMatchObject({
+      ok: false,
+      error: { type: 'InvalidEdit' },
+    });
+    expect(await b.replica.write('field_notes', 'no-domain', { title: 'x', text: '' })).toMatchObject({
+      ok: false,
+      error: { type: 'InvalidEdit' },
+    });
+  });
+
+  it('a removal marks each created-domain chain it reads; a removed signer’s later rows there are revoked', async () => {
+    const { a, b } = await restricted('chains3');
+    expect((await b.replica.write('field_notes', 'RESTRICTED:1', { title: 'kept', text: '' })).ok).toBe(true);
+    await a.replica.ingest(b.id, await logOf(b), 99);
+    expect((await a.replica.remove(b.id)).ok).toBe(true);
+    const removal = (await a.store.row('keyring', b.id))?.removed;
+    expect(removal?.domains).toEqual({ '@RESTRICTED': 1 });
+    b.clock.advance(10);
+    expect((await b.replica.write('field_notes', 'RESTRICTED:2', { title: 'too late', text: '' })).ok).toBe(true);
+    const outcomes = await a.replica.ingest(b.id, await logOf(b), 99);
+    expect(outcomes.at(-1)).toMatchObject({ type: 'Applied', revoked: true });
+    expect(Object.keys(await rowsOf(a, 'field_notes'))).toEqual(['RESTRICTED:1']);
   });
 });
 

@@ -164,3 +164,17 @@ export async function pair(relay: RelayProcess, a: Page, b: Page): Promise<void>
   await expect(b.getByTestId('relay-state')).toHaveText('ready');
   await expect(a.getByTestId('machine')).toHaveCount(2);
 }
+
+/** An admin page `inviter` of a mesh admits a further machine `page` as `name` with a fresh ticket. */
+export async function pairAnother(relay: RelayProcess, inviter: Page, page: Page, name: string): Promise<void> {
+  const used = await inviter.getByTestId('ticket').inputValue();
+  await inviter.getByTestId('invite').click();
+  await expect(inviter.getByTestId('ticket')).not.toHaveValue(used);
+  const ticket = await inviter.getByTestId('ticket').inputValue();
+  await page.goto(relay.url);
+  await page.getByTestId('machine-name').fill(name);
+  await page.getByTestId('ticket-input').fill(ticket);
+  await page.getByTestId('join-mesh').click();
+  await confirmCodes(inviter, page);
+  await expect(page.getByTestId('new-profile-name')).toBeVisible();
+}

@@ -121,7 +121,9 @@ export const nobleVerifier: Verifier = {
 
 /** The shared secrets of one mesh: one key per domain, generation 1, and its admins. */
 export type Mesh = {
-  readonly keys: Readonly<Record<DomainName, Uint8Array>>;
+  readonly keys: { readonly CONTROL: Uint8Array; readonly GENERAL: Uint8Array } & Readonly<
+    Record<DomainName, Uint8Array>
+  >;
   readonly anchors: string[];
 };
 
@@ -164,7 +166,7 @@ export function makeMachine(name: string, seed: string, mesh: Mesh, options: Mac
   const clock = options.clock ?? testClock();
   const keyring = new DomainKeyring();
   for (const domain of options.domains ?? (['CONTROL', 'GENERAL'] as const)) {
-    keyring.add(domain, 1, options.keys?.[domain] ?? mesh.keys[domain]);
+    keyring.add(domain, 1, options.keys?.[domain] ?? mesh.keys[domain]!);
   }
   const memory = new MemoryReplicaStore();
   const store = options.wrapStore ? options.wrapStore(memory) : memory;

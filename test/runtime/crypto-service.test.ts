@@ -8,7 +8,11 @@ import { describe, expect, it } from 'vitest';
 import { toHex } from '../../src/core/bytes.js';
 import { MAX_REQUEST_AGE_MS } from '../../src/core/frame.js';
 import { CryptoService } from '../../src/runtime/crypto-service.js';
+import { ok } from '../../src/core/result.js';
+import { DOMAINS } from '../../src/core/schema.js';
+import type { MlsService } from '../../src/runtime/mls-service.js';
 import { KeyDatabase } from '../../src/storage/key-store.js';
+import { foundDomains, mlsMachine } from '../helpers/mls-machine.js';
 import { testClock, type TestClock } from '../helpers/deterministic.js';
 
 let dbs = 0;
@@ -16,15 +20,21 @@ const hex = (h: string): Uint8Array => new Uint8Array(Buffer.from(h, 'hex'));
 
 const RELAY_KEY = 'ab'.repeat(32);
 
+/** Each service's key-store name, so its MLS service can open the same store. */
+const storeOf = new WeakMap<CryptoService, string>();
+const mlsOf = new WeakMap<CryptoService, MlsService>();
+
 async function machine(clock: TestClock, name = `crypto-test-${++dbs}`): Promise<CryptoService> {
   const service = new CryptoService(new KeyDatabase(name), clock);
   await service.init();
+  storeOf.set(service, name);
   return service;
 }
 
 async function founded(clock: TestClock): Promise<CryptoService> {
   const founder = await machine(clock);
   expect((await founder.createMesh()).ok).toBe(true);
+  mlsOf.set(founder, await foundDomains(founder, storeOf.get(founder)!));
   return founder;
 }
 
@@ -41,7 +51,7 @@ async function pair(clock: TestClock) {
 }
 
 describe('crypto service pairing over end-to-end frames', () => {
-  it('pairs: commit, challenge, reveal — both sides derive one code; keys only after the joiner confirmed', async () => {
+  it('pairs: commit, challenge, reveal — both sides derive one code; keys only through MLS after both confirmed', async () => {
     const clock = testClock();
     const { inviter, joiner, request } = await pair(clock);
     const [i, j] = [inviter.view(), joiner.view()];
@@ -75,16 +85,47 @@ describe('crypto service pairing over end-to-end frames', () => {
       }),
     ).toBeUndefined();
 
-    expect((await joiner.joinAnswer(true)).ok).toBe(true);
-    const accept = await inviter.admitJoin({ inv: req.inv, endpoint: hex(j.endpoint), frame: j.frame }, [], []);
+    // The joiner's key packages ride in its confirmation; the inviter adds it to each domain's group.
+    const joinerMls = await mlsMachine(joiner, storeOf.get(joiner)!, { admitted: [], admins: [i.signer] });
+    const kps: [string, Uint8Array][] = [];
+    for (const d of DOMAINS) {
+      const kp = await joinerMls.offer(d, joiner.groupIdOf(d));
+      if (!kp.ok) throw new Error(kp.error.type);
+      kps.push([d, kp.value]);
+    }
+    const confirm = await joiner.joinAnswer(true, kps);
+    if (!confirm.ok) throw new Error(confirm.error.type);
+    const confirmed = await inviter.openMessage(j.endpoint, confirm.value, undefined);
+    if (!confirmed.ok || confirmed.value.message.t !== 'join-confirm') throw new Error('no confirmation');
+    const inviterMls = mlsOf.get(inviter)!;
+    inviterMls.setKeyring({ admitted: [i.signer, j.signer], admins: [i.signer] });
+    const welcomes: [string, Uint8Array][] = [];
+    for (const [d, kp] of confirmed.value.message.kps) {
+      const bundle = await inviterMls.change(d, { add: [kp], history: 'full' });
+      if (!bundle.ok) throw new Error(bundle.error.type);
+      welcomes.push([d, bundle.value]);
+    }
+    const admitting = { inv: req.inv, endpoint: hex(j.endpoint), frame: j.frame };
+    const accept = await inviter.admitJoin(admitting, [], [], welcomes);
     if (!accept.ok) throw new Error(accept.error.type);
-    expect(await inviter.admitJoin({ inv: req.inv, endpoint: hex(j.endpoint), frame: j.frame }, [], [])).toMatchObject({
+    expect(await inviter.admitJoin(admitting, [], [], welcomes)).toMatchObject({
       ok: false,
       error: { type: 'InvitationUnknown' },
     });
     const joined = await joiner.openMessage(i.endpoint, accept.value, undefined);
-    expect(joined.ok && joined.value.message.t).toBe('join-accept');
-    expect(joiner.view().member).toBe(true);
+    if (!joined.ok || joined.value.message.t !== 'join-accept') throw new Error('no accept');
+    // No key travels in the accept itself: until MLS hands them over, the joiner reads nothing.
+    expect(joiner.view().member).toBe(false);
+    for (const [d, bundle] of joined.value.message.welcomes) {
+      // Without the inviter's word for the group's other leaves, an empty keyring refuses them.
+      expect(await joinerMls.receive(d, joiner.groupIdOf(d), bundle)).toEqual(ok('duplicate'));
+      expect(await joinerMls.receive(d, joiner.groupIdOf(d), bundle, { trustLeaves: true })).toEqual(ok('joined'));
+    }
+    expect((await joiner.reloadDomainKeys()).member).toBe(true);
+    expect(joiner.domainGenerations()).toEqual(inviter.domainGenerations());
+    // What the inviter seals, the joiner opens.
+    const sealed = await inviter.sealEvent('GENERAL', new Uint8Array([1, 2, 3]));
+    expect(await joiner.openEvent(sealed)).toEqual(ok(new Uint8Array([1, 2, 3])));
     // Delivery frames now flow both ways under the bound keys.
     const events = await joiner.sealMessage({ endpoint: i.endpoint, frame: i.frame }, { t: 'ack', upto: 3 });
     expect((await inviter.openMessage(j.endpoint, events, j.frame)).ok).toBe(true);
@@ -98,7 +139,7 @@ describe('crypto service pairing over end-to-end frames', () => {
     if (!opened.ok || opened.value.message.t !== 'join-request') throw new Error('no join request');
     const inv = opened.value.message.inv;
     expect((await joiner.joinReveal({ inv, signer: hex(i.signer), nonce: new Uint8Array(32) })).ok).toBe(true);
-    const accept = await inviter.admitJoin({ inv, endpoint: hex(j.endpoint), frame: j.frame }, [], []);
+    const accept = await inviter.admitJoin({ inv, endpoint: hex(j.endpoint), frame: j.frame }, [], [], []);
     if (!accept.ok) throw new Error(accept.error.type);
     expect(await joiner.openMessage(i.endpoint, accept.value, undefined)).toMatchObject({
       ok: false,
@@ -136,6 +177,7 @@ describe('crypto service pairing over end-to-end frames', () => {
         endpoint: new Uint8Array(Buffer.from(j.endpoint, 'hex')),
         frame: j.frame,
       },
+      [],
       [],
       [],
     );
@@ -179,11 +221,12 @@ describe('crypto service pairing over end-to-end frames', () => {
     });
   });
 
-  it('refuses a replayed frame, also after the receiving machine restarts', async () => {
+  it('refuses a replayed frame, also after a restart once its effects were durable', async () => {
     const clock = testClock();
     const name = `crypto-test-replay-${++dbs}`;
     const inviter = await machine(clock, name);
     expect((await inviter.createMesh()).ok).toBe(true);
+    await foundDomains(inviter, name);
     const joiner = await machine(clock);
     const started = await joiner.beginJoin(await inviter.createInvitation('ws://127.0.0.1:1/ws', RELAY_KEY));
     expect(started.ok).toBe(true);
@@ -191,12 +234,17 @@ describe('crypto service pairing over end-to-end frames', () => {
     const request = await joiner.joinRequest('tablet');
     if (!request.ok) throw new Error(request.error.type);
     const from = joiner.view().endpoint;
-    expect((await inviter.openMessage(from, request.value.body, undefined)).ok).toBe(true);
+    const opened = await inviter.openMessage(from, request.value.body, undefined);
+    if (!opened.ok) throw new Error(opened.error.type);
     expect(await inviter.openMessage(from, request.value.body, undefined)).toMatchObject({
       ok: false,
       error: { type: 'ReplayedRequest' },
     });
-    await new Promise((resolve) => setTimeout(resolve, 20)); // the request id is written behind the open
+    // Handled but not yet durable when the machine stopped: delivered again, it is taken.
+    const cut = await machine(clock, name);
+    expect((await cut.openMessage(from, request.value.body, undefined)).ok).toBe(true);
+    // Once its effects are durable, the request id is kept: after a restart it is a replay.
+    await inviter.remember(opened.value.rid, opened.value.ts);
     const restarted = await machine(clock, name);
     expect(await restarted.openMessage(from, request.value.body, undefined)).toMatchObject({
       ok: false,

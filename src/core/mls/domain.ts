@@ -35,9 +35,13 @@ export type History = 'forward' | 'full' | 'fresh';
 
 export type Entitlement = { readonly machine: string; readonly history: History; readonly fromGen: number };
 
+/** The sequencer could not be asked (no relay session): nothing was staged for good; try again later. */
+export type SequencerUnavailable = { readonly type: 'SequencerUnavailable'; readonly reason: string };
+
 export type DomainError =
   | MlsFailure
   | SequencerRejection
+  | SequencerUnavailable
   | { readonly type: 'KekRefused'; readonly reason: string }
   | { readonly type: 'NotAMember'; readonly reason: string }
   | { readonly type: 'NotAdmin'; readonly reason: string };
@@ -51,11 +55,27 @@ export type DomainDeps = {
   readonly random: Random;
   readonly isAdmin: (machine: Uint8Array) => Promise<boolean>;
   /** Posts a bundle to the blind sequencer; resolves with its verdict. */
-  readonly sequence: (bundle: Uint8Array) => Promise<Result<unknown, SequencerRejection>>;
+  readonly sequence: (bundle: Uint8Array) => Promise<Result<unknown, SequencerRejection | SequencerUnavailable>>;
 };
 
 /** A machine's offer to join: its key package, and the private half it keeps until the Welcome. */
 export type JoinOffer = { readonly keyPackage: Uint8Array; readonly pair: KeyPackagePair };
+
+/**
+ * Everything a member holds for one domain, for keeping at rest: it includes
+ * the leaf's private keys (in `state` or `offer`) and the generation keys, so
+ * the caller stores it only encrypted (runtime/mls-service.ts wraps it under
+ * the machine's non-extractable wrapping key).
+ */
+export type DomainSnapshot = {
+  readonly domain: string;
+  readonly groupId: Uint8Array;
+  readonly state: Uint8Array | undefined;
+  readonly offer: JoinOffer | undefined;
+  readonly gens: readonly Generation[];
+  readonly entitlements: readonly Entitlement[];
+  readonly removed: boolean;
+};
 
 export async function offerToJoin(deps: Pick<DomainDeps, 'provider' | 'machine'>): Promise<JoinOffer> {
   const key = await deps.provider.signatureKey();
@@ -109,6 +129,34 @@ export class DomainMember {
     return member;
   }
 
+  /** A member as it was kept (`snapshot`). */
+  static restore(deps: DomainDeps, snapshot: DomainSnapshot): DomainMember {
+    const member = new DomainMember(deps, snapshot.domain, snapshot.groupId);
+    member.#state = snapshot.state;
+    member.#offer = snapshot.offer;
+    for (const g of snapshot.gens) member.#gens.set(g.gen, g.key);
+    for (const e of snapshot.entitlements) member.#entitlements.set(e.machine, e);
+    member.#removed = snapshot.removed;
+    return member;
+  }
+
+  snapshot(): DomainSnapshot {
+    return {
+      domain: this.domain,
+      groupId: this.groupId,
+      state: this.#state,
+      offer: this.#offer,
+      gens: this.generations(),
+      entitlements: this.entitlements(),
+      removed: this.#removed,
+    };
+  }
+
+  /** Waiting for a Welcome: an offer is out and no group state yet. */
+  get awaitingWelcome(): boolean {
+    return this.#state === undefined && this.#offer !== undefined;
+  }
+
   get isMember(): boolean {
     return this.#state !== undefined && !this.#removed;
   }
@@ -146,13 +194,14 @@ export class DomainMember {
 
   /**
    * Adds machines (by their key packages) with one history policy, or removes
-   * machines (signing keys), as one sequenced bundle.
+   * machines (signing keys), as one sequenced bundle; resolves with the bundle
+   * the sequencer accepted (its Welcome is what the added machines need).
    */
   async change(change: {
     readonly add?: readonly Uint8Array[];
     readonly history?: History;
     readonly remove?: readonly Uint8Array[];
-  }): Promise<Result<void, DomainError>> {
+  }): Promise<Result<Uint8Array, DomainError>> {
     const { provider, machine, random } = this.#deps;
     const state = this.#state;
     if (!state || this.#removed) return err({ type: 'NotAMember', reason: 'domain: not a member of this group' });
@@ -192,7 +241,7 @@ export class DomainMember {
     this.#state = sealed.value.state;
     if (minted) this.#gens.set(minted.gen, minted.key);
     if (add.length > 0) this.#entitleNewMembers(history, gens[0]!.gen);
-    return ok(undefined);
+    return ok(bundle);
   }
 
   #identitiesOf(state: Uint8Array, machines: readonly Uint8Array[]): Result<Uint8Array[], DomainError> {

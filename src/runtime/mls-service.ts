@@ -1,0 +1,362 @@
+/**
+ * The MLS worker's service (`workers/mls.worker.ts`, comlink): this machine's
+ * membership of every domain (core/mls/domain.ts) over the MlsProvider, kept at
+ * rest and handed nothing but bytes and public views.
+ *
+ * It opens the same key store as the crypto worker (storage/key-store.ts):
+ * CryptoKeys are structured-cloneable, so the machine's non-extractable signing
+ * key signs leaf bindings and KEK packages here, and its non-extractable
+ * wrapping key wraps what must be kept —
+ *   `mls/<domain>`    the domain's snapshot: MLS group state (the leaf's private
+ *                     keys), a pending join offer, generations, entitlements;
+ *   `mls-standing`    the standing key package's private half (an admin adds this
+ *                     machine to a new domain with its public half, published in
+ *                     the CONTROL table `key_packages`); replaced once used;
+ *   `domain/<D>/<g>`  each KEK generation, in the format the crypto worker loads
+ *                     (it reloads when told; it seals and opens, this never does).
+ *
+ * Who may hold a leaf is the keyring's verdict, pushed in by the main thread
+ * (`setKeyring`); a joiner that has no keyring yet accepts the leaves of the
+ * Welcome its SAS-confirmed inviter sent (`trustLeaves`), whose key package an
+ * anchor admin must still have signed. Every operation runs one at a time: MLS
+ * states are values, and two interleaved changes would fork them.
+ *
+ * Only the tab holding the relay session drives this service (one per machine
+ * at a time), so two tabs never advance one group.
+ */
+import { fromHex, isBytes, toHex } from '../core/bytes.js';
+import { decodeCbor, encodeCbor, isRecord } from '../core/cbor.js';
+import {
+  DomainMember,
+  offerToJoin,
+  type DomainDeps,
+  type DomainError,
+  type DomainSnapshot,
+  type Entitlement,
+  type History,
+  type JoinOffer,
+  type SequencerUnavailable,
+} from '../core/mls/domain.js';
+import { leafAuthenticator } from '../core/mls/leaf-binding.js';
+import type { Authenticate, MlsProvider } from '../core/mls/provider.js';
+import type { SequencerRejection } from '../core/mls/sequencer.js';
+import { err, ok, type Result } from '../core/result.js';
+import { domainSecretName, type KeyDatabase } from '../storage/key-store.js';
+import { TsMlsProvider } from './mls/ts-mls-provider.js';
+import { unwrapSecret, webRandom, webSigner, wrapSecret } from './webcrypto.js';
+
+export type MlsKeyring = {
+  /** Machines (signing keys, hex) that may hold a leaf: the keyring's live machines. */
+  readonly admitted: readonly string[];
+  /** Machines whose KEK packages are believed: anchors and admins. */
+  readonly admins: readonly string[];
+};
+
+export type Sequence = (bundle: Uint8Array) => Promise<Result<unknown, SequencerRejection | SequencerUnavailable>>;
+
+export type DomainView = {
+  readonly domain: string;
+  readonly group: string;
+  readonly epoch: number | undefined;
+  /** Member machines (signing keys, hex), from the group's leaf bindings. */
+  readonly members: readonly string[];
+  readonly generations: readonly number[];
+  readonly entitlements: readonly Entitlement[];
+  readonly removed: boolean;
+  readonly awaiting: boolean;
+};
+
+export type ReceiveOutcome = 'applied' | 'joined' | 'duplicate' | 'removed';
+
+export type ServiceError =
+  | DomainError
+  | { readonly type: 'UnknownDomain'; readonly reason: string }
+  | { readonly type: 'NothingToChange'; readonly reason: string };
+
+const STATE_PREFIX = 'mls/';
+const STANDING = 'mls-standing';
+const MAX_SNAPSHOT = 8 * 1024 * 1024;
+/** Attempts at one change when other admins' commits keep winning the epoch. */
+const MAX_ATTEMPTS = 4;
+
+export class MlsService {
+  readonly #db: KeyDatabase;
+  readonly #makeProvider: (authenticate: Authenticate) => Promise<MlsProvider>;
+  #provider: MlsProvider | undefined;
+  #deps: DomainDeps | undefined;
+  #wrapping: CryptoKey | undefined;
+  readonly #members = new Map<string, DomainMember>();
+  readonly #stored = new Set<string>();
+  #admitted = new Set<string>();
+  #admins = new Set<string>();
+  #trustLeaves = false;
+  #sequence: Sequence | undefined;
+  #standing: JoinOffer | undefined;
+  #turn: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    db: KeyDatabase,
+    makeProvider: (authenticate: Authenticate) => Promise<MlsProvider> = TsMlsProvider.create,
+  ) {
+    this.#db = db;
+    this.#makeProvider = makeProvider;
+  }
+
+  /** Loads the machine's keys (the crypto worker created them) and every kept domain. */
+  init(): Promise<DomainView[]> {
+    return this.#exclusive(async () => {
+      const identity = await this.#db.identity.get('self');
+      if (!identity) throw new Error('mls: the machine identity does not exist yet (crypto init first)');
+      this.#wrapping = identity.wrapping;
+      const authenticate = leafAuthenticator(async (m) => this.#trustLeaves || this.#admitted.has(toHex(m)));
+      const provider = (this.#provider ??= await this.#makeProvider(authenticate));
+      this.#deps = {
+        provider,
+        machine: webSigner({ keys: identity.signing, publicKey: identity.signingPublic }),
+        endpoint: identity.endpointPublic,
+        random: webRandom,
+        isAdmin: async (m) => this.#admins.has(toHex(m)),
+        sequence: (bundle) =>
+          this.#sequence
+            ? this.#sequence(bundle)
+            : Promise.resolve(err({ type: 'SequencerUnavailable', reason: 'mls: no relay session' })),
+      };
+      this.#members.clear();
+      for (const record of await this.#db.secrets.where('name').startsWith('domain/').toArray()) {
+        this.#stored.add(record.name);
+      }
+      for (const record of await this.#db.secrets.where('name').startsWith(STATE_PREFIX).toArray()) {
+        const snapshot = decodeSnapshot(await unwrapSecret(identity.wrapping, record.name, record));
+        if (snapshot) this.#members.set(snapshot.domain, DomainMember.restore(this.#deps, snapshot));
+      }
+      const standing = await this.#db.secrets.get(STANDING);
+      this.#standing = standing
+        ? decodeOffer(decodeCbor(await unwrapSecret(identity.wrapping, STANDING, standing), 4096))
+        : undefined;
+      return this.#views();
+    });
+  }
+
+  setKeyring(keyring: MlsKeyring): void {
+    this.#admitted = new Set(keyring.admitted);
+    this.#admins = new Set(keyring.admins);
+  }
+
+  /** How bundles reach the blind sequencer (a comlink proxy to the relay session in the main thread). */
+  setSequencer(sequence: Sequence | undefined): void {
+    this.#sequence = sequence;
+  }
+
+  views(): Promise<DomainView[]> {
+    return this.#exclusive(async () => this.#views());
+  }
+
+  /** Founds a domain (admins): a one-member group and generation 1. */
+  found(domain: string, groupId: Uint8Array): Promise<Result<DomainView, ServiceError>> {
+    return this.#exclusive(async () => {
+      const known = this.#members.get(domain);
+      if (known?.isMember) return ok(this.#view(known));
+      const founded = await DomainMember.found(this.#need(), domain, groupId);
+      if (!founded.ok) return founded;
+      await this.#keep(founded.value);
+      return ok(this.#view(founded.value));
+    });
+  }
+
+  /** A key package for joining `domain` (the pairing exchange sends it); the same one until used. */
+  offer(domain: string, groupId: Uint8Array): Promise<Result<Uint8Array, ServiceError>> {
+    return this.#exclusive(async () => {
+      const known = this.#members.get(domain);
+      if (known?.isMember) return err({ type: 'NotAMember', reason: `mls: already a member of ${domain}` });
+      const offer = known?.snapshot().offer;
+      if (offer) return ok(offer.keyPackage);
+      const fresh = await offerToJoin(this.#need());
+      const member = DomainMember.awaiting(this.#need(), domain, groupId, fresh);
+      await this.#keep(member);
+      return ok(fresh.keyPackage);
+    });
+  }
+
+  /** The standing key package admins add this machine to new domains with (made when none is kept). */
+  standingKeyPackage(): Promise<Uint8Array> {
+    return this.#exclusive(async () => {
+      if (!this.#standing) {
+        const offer = await offerToJoin(this.#need());
+        const bytes = encodeOffer(offer);
+        await this.#db.secrets.put({ name: STANDING, ...(await wrapSecret(this.#wrap(), STANDING, bytes)) });
+        this.#standing = offer;
+      }
+      return this.#standing.keyPackage;
+    });
+  }
+
+  /**
+   * Takes in a bundle the sequencer accepted for `domain`: a Welcome joins this
+   * machine (with the domain's pending offer, else the standing key package),
+   * a commit moves its group on, and the KEK package inside hands it keys.
+   * `trustLeaves` only for the Welcome a SAS-confirmed inviter sent while this
+   * machine has no keyring yet.
+   */
+  receive(
+    domain: string,
+    groupId: Uint8Array,
+    bundle: Uint8Array,
+    options: { readonly trustLeaves?: boolean } = {},
+  ): Promise<Result<ReceiveOutcome, ServiceError>> {
+    return this.#exclusive(async () => {
+      let member = this.#members.get(domain);
+      const standing = member === undefined ? this.#standing : undefined;
+      if (!member) {
+        if (!standing) return ok('duplicate');
+        member = DomainMember.awaiting(this.#need(), domain, groupId, standing);
+      }
+      const awaiting = member.awaitingWelcome;
+      this.#trustLeaves = awaiting && options.trustLeaves === true;
+      let received: Awaited<ReturnType<DomainMember['receive']>>;
+      try {
+        received = await member.receive(bundle);
+      } finally {
+        this.#trustLeaves = false;
+      }
+      const joined = awaiting && member.isMember;
+      if (joined && standing) {
+        this.#standing = undefined;
+        await this.#db.secrets.delete(STANDING);
+      }
+      if (joined || this.#members.has(domain)) await this.#keep(member);
+      if (!received.ok) return received;
+      return ok(joined ? 'joined' : received.value);
+    });
+  }
+
+  /**
+   * Admins: adds machines (their key packages) with a history policy, or
+   * removes machines (signing keys, hex), as one sequenced bundle. When another
+   * admin's commit won the epoch, that winner is processed and the change is
+   * made again on the new epoch. Resolves with the accepted bundle.
+   */
+  change(
+    domain: string,
+    change: { readonly add?: readonly Uint8Array[]; readonly history?: History; readonly remove?: readonly string[] },
+  ): Promise<Result<Uint8Array, ServiceError>> {
+    return this.#exclusive(async () => {
+      const member = this.#members.get(domain);
+      if (!member?.isMember) return err({ type: 'UnknownDomain', reason: `mls: not a member of ${domain}` });
+      const remove = (change.remove ?? []).map((h) => fromHex(h)).filter((k): k is Uint8Array => k?.length === 32);
+      for (let attempt = 1; ; attempt++) {
+        const stillIn = new Set(member.members());
+        const removing = remove.filter((k) => stillIn.has(toHex(k)));
+        if (!change.add?.length && removing.length === 0) {
+          return err({ type: 'NothingToChange', reason: `mls: no one to add to or remove from ${domain}` });
+        }
+        const made = await member.change({
+          ...(change.add ? { add: change.add } : {}),
+          ...(change.history ? { history: change.history } : {}),
+          remove: removing,
+        });
+        if (made.ok || made.error.type !== 'EpochTaken' || attempt >= MAX_ATTEMPTS) {
+          await this.#keep(member);
+          return made;
+        }
+        const taken = await member.receive(made.error.winner.bundle);
+        await this.#keep(member);
+        if (!taken.ok) return taken;
+        if (taken.value === 'removed') return err({ type: 'NotAMember', reason: `mls: removed from ${domain}` });
+      }
+    });
+  }
+
+  #need(): DomainDeps {
+    if (!this.#deps) throw new Error('mls: init() first');
+    return this.#deps;
+  }
+
+  #wrap(): CryptoKey {
+    if (!this.#wrapping) throw new Error('mls: init() first');
+    return this.#wrapping;
+  }
+
+  /** Keeps a member's snapshot and any generation not yet in the key store, all wrapped. */
+  async #keep(member: DomainMember): Promise<void> {
+    this.#members.set(member.domain, member);
+    const snapshot = member.snapshot();
+    const name = `${STATE_PREFIX}${member.domain}`;
+    const secrets = [{ name, ...(await wrapSecret(this.#wrap(), name, encodeSnapshot(snapshot))) }];
+    for (const g of snapshot.gens) {
+      const gname = domainSecretName(member.domain, g.gen);
+      if (!this.#stored.has(gname)) secrets.push({ name: gname, ...(await wrapSecret(this.#wrap(), gname, g.key)) });
+    }
+    await this.#db.secrets.bulkPut(secrets);
+    for (const s of secrets) if (s.name !== name) this.#stored.add(s.name);
+  }
+
+  #views(): DomainView[] {
+    return [...this.#members.values()].map((m) => this.#view(m)).sort((a, b) => a.domain.localeCompare(b.domain));
+  }
+
+  #view(m: DomainMember): DomainView {
+    const epoch = m.epoch;
+    return {
+      domain: m.domain,
+      group: toHex(m.groupId),
+      epoch: epoch === undefined ? undefined : Number(epoch),
+      members: m.members(),
+      generations: m.generations().map((g) => g.gen),
+      entitlements: m.entitlements(),
+      removed: m.removed,
+      awaiting: m.awaitingWelcome,
+    };
+  }
+
+  #exclusive<T>(run: () => Promise<T>): Promise<T> {
+    const next = this.#turn.then(run, run);
+    this.#turn = next.catch(() => undefined);
+    return next;
+  }
+}
+
+function encodeOffer(offer: JoinOffer): Uint8Array {
+  return encodeCbor([offer.keyPackage, offer.pair.publicPackage, offer.pair.privatePackage]);
+}
+
+function decodeOffer(decoded: Result<unknown, unknown>): JoinOffer | undefined {
+  if (!decoded.ok || !Array.isArray(decoded.value) || decoded.value.length !== 3) return undefined;
+  const [keyPackage, publicPackage, privatePackage] = decoded.value as unknown[];
+  if (!isBytes(keyPackage) || !isBytes(publicPackage) || !isBytes(privatePackage)) return undefined;
+  return { keyPackage, pair: { publicPackage, privatePackage } };
+}
+
+function encodeSnapshot(s: DomainSnapshot): Uint8Array {
+  return encodeCbor({
+    v: 1,
+    domain: s.domain,
+    group: s.groupId,
+    state: s.state ?? null,
+    offer: s.offer ? encodeOffer(s.offer) : null,
+    gens: s.gens.map((g) => [g.gen, g.key]),
+    ent: s.entitlements.map((e) => [e.machine, e.history, e.fromGen]),
+    removed: s.removed,
+  });
+}
+
+/** A kept snapshot (authenticated by its wrapping, so only its shape is checked). */
+function decodeSnapshot(bytes: Uint8Array): DomainSnapshot | undefined {
+  const decoded = decodeCbor(bytes, MAX_SNAPSHOT);
+  if (!decoded.ok || !isRecord(decoded.value) || decoded.value['v'] !== 1) return undefined;
+  const { domain, group, state, offer, gens, ent, removed } = decoded.value;
+  if (typeof domain !== 'string' || !isBytes(group) || typeof removed !== 'boolean') return undefined;
+  if (!Array.isArray(gens) || !Array.isArray(ent)) return undefined;
+  return {
+    domain,
+    groupId: group,
+    state: isBytes(state) ? state : undefined,
+    offer: isBytes(offer) ? decodeOffer(decodeCbor(offer, 4096)) : undefined,
+    gens: (gens as [number, Uint8Array][]).map(([gen, key]) => ({ gen, key })),
+    entitlements: (ent as [string, History, number][]).map(([machine, history, fromGen]) => ({
+      machine,
+      history,
+      fromGen,
+    })),
+    removed,
+  };
+}

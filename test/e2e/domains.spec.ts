@@ -1,0 +1,75 @@
+/**
+ * Domains on MLS in three browsers (seed 003 "Domains"): a workstation
+ * creates RESTRICTED for itself and the collector only. The server is a full
+ * machine of the mesh — it reads GENERAL (positive control), stores and
+ * forwards RESTRICTED's sealed rows — yet never obtains RESTRICTED's key: every
+ * key it holds fails on those rows with a typed error. Removing the collector
+ * from RESTRICTED mints a generation it cannot open.
+ */
+import type { Page } from '@playwright/test';
+import { expect, pair, pairAnother, profile, test } from './relay-process.ts';
+
+const domain = (page: Page, name: string) => page.locator(`[data-testid="domain"][data-domain="${name}"]`);
+const note = (page: Page, text: string) => page.getByTestId('note').filter({ hasText: text });
+
+async function writeNote(page: Page, domainName: string, title: string): Promise<void> {
+  await page.getByTestId('note-domain').selectOption(domainName);
+  await page.getByTestId('note-title').fill(title);
+  await page.getByTestId('note-save').click();
+  await expect(note(page, title)).toBeVisible();
+}
+
+test('RESTRICTED is read by workstation and collector only; the server stores it and opens none of it', async ({
+  browser,
+  relay,
+}) => {
+  const open = async (): Promise<Page> => (await browser.newContext()).newPage();
+  const [ws, col, srv] = [await open(), await open(), await open()];
+  await pair(relay, ws, col);
+  await pairAnother(relay, ws, srv, 'server');
+  for (const page of [ws, col, srv]) await expect(page.getByTestId('machine')).toHaveCount(3);
+
+  // Positive control: the server reads GENERAL.
+  await ws.getByTestId('new-profile-name').fill('Pump 1');
+  await ws.getByTestId('add-profile').click();
+  await expect(profile(srv, 'Pump 1')).toBeVisible();
+  await expect(domain(srv, 'GENERAL')).toHaveAttribute('data-member', 'yes');
+
+  await ws.getByTestId('domain-name').fill('RESTRICTED');
+  await ws.getByTestId('domain-purpose').fill('drill cores before publication');
+  await ws.locator('[data-testid="domain-exclude"][data-name="server"]').check();
+  await ws.getByTestId('domain-create-submit').click();
+  await expect(domain(ws, 'RESTRICTED')).toHaveAttribute('data-member', 'yes');
+  await expect(domain(ws, 'RESTRICTED').getByTestId('domain-members')).toContainText('collector');
+  await expect(domain(ws, 'RESTRICTED').getByTestId('domain-members')).not.toContainText('server');
+  await expect(domain(col, 'RESTRICTED')).toHaveAttribute('data-member', 'yes');
+  // The server knows the domain exists (a CONTROL record) and is not a member of it.
+  await expect(domain(srv, 'RESTRICTED')).toHaveAttribute('data-member', 'no');
+
+  const canary = 'core-sample-7f3a canary';
+  await writeNote(col, 'RESTRICTED', canary);
+  await expect(note(ws, canary)).toBeVisible();
+  await writeNote(col, 'GENERAL', 'general note from the collector');
+  await expect(note(srv, 'general note from the collector')).toBeVisible();
+  await expect(note(srv, canary)).toHaveCount(0);
+
+  // The server holds RESTRICTED's sealed rows, and no key of its opens them.
+  await expect(async () => {
+    await srv.getByTestId('try-keys').click();
+    await expect(srv.getByTestId('unreadable')).toHaveText(
+      /^NoKeyOpens: none of [1-9]\d* keys opens any of [1-9]\d* sealed rows held \([1-9]\d* of RESTRICTED\)$/,
+      { timeout: 2000 },
+    );
+  }).toPass({ timeout: 30_000 });
+  await expect(domain(srv, 'RESTRICTED')).toHaveAttribute('data-generation', '0');
+
+  // Revocation: the collector stops reading RESTRICTED; a new generation is minted without it.
+  await domain(ws, 'RESTRICTED').getByRole('button', { name: 'Stop collector reading' }).click();
+  await expect(domain(ws, 'RESTRICTED')).toHaveAttribute('data-generation', '2');
+  await expect(domain(col, 'RESTRICTED').getByTestId('domain-removed')).toBeVisible();
+  await writeNote(ws, 'RESTRICTED', 'after the removal');
+  await writeNote(ws, 'GENERAL', 'general after the removal');
+  await expect(note(col, 'general after the removal')).toBeVisible();
+  await expect(note(col, 'after the removal').filter({ hasNotText: 'general' })).toHaveCount(0);
+  await expect(note(col, canary)).toBeVisible();
+});
