@@ -120,10 +120,14 @@ export async function admitEvent(
   trust: TrustContext,
   privacy: PrivacyPolicy,
   now: number,
+  /** The log position of this envelope held opaque, now readable: it is filled there, not appended. */
+  fill?: number,
 ): Promise<Admission> {
   const { sealed, bytes, event } = opened;
   const outerId = envelopeId(sealed);
-  if ((await tx.hasOuterId(outerId)) || (await tx.isRejected(outerId))) return { type: 'Duplicate' };
+  if (fill === undefined && (await tx.hasOuterId(outerId))) return { type: 'Duplicate' };
+  if (await tx.isRejected(outerId)) return { type: 'Duplicate' };
+  if (fill !== undefined && (await tx.hasEventId(toHex(event.id)))) return { type: 'Duplicate' };
   const slot = await tx.withheldRecord(outerId);
   const body = event.body;
   const signer = toHex(body.signer);
@@ -159,6 +163,6 @@ export async function admitEvent(
   }
   if (slot) await tx.release(outerId);
   const revoked = verdict.type === 'Revoked';
-  const recorded = await recordEvent(tx, sealed, bytes, event, revoked, trust, now);
+  const recorded = await recordEvent(tx, sealed, bytes, event, revoked, trust, now, fill);
   return { type: 'Applied', pos: recorded.pos, body, revoked, resurrections: recorded.resurrections };
 }

@@ -59,6 +59,8 @@ export async function recordEvent(
   revoked: boolean,
   trust: TrustContext,
   now: number,
+  /** The position of the opaque entry this event fills (it was held before it could be read). */
+  fill?: number,
 ): Promise<{ pos: number; resurrections: Resurrection[] }> {
   const body = event.body;
   const signer = toHex(body.signer);
@@ -76,7 +78,9 @@ export async function recordEvent(
     op: body.op,
     ...(body.lane ? { lane: body.lane } : {}),
   };
-  const pos = await tx.append(revoked ? { ...entry, revoked: true } : entry);
+  const stored = revoked ? { ...entry, revoked: true as const } : entry;
+  const pos = fill ?? (await tx.append(stored));
+  if (fill !== undefined) await tx.fill(fill, stored);
   // A withheld slot filled later sits below the head it once moved: heads only go forward.
   const chain = chainKey(signer, body.lane, body.domain);
   const head = await tx.head(chain);

@@ -51,6 +51,12 @@ export interface EnvelopeCrypto {
   open(sealed: SealedEvent): Promise<Result<Uint8Array, SealError>>;
 }
 
+/** Held envelopes opened per page by `reopen`. */
+const REOPEN_PAGE = 256;
+
+/** Thrown inside a reopen transaction to roll it back: the envelope stays held. */
+class KeepHeld extends Error {}
+
 /** Withheld records looked at per `wanted` call (the oldest first). */
 const WANT_SCAN = 10_000;
 
@@ -246,6 +252,54 @@ export class Replica {
     });
     this.#ingestTurn = admitted.catch(() => undefined);
     return admitted;
+  }
+
+  /**
+   * Takes in the envelopes this machine held without being able to read them,
+   * now that it can (a domain's key generation arrived: it was added to the
+   * domain, with history, or the generation they are sealed under): each is
+   * filled in where it lies in the log. One that would not apply as it stands
+   * (a gap in its chain, a signer not yet known) stays held and is tried again
+   * next time; parked envelopes it unblocks follow.
+   */
+  reopen(): Promise<IngestOutcome[]> {
+    return this.#exclusive(async () => {
+      const { store, trust, privacy, clock } = this.#deps;
+      const outcomes: IngestOutcome[] = [];
+      for (let after = 0, progress = true; progress; after = 0) {
+        progress = false;
+        for (;;) {
+          const held = await store.transact((tx) => tx.opaqueAfter(after, REOPEN_PAGE));
+          if (held.length === 0) break;
+          after = held.at(-1)!.pos;
+          const opened = await this.#openAll(held.map((e) => e.sealed));
+          for (const [i, item] of opened.entries()) {
+            if (item.kind !== 'event') continue;
+            const entry = held[i]!;
+            const applied = await store
+              .transact(async (tx) => {
+                const admission = await admitEvent(tx, item, trust, privacy, clock.now(), entry.pos);
+                // Anything but a clean apply leaves the entry held, as it was.
+                if (admission.type !== 'Applied') throw new KeepHeld();
+                const { body, revoked, resurrections } = admission;
+                return { type: 'Applied' as const, outerId: entry.outerId, body, revoked, resurrections };
+              })
+              .catch((e: unknown) => {
+                if (e instanceof KeepHeld) return undefined;
+                throw e;
+              });
+            if (applied) {
+              outcomes.push(applied);
+              progress = true;
+            }
+          }
+        }
+      }
+      if (outcomes.length > 0) {
+        outcomes.push(...(await store.transact((tx) => this.#retryParked(tx, 'local'))));
+      }
+      return outcomes;
+    });
   }
 
   /** Re-evaluates parked envelopes locally (the clock moved on, or control records arrived). */

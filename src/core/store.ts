@@ -114,6 +114,10 @@ export interface ReplicaTx {
   hasOuterId(outerId: string): Promise<boolean>;
   hasEventId(eventId: string): Promise<boolean>;
   append(entry: NewLogEntry): Promise<number>;
+  /** Entries held opaque (no event id: a domain this machine had no key for) with pos > `after`, in order. */
+  opaqueAfter(after: number, limit: number): Promise<LogEntry[]>;
+  /** Fills an opaque entry in place with the event it turned out to hold (same outer id, same position). */
+  fill(pos: number, entry: NewLogEntry): Promise<void>;
   /** Opened entries of one row (revoked ones included), optionally of one op, in log order. */
   rowEntries(rowKey: string, op?: EventOp): Promise<LogEntry[]>;
   /** Opened entries of one signer with seq > `seq`, in log order. */

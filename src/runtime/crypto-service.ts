@@ -163,6 +163,11 @@ export class CryptoService {
     return blake3(encodeCbor(['sov/1/mls-group', this.#group.secret, domain])).subarray(0, 16);
   }
 
+  /** How many key generations this machine holds, over all domains. */
+  heldKeys(): number {
+    return this.#domains.list().length;
+  }
+
   /** Which domains this machine holds a key for, with their newest generation. */
   domainGenerations(): { domain: DomainName; gen: number }[] {
     const newest = new Map<DomainName, number>();

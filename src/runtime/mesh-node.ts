@@ -195,7 +195,14 @@ export class MeshNode {
     this.#domains = new MeshDomains({
       mls,
       groupIdOf: (domain) => crypto.groupIdOf(domain),
-      reloadKeys: async () => void (this.#identity = await crypto.reloadDomainKeys()),
+      reloadKeys: async () => {
+        const before = await crypto.heldKeys();
+        this.#identity = await crypto.reloadDomainKeys();
+        // A new generation may open rows this machine held without reading: take them in.
+        if ((await crypto.heldKeys()) > before && this.#meta?.status === 'member') {
+          this.#applied(await this.#replica.reopen());
+        }
+      },
       sendTo: async (signer, message) => {
         const machine = this.#machines.find((m) => m.signer === signer && !m.removed);
         const address = machine && this.#addressOf(machine.endpoint);

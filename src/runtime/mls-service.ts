@@ -204,11 +204,19 @@ export class MlsService {
     options: { readonly trustLeaves?: boolean } = {},
   ): Promise<Result<ReceiveOutcome, ServiceError>> {
     return this.#exclusive(async () => {
-      let member = this.#members.get(domain);
-      const standing = member === undefined ? this.#standing : undefined;
-      if (!member) {
-        if (!standing) return ok('duplicate');
-        member = DomainMember.awaiting(this.#need(), domain, groupId, standing);
+      const member = this.#members.get(domain);
+      // A machine removed from a domain may be added again later, with a new leaf.
+      if (member === undefined || member.removed) {
+        const standing = this.#standing;
+        if (!standing) return ok(member ? 'removed' : 'duplicate');
+        const welcomeOnly = DomainMember.awaiting(this.#need(), domain, groupId, standing);
+        const joined = await welcomeOnly.receive(bundle);
+        if (!welcomeOnly.isMember) return member ? ok('removed') : joined.ok ? ok('duplicate') : joined;
+        this.#standing = undefined;
+        await this.#db.secrets.delete(STANDING);
+        // Generations it held before its removal stay in the key store: they are its history.
+        await this.#keep(welcomeOnly);
+        return joined.ok ? ok('joined') : joined;
       }
       const awaiting = member.awaitingWelcome;
       this.#trustLeaves = awaiting && options.trustLeaves === true;
@@ -219,11 +227,7 @@ export class MlsService {
         this.#trustLeaves = false;
       }
       const joined = awaiting && member.isMember;
-      if (joined && standing) {
-        this.#standing = undefined;
-        await this.#db.secrets.delete(STANDING);
-      }
-      if (joined || this.#members.has(domain)) await this.#keep(member);
+      await this.#keep(member);
       if (!received.ok) return received;
       return ok(joined ? 'joined' : received.value);
     });

@@ -129,6 +129,20 @@ export class DexieReplicaStore implements ReplicaStore {
       hasOuterId: async (id) => (await db.log.where('outerId').equals(id).count()) > 0,
       hasEventId: async (id) => (await db.log.where('eventId').equals(id).count()) > 0,
       append: (entry: NewLogEntry) => db.log.add(entry as LogEntry),
+      opaqueAfter: (after, limit) =>
+        db.log
+          .where('pos')
+          .above(after)
+          .filter((e) => e.eventId === undefined)
+          .limit(limit)
+          .toArray(),
+      fill: async (pos, entry) => {
+        const old = await db.log.get(pos);
+        if (!old || old.eventId !== undefined || old.outerId !== entry.outerId) {
+          throw new Error('dexie-store: fill names no opaque entry of that outer id');
+        }
+        await db.log.put({ ...entry, pos });
+      },
       rowEntries: (rowKey, op?: EventOp) =>
         op === undefined
           ? db.log.where('rowKey').equals(rowKey).toArray()

@@ -115,6 +115,16 @@ function index(map: Map<string, number[]>, key: string, pos: number, undo: Undoa
   undo.steps.push(() => positions.pop());
 }
 
+/** Like `index`, for a position that may be older than the newest indexed (a filled entry). */
+function indexInOrder(map: Map<string, number[]>, key: string, pos: number, undo: Undoable): void {
+  const positions = map.get(key);
+  if (!positions) return undo.set(map, key, [pos]);
+  const at = positions.findIndex((p) => p > pos);
+  const i = at < 0 ? positions.length : at;
+  positions.splice(i, 0, pos);
+  undo.steps.push(() => positions.splice(i, 1));
+}
+
 function txOver(s: State, undo: Undoable): ReplicaTx {
   const entries = (positions: readonly number[] | undefined): LogEntry[] =>
     (positions ?? []).map((pos) => s.log[pos - 1]!);
@@ -144,6 +154,26 @@ function txOver(s: State, undo: Undoable): ReplicaTx {
       if (entry.rowKey && entry.op) index(s.byRowOp, rowOpKey(entry.rowKey, entry.op), pos, undo);
       if (entry.signer) index(s.bySigner, entry.signer, pos, undo);
       return pos;
+    },
+    opaqueAfter: async (after, limit) =>
+      s.log
+        .slice(after)
+        .filter((e) => e.eventId === undefined)
+        .slice(0, limit),
+    fill: async (pos, entry) => {
+      const old = s.log[pos - 1];
+      if (!old || old.eventId !== undefined || old.outerId !== entry.outerId) {
+        throw new Error('memory-store: fill names no opaque entry of that outer id');
+      }
+      s.log[pos - 1] = Object.assign({ pos }, entry, shareSigner(s.signers, entry));
+      if (entry.eventId) s.eventIds.add(entry.eventId);
+      undo.steps.push(() => {
+        s.log[pos - 1] = old;
+        if (entry.eventId) s.eventIds.delete(entry.eventId);
+      });
+      if (entry.rowKey) indexInOrder(s.byRow, entry.rowKey, pos, undo);
+      if (entry.rowKey && entry.op) indexInOrder(s.byRowOp, rowOpKey(entry.rowKey, entry.op), pos, undo);
+      if (entry.signer) indexInOrder(s.bySigner, entry.signer, pos, undo);
     },
     rowEntries: async (rowKey, op?: EventOp) =>
       entries(op === undefined ? s.byRow.get(rowKey) : s.byRowOp.get(rowOpKey(rowKey, op))),

@@ -772,6 +772,28 @@ describe('created domains keep their own chains', () => {
     });
   });
 
+  it('rows held unreadable are taken in where they lie once the key arrives (reopen)', async () => {
+    const seed = 'chains4';
+    const { b, s } = await restricted(seed);
+    expect((await b.replica.write('field_notes', 'RESTRICTED:1', { title: 'first', text: '' })).ok).toBe(true);
+    expect((await b.replica.write('field_notes', 'RESTRICTED:2', { title: 'second', text: '' })).ok).toBe(true);
+    await s.replica.ingest(b.id, await logOf(b), 99);
+    const heldAt = (await s.store.entriesAfter(0, 100)).filter((e) => e.domain === 'RESTRICTED').map((e) => e.pos);
+    expect(heldAt).toHaveLength(2);
+    expect(await s.replica.reopen()).toEqual([]); // no key yet: nothing changes
+    s.keyring.add('RESTRICTED', 1, seededRandom(`${seed}/restricted`).bytes(32));
+    const outcomes = await s.replica.reopen();
+    expect(outcomes.map((o) => o.type)).toEqual(['Applied', 'Applied']);
+    expect(await rowsOf(s, 'field_notes')).toEqual({
+      'RESTRICTED:1': { title: 'first', text: '' },
+      'RESTRICTED:2': { title: 'second', text: '' },
+    });
+    const after = (await s.store.entriesAfter(0, 100)).filter((e) => e.domain === 'RESTRICTED');
+    expect(after.map((e) => [e.pos, e.eventId !== undefined])).toEqual(heldAt.map((p) => [p, true]));
+    expect(await s.replica.reopen()).toEqual([]);
+    expect(await stateOf(s)).toBe(await stateOf(b));
+  });
+
   it('a removal marks each created-domain chain it reads; a removed signer’s later rows there are revoked', async () => {
     const { a, b } = await restricted('chains3');
     expect((await b.replica.write('field_notes', 'RESTRICTED:1', { title: 'kept', text: '' })).ok).toBe(true);

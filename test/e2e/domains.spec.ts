@@ -4,7 +4,8 @@
  * machine of the mesh — it reads GENERAL (positive control), stores and
  * forwards RESTRICTED's sealed rows — yet never obtains RESTRICTED's key: every
  * key it holds fails on those rows with a typed error. Removing the collector
- * from RESTRICTED mints a generation it cannot open.
+ * from RESTRICTED mints a generation it cannot open; letting it read again
+ * opens what it held in the meantime.
  */
 import type { Page } from '@playwright/test';
 import { expect, pair, pairAnother, profile, test } from './relay-process.ts';
@@ -72,4 +73,11 @@ test('RESTRICTED is read by workstation and collector only; the server stores it
   await expect(note(col, 'general after the removal')).toBeVisible();
   await expect(note(col, 'after the removal').filter({ hasNotText: 'general' })).toHaveCount(0);
   await expect(note(col, canary)).toBeVisible();
+
+  // Let it read again, from now on: the current generation opens the rows it held meanwhile.
+  await domain(ws, 'RESTRICTED').getByRole('button', { name: 'Let collector read (from now on)' }).click();
+  await expect(domain(col, 'RESTRICTED')).toHaveAttribute('data-member', 'yes');
+  await expect(domain(col, 'RESTRICTED')).toHaveAttribute('data-generation', '2');
+  await expect(note(col, 'after the removal').filter({ hasNotText: 'general' })).toBeVisible();
+  await expect(note(srv, canary)).toHaveCount(0);
 });

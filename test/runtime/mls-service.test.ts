@@ -188,6 +188,26 @@ describe('MLS service', () => {
     );
   });
 
+  it('a machine removed from a domain can be added again with a new leaf, and reads from then on', async () => {
+    const { W, join } = await mesh();
+    const C = await join('member');
+    const g = W.crypto.groupIdOf('FIELD');
+    expect((await W.mls.found('FIELD', g)).ok).toBe(true);
+    const added = await W.mls.change('FIELD', { add: [await C.mls.standingKeyPackage()], history: 'forward' });
+    if (!added.ok) throw new Error(added.error.type);
+    expect(await C.mls.receive('FIELD', g, added.value)).toEqual(ok('joined'));
+    const removed = await W.mls.change('FIELD', { remove: [C.signer] });
+    if (!removed.ok) throw new Error(removed.error.type);
+    expect(await C.mls.receive('FIELD', g, removed.value)).toEqual(ok('removed'));
+    const again = await W.mls.change('FIELD', { add: [await C.mls.standingKeyPackage()], history: 'forward' });
+    if (!again.ok) throw new Error(again.error.type);
+    expect(await C.mls.receive('FIELD', g, again.value)).toEqual(ok('joined'));
+    const view = (await C.mls.views()).find((v) => v.domain === 'FIELD')!;
+    expect([view.removed, view.generations]).toEqual([false, [2]]);
+    await Promise.all([W, C].map((m) => m.crypto.reloadDomainKeys()));
+    expect((await C.crypto.openEvent(await W.crypto.sealEvent('FIELD', new Uint8Array([5])))).ok).toBe(true);
+  });
+
   it('two admins change one group at once: one commit wins the epoch, the other is made again on the next', async () => {
     const { W, join, refusals } = await mesh();
     const A = await join('admin');

@@ -154,6 +154,37 @@ function replicaStoreSuite(name: string, create: () => ReplicaStore): void {
       });
     });
 
+    it('lists opaque entries and fills one in place, indexed like an appended event, rolled back on throw', async () => {
+      const store = create();
+      const hidden = opaque();
+      const later = { ...entry({ seq: 2 }), ...opened('device_profiles', 'r', 'put') };
+      await store.transact(async (tx) => {
+        await tx.append(opaque());
+        await tx.append(hidden);
+        await tx.append(later);
+      });
+      expect((await store.transact((tx) => tx.opaqueAfter(0, 10))).map((e) => e.pos)).toEqual([1, 2]);
+      expect((await store.transact((tx) => tx.opaqueAfter(1, 10))).map((e) => e.pos)).toEqual([2]);
+      const filled = { ...entry({ seq: 1, signer: later.signer! }), ...opened('device_profiles', 'r', 'put') };
+      const same = { ...filled, outerId: hidden.outerId };
+      await expect(store.transact((tx) => tx.fill(3, same))).rejects.toThrow();
+      await expect(
+        store.transact(async (tx) => {
+          await tx.fill(2, same);
+          throw new Error('roll back');
+        }),
+      ).rejects.toThrow('roll back');
+      expect((await store.entriesAfter(1, 1))[0]!.eventId).toBeUndefined();
+      await store.transact((tx) => tx.fill(2, same));
+      await store.transact(async (tx) => {
+        expect(await tx.hasEventId(same.eventId!)).toBe(true);
+        expect((await tx.rowEntries(same.rowKey!)).map((e) => e.pos)).toEqual([2, 3]);
+        expect((await tx.signerEntriesAbove(later.signer!, 0)).map((e) => e.pos)).toEqual([2, 3]);
+        expect((await tx.opaqueAfter(0, 10)).map((e) => e.pos)).toEqual([1]);
+      });
+      expect(await store.lastPos()).toBe(3);
+    });
+
     it('keeps chain heads per signer and the clock', async () => {
       const store = create();
       const [s1, s2] = [hex(32), hex(32)];
