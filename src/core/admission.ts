@@ -8,7 +8,9 @@
  *   sig    = Ed25519(signer, "sov/1/admission" ‖ body bytes)
  *
  * `admins` are the signing keys allowed to sign the next list; `endpoints` the
- * machines served; `invites` pairing tickets still open: a joiner that presents
+ * machines served; `stewards` (optional) the endpoints that may post membership
+ * changes to the blind sequencer — the admins' machines; any served member may
+ * still post an external commit that rejoins itself (resync); `invites` pairing tickets still open: a joiner that presents
  * invitation id `inv` with BLAKE3("sov/1/invite" ‖ inv) = `id` before `exp` is
  * served too, but may only write to the inviting endpoint `by`.
  *
@@ -38,6 +40,8 @@ export type AdmissionList = {
   readonly admins: readonly Uint8Array[];
   readonly endpoints: readonly Uint8Array[];
   readonly invites: readonly AdmissionInvite[];
+  /** Endpoints whose commits the sequencer takes (absent: every served member's). */
+  readonly stewards?: readonly Uint8Array[];
 };
 
 export type SignedAdmission = { readonly list: AdmissionList; readonly record: Uint8Array };
@@ -87,8 +91,12 @@ export function decodeAdmission(record: Uint8Array): Result<SignedAdmission, Adm
   if (!decoded.ok) return refused(decoded.error.reason);
   const b = decoded.value;
   const fields = 'admins,endpoints,invites,signer,topic,v,version';
-  if (!isRecord(b) || Object.keys(b).sort().join(',') !== fields || b['v'] !== 1) return refused('fields');
-  const { topic, version, signer, admins, endpoints, invites } = b;
+  const names = isRecord(b) ? Object.keys(b).sort().join(',') : '';
+  if (!isRecord(b) || (names !== fields && names !== fields.replace('signer,', 'signer,stewards,')) || b['v'] !== 1) {
+    return refused('fields');
+  }
+  const { topic, version, signer, admins, endpoints, invites, stewards } = b;
+  if (stewards !== undefined && !isKeyList(stewards)) return refused('stewards');
   if (!isBytes(topic, 32) || !isBytes(signer, 32) || typeof version !== 'number' || !Number.isSafeInteger(version)) {
     return refused('topic, signer or version');
   }
@@ -106,6 +114,7 @@ export function decodeAdmission(record: Uint8Array): Result<SignedAdmission, Adm
     admins,
     endpoints,
     invites: parsed as AdmissionInvite[],
+    ...(stewards === undefined ? {} : { stewards }),
   };
   return ok({ list, record });
 }
@@ -133,6 +142,11 @@ export function nextAdmission(
   if (next.version <= current.version) return refused(`version ${next.version} is not above ${current.version}`);
   if (!includes(current.admins, next.signer)) return refused('signer is not an admin of the list in force');
   return ok(next);
+}
+
+/** Whether the sequencer takes a membership change from `endpoint` under this list. */
+export function mayChangeMembership(list: AdmissionList, endpoint: Uint8Array): boolean {
+  return list.stewards === undefined || includes(list.stewards, endpoint);
 }
 
 /** How a list serves one endpoint at `now`: as a member, as a joiner invited by `by`, or not at all. */

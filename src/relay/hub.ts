@@ -49,7 +49,15 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import type { RawData, WebSocket } from 'ws';
 import { isBytes, toHex } from '../core/bytes.js';
 import { decodeCbor, isRecord } from '../core/cbor.js';
-import { decodeAdmission, nextAdmission, standingOf, type AdmissionList, type Standing } from '../core/admission.js';
+import {
+  decodeAdmission,
+  mayChangeMembership,
+  nextAdmission,
+  standingOf,
+  type AdmissionList,
+  type Standing,
+} from '../core/admission.js';
+import { checkBundle } from '../core/mls/bundle.js';
 import {
   MAX_FRAME_BODY,
   MAX_RELAY_MESSAGE,
@@ -398,6 +406,18 @@ export class RelayHub {
     if (!seq || peer.standing.kind !== 'member') {
       return this.#reject(c, 'not-a-member', 'relay: only admitted members may sequence commits');
     }
+    if (msg.t === 'commit' && !this.#mayCommit(peer, msg.bundle)) {
+      this.#count('sequencer-NotASteward');
+      const empty = new Uint8Array();
+      return this.#write(c, {
+        t: 'refused',
+        rid: msg.rid,
+        code: 'NotASteward',
+        reason: 'relay: membership changes come from the admins’ machines (the admission list’s stewards)',
+        receipt: empty,
+        bundle: empty,
+      });
+    }
     const work =
       msg.t === 'commits'
         ? seq.store.since(peer.topic, msg.group, msg.from, MAX_COMMIT_PAGE).then((page) => {
@@ -427,6 +447,18 @@ export class RelayHub {
       this.#opts.log(`relay: #${c.serial} sequencer error: ${(e as Error).message}`);
       this.#reject(c, 'malformed', 'relay: the sequencer failed; retry');
     });
+  }
+
+  /**
+   * Membership changes only from the stewards the admin-signed list names; an
+   * external commit (a member rejoining itself) from any member. A bundle that
+   * does not parse is left to the sequencer, which refuses it with its reason.
+   */
+  #mayCommit(peer: Peer, bundle: Uint8Array): boolean {
+    const list = this.#list(peer.topic);
+    const checked = checkBundle(bundle);
+    if (!list || !checked.ok || checked.value.external) return true;
+    return mayChangeMembership(list, peer.endpoint);
   }
 
   #broadcast(from: Peer, msg: RelayToEndpoint): void {

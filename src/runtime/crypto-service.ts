@@ -481,7 +481,12 @@ export class CryptoService {
    * Signs an admission list for the relay (core/admission.ts) naming `endpoints`
    * and `admins`, plus every invitation of ours still open, under our signing key.
    */
-  async signAdmission(admins: readonly string[], endpoints: readonly string[], version: number): Promise<Uint8Array> {
+  async signAdmission(
+    admins: readonly string[],
+    endpoints: readonly string[],
+    version: number,
+    stewards?: readonly string[],
+  ): Promise<Uint8Array> {
     if (!this.#group) throw new Error('crypto: no group');
     const id = this.#id();
     const now = this.#clock.now();
@@ -499,6 +504,7 @@ export class CryptoService {
       admins: keys(admins),
       endpoints: keys(endpoints),
       invites: open.map((i) => ({ id: inviteId(fromHex(i.inv)!), by: id.endpointPublic, exp: i.expiresAt })),
+      ...(stewards ? { stewards: keys(stewards) } : {}),
     });
     return encodeAdmission(body, await this.sign(admissionSigningPayload(body)));
   }

@@ -1077,7 +1077,10 @@ export class MeshNode {
     const admins = [...meta.anchors, ...live.filter((m) => m.role === 'admin').map((m) => m.signer)];
     const version = Math.max(Date.now(), (meta.admissionVersion ?? 0) + 1);
     await this.#saveMeta({ ...meta, admissionVersion: version });
-    return this.#crypto.signAdmission(admins, endpoints, version);
+    // Only admins' machines may post membership changes to the sequencer (members may still resync).
+    const adminSet = new Set(admins);
+    const stewards = [this.#identity.endpoint, ...live.filter((m) => adminSet.has(m.signer)).map((m) => m.endpoint)];
+    return this.#crypto.signAdmission(admins, endpoints, version, stewards);
   }
 
   async #pushAdmission(): Promise<void> {

@@ -119,6 +119,7 @@ export class RelaySequencerPort {
       }
     }
     if (m.code === 'PosterMismatch') return { type: 'PosterMismatch', reason: m.reason };
+    if (m.code === 'NotASteward') return { type: 'NotASteward', reason: m.reason };
     return { type: 'MalformedBundle', reason: `${m.code}: ${m.reason}` };
   }
 

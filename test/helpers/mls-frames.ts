@@ -41,6 +41,23 @@ export function privateMessage(
 export const welcomeMessage = (): Uint8Array => concat(Uint8Array.of(0, 1, 0, 3), new Uint8Array(40).fill(9));
 
 /** A bundle whose commit at `epoch` is posted by `endpoint`; `variant` makes distinct bundles for one epoch. */
+/** A PublicMessage commit from a new member (an external commit: sender type new_member_commit). */
+export function externalCommit(group: Uint8Array, epoch: number, endpoint: Uint8Array): Uint8Array {
+  return encodeBundle({
+    commit: concat(
+      Uint8Array.of(0, 1, 0, 1),
+      vector(group),
+      u64(epoch),
+      Uint8Array.of(4),
+      vector(commitAuthenticatedData(endpoint)),
+      Uint8Array.of(CONTENT.commit),
+      vector(new Uint8Array(40).fill(7)),
+    ),
+    welcome: undefined,
+    kek: undefined,
+  });
+}
+
 export function fakeBundle(group: Uint8Array, epoch: number, endpoint: Uint8Array, variant = 1): Uint8Array {
   return encodeBundle({
     commit: privateMessage(group, epoch, 'commit', commitAuthenticatedData(endpoint), variant),

@@ -14,6 +14,7 @@ import {
   admissionBody,
   admissionSigningPayload,
   decodeAdmission,
+  mayChangeMembership,
   encodeAdmission,
   inviteId,
   nextAdmission,
@@ -67,6 +68,20 @@ describe('admission lists (core)', () => {
     const tampered = record.slice();
     tampered[20]! ^= 1;
     expect(decodeAdmission(tampered)).toMatchObject({ ok: false, error: { type: 'AdmissionRefused' } });
+  });
+
+  it('carries stewards when it names them: only they may change membership', () => {
+    const withStewards = decodeAdmission(signed(ADMIN, { stewards: [ALICE.id] }));
+    if (!withStewards.ok) throw new Error(withStewards.error.reason);
+    expect(mayChangeMembership(withStewards.value.list, ALICE.id)).toBe(true);
+    expect(mayChangeMembership(withStewards.value.list, ADMIN.id)).toBe(false);
+    const without = decodeAdmission(signed(ADMIN));
+    if (!without.ok) throw new Error(without.error.reason);
+    expect(mayChangeMembership(without.value.list, ADMIN.id)).toBe(true);
+    expect(decodeAdmission(signed(ADMIN, { stewards: [new Uint8Array(31)] }))).toMatchObject({
+      ok: false,
+      error: { reason: 'stewards' },
+    });
   });
 
   it('takes a first list only from one of its own admins, then only newer lists from a current admin', () => {

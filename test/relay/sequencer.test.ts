@@ -18,7 +18,7 @@ import { ReceiptLog } from '../../src/core/mls/receipt-log.js';
 import { startRelay, type RelayHandle } from '../../src/relay/server.js';
 import { NodeRelayClient } from '../../src/runtime/node-relay-client.js';
 import { RelaySequencerPort } from '../../src/runtime/sequencer-port.js';
-import { fakeBundle } from '../helpers/mls-frames.js';
+import { externalCommit, fakeBundle } from '../helpers/mls-frames.js';
 import { joinRelay, key, type Key, type RelayTestClient } from '../helpers/relay-client.js';
 
 const TOPIC = new Uint8Array(32).fill(0x31);
@@ -26,15 +26,16 @@ const GROUP = new Uint8Array(32).fill(0x47);
 const ADMIN = key(1);
 const [ALICE, BOB, CAROL, JOINER] = [key(21), key(22), key(23), key(24)];
 
-function admission(endpoints: Key[]): Uint8Array {
+function admission(endpoints: Key[], stewards?: Key[], version = 1): Uint8Array {
   const body = admissionBody({
     v: 1,
     topic: TOPIC,
-    version: 1,
+    version,
     signer: ADMIN.id,
     admins: [ADMIN.id],
     endpoints: endpoints.map((e) => e.id),
     invites: [],
+    ...(stewards ? { stewards: stewards.map((e) => e.id) } : {}),
   });
   return encodeAdmission(body, ed25519.sign(admissionSigningPayload(body), ADMIN.secret));
 }
@@ -132,6 +133,25 @@ describe('relay sequencer', () => {
     const health = (await (await fetch(`${relay.url}/api/health`)).json()) as { refused: Record<string, number> };
     expect(health.refused['sequencer-PosterMismatch']).toBe(1);
     expect(health.refused['sequencer-MalformedBundle']).toBe(1);
+  });
+
+  it('takes membership changes only from the stewards the list names; any member may rejoin itself', async () => {
+    const alice = clients[0]!;
+    alice.send({ t: 'admit', record: admission([ALICE, BOB, CAROL], [ALICE], 2) });
+    await alice.expect('admitted');
+    const bob = await connect(BOB);
+    bob.send({ t: 'commit', rid: 1, bundle: fakeBundle(GROUP, 0, BOB.id) });
+    const refused = await bob.expect('refused');
+    expect([refused.code, refused.receipt.length]).toEqual(['NotASteward', 0]);
+    // The epoch is still free: the steward takes it.
+    alice.send({ t: 'commit', rid: 2, bundle: fakeBundle(GROUP, 0, ALICE.id) });
+    expect((await alice.expect('sequenced')).rid).toBe(2);
+    await bob.expect('accepted');
+    // A member's external commit (its own resync) is not a membership change of another.
+    bob.send({ t: 'commit', rid: 3, bundle: externalCommit(GROUP, 1, BOB.id) });
+    expect((await bob.expect('sequenced')).rid).toBe(3);
+    const health = (await (await fetch(`${relay.url}/api/health`)).json()) as { refused: Record<string, number> };
+    expect(health.refused['sequencer-NotASteward']).toBe(1);
   });
 
   it('the client port believes only receipts under the pinned key that name the bundle', async () => {

@@ -31,7 +31,13 @@ export type CommitBundle = {
 };
 
 /** What a key-less reader learns of a well-formed bundle. */
-export type BundleFraming = { readonly group: Uint8Array; readonly epoch: number; readonly poster: Uint8Array };
+export type BundleFraming = {
+  readonly group: Uint8Array;
+  readonly epoch: number;
+  readonly poster: Uint8Array;
+  /** An external commit (RFC 9420 §12.4.3.2): a member rejoining (resync), not a membership change by a member. */
+  readonly external: boolean;
+};
 
 export type BundleError = { readonly type: 'MalformedBundle'; readonly reason: string };
 
@@ -91,7 +97,8 @@ export function checkBundle(bytes: Uint8Array): Result<{ bundle: CommitBundle } 
       return malformed('bundle: kek message is not of the next epoch of the same group');
     }
   }
-  return ok({ bundle, group: c.groupId, epoch, poster });
+  const external = c.wireFormat === 'public_message' && c.sender === 'new_member_commit';
+  return ok({ bundle, group: c.groupId, epoch, poster, external });
 }
 
 function posterOf(authenticatedData: Uint8Array): Uint8Array | undefined {

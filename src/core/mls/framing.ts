@@ -34,6 +34,13 @@ const CONTENT_TYPES: Readonly<Record<number, ContentType>> = { 1: 'application',
 /** Sender types whose sender carries a u32 index (§6.1): member, external. */
 const INDEXED_SENDERS = new Set([1, 2]);
 const KNOWN_SENDERS = new Set([1, 2, 3, 4]);
+export type SenderType = 'member' | 'external' | 'new_member_proposal' | 'new_member_commit';
+const SENDER_TYPES: Readonly<Record<number, SenderType>> = {
+  1: 'member',
+  2: 'external',
+  3: 'new_member_proposal',
+  4: 'new_member_commit',
+};
 
 export type MlsFraming =
   | {
@@ -42,6 +49,8 @@ export type MlsFraming =
       readonly epoch: bigint;
       readonly contentType: ContentType;
       readonly authenticatedData: Uint8Array;
+      /** A PublicMessage's sender type (§6.1); a PrivateMessage hides its sender. */
+      readonly sender?: SenderType;
     }
   | { readonly wireFormat: 'group_info'; readonly groupId: Uint8Array; readonly epoch: bigint }
   | { readonly wireFormat: 'welcome' | 'key_package' };
@@ -155,7 +164,8 @@ function readPublic(r: TlsReader): Result<MlsFraming, FramingError> {
   const authenticatedData = r.vector();
   const contentType = CONTENT_TYPES[r.u8()];
   if (!contentType) return malformed('mls: unknown content type');
-  return ok({ wireFormat: 'public_message', groupId, epoch, contentType, authenticatedData });
+  const sender = SENDER_TYPES[senderType]!;
+  return ok({ wireFormat: 'public_message', groupId, epoch, contentType, authenticatedData, sender });
 }
 
 function readPrivate(r: TlsReader): Result<MlsFraming, FramingError> {

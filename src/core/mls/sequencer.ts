@@ -42,6 +42,8 @@ export interface SequencerStore {
 export type SequencerRejection =
   | { readonly type: 'MalformedBundle'; readonly reason: string }
   | { readonly type: 'PosterMismatch'; readonly reason: string }
+  /** Refused by the relay before sequencing: the poster is not a steward of the admission list. */
+  | { readonly type: 'NotASteward'; readonly reason: string }
   | { readonly type: 'EpochTaken'; readonly epoch: number; readonly winner: SequencedCommit }
   | { readonly type: 'EpochAhead'; readonly epoch: number; readonly next: number };
 
