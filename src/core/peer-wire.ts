@@ -33,6 +33,9 @@
  *   join-refused   either way {t, inv: 16B, reason}   a human declined, or a check failed
  *   mls-welcome    admin→added machine {t, domain, bundle}   the accepted bundle that added
  *                  it to a domain later (its standing key package, table key_packages)
+ *   mls-groupinfo-request  member→members {t, domain}   a member that cannot use an accepted
+ *                  commit asks for a GroupInfo to rejoin by external commit (resync)
+ *   mls-groupinfo  member→that member {t, domain, info}   answered only to a machine in the group
  *   mls-heads      member→member {t, receipts: [receipt]}   the newest sequencer receipt of
  *                  each group the sender holds (gossip: a relay that signed two commits for
  *                  one epoch is caught by whoever holds both receipts)
@@ -100,7 +103,9 @@ export type PeerMessage =
     }
   | { readonly t: 'join-refused'; readonly inv: Uint8Array; readonly reason: string }
   | { readonly t: 'mls-welcome'; readonly domain: DomainName; readonly bundle: Uint8Array }
-  | { readonly t: 'mls-heads'; readonly receipts: readonly Uint8Array[] };
+  | { readonly t: 'mls-heads'; readonly receipts: readonly Uint8Array[] }
+  | { readonly t: 'mls-groupinfo-request'; readonly domain: DomainName }
+  | { readonly t: 'mls-groupinfo'; readonly domain: DomainName; readonly info: Uint8Array };
 
 export type PeerWireError = { readonly type: 'MalformedMessage'; readonly reason: string };
 
@@ -223,6 +228,16 @@ export function decodePeerMessage(bytes: Uint8Array): Result<PeerMessage, PeerWi
       }
       if (bundle.length > MAX_BUNDLE_BYTES) return malformed('mls-welcome: bundle too large');
       return ok({ t: 'mls-welcome', domain, bundle });
+    }
+    case 'mls-groupinfo-request':
+      if (!fieldsAre(m, 'domain,t') || !isDomainName(m['domain'])) return malformed('mls-groupinfo-request: fields');
+      return ok({ t: 'mls-groupinfo-request', domain: m['domain'] });
+    case 'mls-groupinfo': {
+      const { domain, info } = m;
+      if (!fieldsAre(m, 'domain,info,t') || !isDomainName(domain) || !isBytes(info) || info.length > MAX_BUNDLE_BYTES) {
+        return malformed('mls-groupinfo: fields');
+      }
+      return ok({ t: 'mls-groupinfo', domain, info });
     }
     case 'mls-heads': {
       const receipts = m['receipts'];

@@ -46,6 +46,8 @@ export type MlsPort = {
     bundle: Uint8Array,
     options?: { readonly trustLeaves?: boolean },
   ): Promise<Result<ReceiveOutcome, ServiceError>>;
+  groupInfo(domain: string): Promise<Result<Uint8Array, ServiceError>>;
+  resync(domain: string, groupInfo: Uint8Array): Promise<Result<Uint8Array, ServiceError>>;
   change(
     domain: string,
     change: {
@@ -62,10 +64,9 @@ export type DomainsDeps = {
   /** Tells the crypto worker to load generations the MLS worker stored. */
   readonly reloadKeys: () => Promise<void>;
   /** Sends a sealed peer message (mls-welcome, mls-heads) to a machine by signer; false if it has no address. */
-  readonly sendTo: (
-    signer: string,
-    message: { t: 'mls-welcome'; domain: DomainName; bundle: Uint8Array } | { t: 'mls-heads'; receipts: Uint8Array[] },
-  ) => Promise<boolean>;
+  readonly sendTo: (signer: string, message: DomainMessage) => Promise<boolean>;
+  /** Signers of the other live machines of the mesh. */
+  readonly peers: () => readonly string[];
   /** The standing key package a machine published (CONTROL `key_packages`, base64url). */
   readonly standingOf: (signer: string) => Promise<string | undefined>;
   /** Durable small values (receipts): the replica's meta store. */
@@ -77,8 +78,17 @@ export type DomainsDeps = {
   readonly changed: () => void;
 };
 
+type DomainMessage =
+  | { t: 'mls-welcome'; domain: DomainName; bundle: Uint8Array }
+  | { t: 'mls-heads'; receipts: Uint8Array[] }
+  | { t: 'mls-groupinfo-request'; domain: DomainName }
+  | { t: 'mls-groupinfo'; domain: DomainName; info: Uint8Array };
+
 export type DomainsError =
   ServiceError | SequencerUnavailable | { readonly type: 'NoKeyPackage'; readonly reason: string };
+
+/** Failures on one epoch's accepted commit after which a member resyncs by external commit. */
+const STUCK_AFTER = 3;
 
 /** How long a commit waits for the sequencer's verdict before it counts as unavailable. */
 const SEQUENCE_TIMEOUT_MS = 20_000;
@@ -89,6 +99,8 @@ export class MeshDomains {
   #port: RelaySequencerPort | undefined;
   #log: ReceiptLog | undefined;
   #catchUp: Promise<void> | undefined;
+  /** Per domain: the epoch whose accepted commit keeps failing here, and how often it did. */
+  readonly #failing = new Map<DomainName, { epoch: number; count: number }>();
 
   constructor(deps: DomainsDeps) {
     this.#deps = deps;
@@ -291,8 +303,10 @@ export class MeshDomains {
           const received = await this.#deps.mls.receive(view.domain, group, item.bundle);
           if (!received.ok) {
             this.#deps.count(`mls:${received.error.type}`);
+            await this.#failed(view.domain, epoch);
             break;
           }
+          this.#failing.delete(view.domain);
           moved = true;
           epoch = item.receipt.body.epoch + 1;
         }
@@ -313,10 +327,49 @@ export class MeshDomains {
       // Most often a commit adding a machine whose keyring record has not reached us yet:
       // the commit log has it, and catchUp runs again once control records arrive.
       this.#deps.count(`mls:${received.error.type}`);
+      if (view.epoch !== undefined) await this.#failed(view.domain, view.epoch);
     } else if (received.value === 'removed') {
       this.#deps.notice('warning', `this machine was removed from domain ${view.domain}`);
     }
     await this.#settled(ok(undefined));
+  }
+
+  /**
+   * An accepted commit of `domain` at `epoch` did not process here. Once the
+   * same epoch failed STUCK_AFTER times (pushes, catch-ups), the commit is
+   * unusable for this machine: it asks its peers for a GroupInfo to resync.
+   */
+  async #failed(domain: DomainName, epoch: number): Promise<void> {
+    const known = this.#failing.get(domain);
+    const count = known?.epoch === epoch ? known.count + 1 : 1;
+    this.#failing.set(domain, { epoch, count });
+    if (count < STUCK_AFTER) return;
+    for (const peer of this.#deps.peers()) await this.#deps.sendTo(peer, { t: 'mls-groupinfo-request', domain });
+  }
+
+  /** A machine asks for a GroupInfo: answered only when it is in our view of the group. */
+  async groupInfoRequested(from: string, domain: DomainName): Promise<void> {
+    const view = this.#views.find((v) => v.domain === domain);
+    if (!view || view.removed || view.awaiting || !view.members.includes(from))
+      return this.#deps.count('mls:GroupInfoRefused');
+    const info = await this.#deps.mls.groupInfo(domain);
+    if (info.ok) await this.#deps.sendTo(from, { t: 'mls-groupinfo', domain, info: info.value });
+  }
+
+  /** A GroupInfo arrived: if this machine is stuck in that domain, it rejoins its own leaf by external commit. */
+  async groupInfoArrived(domain: DomainName, info: Uint8Array): Promise<void> {
+    if ((this.#failing.get(domain)?.count ?? 0) < STUCK_AFTER) return;
+    const rejoined = await this.#deps.mls.resync(domain, info);
+    if (rejoined.ok) {
+      this.#failing.delete(domain);
+      this.#deps.notice('info', `resynced domain ${domain} by external commit`);
+    } else this.#deps.count(`mls:resync:${rejoined.error.type}`);
+    await this.#settled(ok(undefined));
+  }
+
+  /** Domains where this machine is stuck on an accepted commit it cannot use. */
+  stuck(): DomainName[] {
+    return [...this.#failing].filter(([, f]) => f.count >= STUCK_AFTER).map(([d]) => d);
   }
 
   /** Publishes this machine's standing key package when the one on record is not it. */

@@ -120,6 +120,8 @@ export type DomainEntry = {
   readonly purpose: string;
   /** This machine's view of the group, when it is (or was) a member. */
   readonly mls: DomainView | undefined;
+  /** An accepted commit keeps failing here: the machine is resyncing by external commit. */
+  readonly stuck: boolean;
 };
 
 type JoinRequest = Extract<InboundMessage, { t: 'join-request' }>;
@@ -210,6 +212,7 @@ export class MeshNode {
         this.#sendTo(machine.endpoint, await crypto.sealMessage(address, message));
         return true;
       },
+      peers: () => this.#machines.filter((m) => !m.removed && m.signer !== this.#identity.signer).map((m) => m.signer),
       standingOf: async (signer) => {
         const value = (await store.row('key_packages', `${signer}:mls`))?.cells['kp']?.value;
         return typeof value === 'string' ? value : undefined;
@@ -588,6 +591,7 @@ export class MeshNode {
         purposes.get(domain) ??
         (domain === 'CONTROL' ? 'mesh control records' : domain === 'GENERAL' ? 'shared data' : ''),
       mls: this.#domains.views.find((v) => v.domain === domain),
+      stuck: this.#domains.stuck().includes(domain),
     }));
   }
 
@@ -822,11 +826,18 @@ export class MeshNode {
         );
       case 'mls-welcome':
       case 'mls-heads':
+      case 'mls-groupinfo-request':
+      case 'mls-groupinfo': {
         if (this.#meta?.status !== 'member') return this.#count('NotYetMember');
-        if (!this.#sync.peers.includes(from)) return this.#count('UnknownEndpoint');
+        const sender = this.#machines.find((m) => m.endpoint === from && !m.removed);
+        if (!sender || !this.#sync.peers.includes(from)) return this.#count('UnknownEndpoint');
         if (message.t === 'mls-heads') return this.#domains.heads(message.receipts);
+        if (message.t === 'mls-groupinfo-request')
+          return this.#domains.groupInfoRequested(sender.signer, message.domain);
+        if (message.t === 'mls-groupinfo') return this.#domains.groupInfoArrived(message.domain, message.info);
         await this.#domains.welcomed(message.domain, message.bundle);
         return this.#publishStanding();
+      }
       case 'join-refused': {
         if (this.#meta?.status === 'joining') return this.#notice('warning', `join refused: ${message.reason}`);
         const pairing = this.#pairingFrom(from, frame, message.inv);

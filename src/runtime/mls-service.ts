@@ -76,6 +76,7 @@ export type ServiceError =
 const STATE_PREFIX = 'mls/';
 const STANDING = 'mls-standing';
 const MAX_SNAPSHOT = 8 * 1024 * 1024;
+const OFFER_BYTES = 8192;
 /** Attempts at one change when other admins' commits keep winning the epoch. */
 const MAX_ATTEMPTS = 4;
 
@@ -131,7 +132,7 @@ export class MlsService {
       }
       const standing = await this.#db.secrets.get(STANDING);
       this.#standing = standing
-        ? decodeOffer(decodeCbor(await unwrapSecret(identity.wrapping, STANDING, standing), 4096))
+        ? decodeOffer(decodeCbor(await unwrapSecret(identity.wrapping, STANDING, standing), OFFER_BYTES))
         : undefined;
       return this.#views();
     });
@@ -233,6 +234,27 @@ export class MlsService {
     });
   }
 
+  /** A GroupInfo of a domain's current epoch, for a member that must rejoin (only members can make one). */
+  groupInfo(domain: string): Promise<Result<Uint8Array, ServiceError>> {
+    return this.#exclusive(async () => {
+      const member = this.#members.get(domain);
+      const state = member?.isMember ? member.snapshot().state : undefined;
+      if (!state) return err({ type: 'UnknownDomain', reason: `mls: not a member of ${domain}` });
+      return this.#need().provider.groupInfo(state);
+    });
+  }
+
+  /** Rejoins a domain whose accepted commits this machine cannot use, by external commit (DomainMember.resync). */
+  resync(domain: string, groupInfo: Uint8Array): Promise<Result<Uint8Array, ServiceError>> {
+    return this.#exclusive(async () => {
+      const member = this.#members.get(domain);
+      if (!member?.isMember) return err({ type: 'UnknownDomain', reason: `mls: not a member of ${domain}` });
+      const done = await member.resync(groupInfo);
+      await this.#keep(member);
+      return done;
+    });
+  }
+
   /**
    * Admins: adds machines (their key packages) with a history policy, or
    * removes machines (signing keys, hex), as one sequenced bundle. When another
@@ -319,15 +341,22 @@ export class MlsService {
   }
 }
 
-function encodeOffer(offer: JoinOffer): Uint8Array {
-  return encodeCbor([offer.keyPackage, offer.pair.publicPackage, offer.pair.privatePackage]);
+function encodeOffer(o: JoinOffer): Uint8Array {
+  const { keyPackage, pair, key, identity } = o;
+  return encodeCbor([keyPackage, pair.publicPackage, pair.privatePackage, key.publicKey, key.secretKey, identity]);
 }
 
 function decodeOffer(decoded: Result<unknown, unknown>): JoinOffer | undefined {
-  if (!decoded.ok || !Array.isArray(decoded.value) || decoded.value.length !== 3) return undefined;
-  const [keyPackage, publicPackage, privatePackage] = decoded.value as unknown[];
-  if (!isBytes(keyPackage) || !isBytes(publicPackage) || !isBytes(privatePackage)) return undefined;
-  return { keyPackage, pair: { publicPackage, privatePackage } };
+  if (!decoded.ok || !Array.isArray(decoded.value) || decoded.value.length !== 6) return undefined;
+  const parts = decoded.value as unknown[];
+  if (!parts.every((p) => isBytes(p))) return undefined;
+  const [keyPackage, publicPackage, privatePackage, publicKey, secretKey, identity] = parts;
+  return {
+    keyPackage: keyPackage!,
+    pair: { publicPackage: publicPackage!, privatePackage: privatePackage! },
+    key: { publicKey: publicKey!, secretKey: secretKey! },
+    identity: identity!,
+  };
 }
 
 function encodeSnapshot(s: DomainSnapshot): Uint8Array {
@@ -354,7 +383,7 @@ function decodeSnapshot(bytes: Uint8Array): DomainSnapshot | undefined {
     domain,
     groupId: group,
     state: isBytes(state) ? state : undefined,
-    offer: isBytes(offer) ? decodeOffer(decodeCbor(offer, 4096)) : undefined,
+    offer: isBytes(offer) ? decodeOffer(decodeCbor(offer, OFFER_BYTES)) : undefined,
     gens: (gens as [number, Uint8Array][]).map(([gen, key]) => ({ gen, key })),
     entitlements: (ent as [string, History, number][]).map(([machine, history, fromGen]) => ({
       machine,

@@ -333,6 +333,8 @@ describe('peer wire', () => {
     },
     { t: 'mls-welcome', domain: 'RESTRICTED', bundle: b(900) },
     { t: 'mls-heads', receipts: [b(200), b(200)] },
+    { t: 'mls-groupinfo-request', domain: 'GENERAL' },
+    { t: 'mls-groupinfo', domain: 'GENERAL', info: b(700) },
     { t: 'join-refused', inv: b(16), reason: 'ticket already used' },
   ];
 
@@ -393,6 +395,8 @@ describe('peer wire', () => {
     ['join-confirm without key packages', { t: 'join-confirm', inv: b(16) }],
     ['join-confirm with an oversized key package', { t: 'join-confirm', inv: b(16), kps: [['GENERAL', b(5000)]] }],
     ['mls-welcome for an ill-formed domain', { t: 'mls-welcome', domain: 'general', bundle: b(10) }],
+    ['mls-groupinfo without its GroupInfo', { t: 'mls-groupinfo', domain: 'GENERAL' }],
+    ['mls-groupinfo-request for an ill-formed domain', { t: 'mls-groupinfo-request', domain: '' }],
     ['mls-heads with too many receipts', { t: 'mls-heads', receipts: Array.from({ length: 65 }, () => b(10)) }],
     [
       'join-accept with a class for an unknown table',

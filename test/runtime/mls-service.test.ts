@@ -81,7 +81,7 @@ async function mesh() {
     await j.crypto.reloadDomainKeys();
     return j;
   };
-  return { W, join, refusals };
+  return { W, join, machine, refusals };
 }
 
 /** A sealed row of `domain` written by `m`, as bytes (what a non-member stores). */
@@ -206,6 +206,39 @@ describe('MLS service', () => {
     expect([view.removed, view.generations]).toEqual([false, [2]]);
     await Promise.all([W, C].map((m) => m.crypto.reloadDomainKeys()));
     expect((await C.crypto.openEvent(await W.crypto.sealEvent('FIELD', new Uint8Array([5])))).ok).toBe(true);
+  });
+
+  it('a member that cannot use an accepted commit resyncs its own leaf by external commit, then takes keys again', async () => {
+    const { W, join, machine } = await mesh();
+    const C = await join('member');
+    const S = await join('member');
+    const g = W.crypto.groupIdOf('GENERAL');
+    // C loses the commit that adds Y, so the next one (a removal of S) is of an epoch it is not at.
+    const Y = await machine('member');
+    expect((await W.mls.change('GENERAL', { add: [await Y.mls.standingKeyPackage()], history: 'full' })).ok).toBe(true);
+    const lost = await W.mls.change('GENERAL', { remove: [S.signer] });
+    if (!lost.ok) throw new Error(lost.error.type);
+    const before = (await C.mls.views()).find((v) => v.domain === 'GENERAL')!;
+    expect(await C.mls.receive('GENERAL', g, lost.value)).toMatchObject({ ok: false, error: { type: 'MlsRejected' } });
+    const info = await W.mls.groupInfo('GENERAL');
+    if (!info.ok) throw new Error(info.error.type);
+    const rejoined = await C.mls.resync('GENERAL', info.value);
+    if (!rejoined.ok) throw new Error(rejoined.error.type);
+    expect(await W.mls.receive('GENERAL', g, rejoined.value)).toEqual(ok('applied'));
+    const [w, c] = [
+      (await W.mls.views()).find((v) => v.domain === 'GENERAL')!,
+      (await C.mls.views()).find((v) => v.domain === 'GENERAL')!,
+    ];
+    expect(c.epoch).toBe(w.epoch);
+    expect(c.epoch).toBeGreaterThan(before.epoch!);
+    // Its own leaf was replaced, not doubled.
+    expect(c.members.filter((m) => m === C.signer)).toHaveLength(1);
+    // Nothing came with the rejoin: C missed generation 2, and the next admin package brings it.
+    expect(c.generations).toEqual([1]);
+    const rotate = await W.mls.change('GENERAL', { add: [await S.mls.standingKeyPackage()], history: 'full' });
+    if (!rotate.ok) throw new Error(rotate.error.type);
+    expect(await C.mls.receive('GENERAL', g, rotate.value)).toEqual(ok('applied'));
+    expect((await C.mls.views()).find((v) => v.domain === 'GENERAL')?.generations).toEqual([1, 2]);
   });
 
   it('two admins change one group at once: one commit wins the epoch, the other is made again on the next', async () => {

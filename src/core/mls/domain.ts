@@ -28,7 +28,7 @@ import { commitAuthenticatedData, decodeBundle, encodeBundle } from './bundle.js
 import { readFraming } from './framing.js';
 import { openKekPackage, signKekPackage, type Generation } from './kek.js';
 import { bindLeaf, readLeafBinding } from './leaf-binding.js';
-import type { KeyPackagePair, MlsFailure, MlsProvider } from './provider.js';
+import type { KeyPackagePair, MlsFailure, MlsProvider, SignatureKeyPair } from './provider.js';
 import type { SequencerRejection } from './sequencer.js';
 
 export type History = 'forward' | 'full' | 'fresh';
@@ -58,8 +58,17 @@ export type DomainDeps = {
   readonly sequence: (bundle: Uint8Array) => Promise<Result<unknown, SequencerRejection | SequencerUnavailable>>;
 };
 
-/** A machine's offer to join: its key package, and the private half it keeps until the Welcome. */
-export type JoinOffer = { readonly keyPackage: Uint8Array; readonly pair: KeyPackagePair };
+/**
+ * A machine's offer to join: its key package and the private half it keeps
+ * until the Welcome, and the leaf's signature key and identity, which it keeps
+ * after joining so it can resync that same leaf by external commit.
+ */
+export type JoinOffer = {
+  readonly keyPackage: Uint8Array;
+  readonly pair: KeyPackagePair;
+  readonly key: SignatureKeyPair;
+  readonly identity: Uint8Array;
+};
 
 /**
  * Everything a member holds for one domain, for keeping at rest: it includes
@@ -81,7 +90,7 @@ export async function offerToJoin(deps: Pick<DomainDeps, 'provider' | 'machine'>
   const key = await deps.provider.signatureKey();
   const identity = await bindLeaf(deps.machine, key.publicKey);
   const pair = await deps.provider.keyPackage(identity, key);
-  return { keyPackage: pair.publicPackage, pair };
+  return { keyPackage: pair.publicPackage, pair, key, identity };
 }
 
 export class DomainMember {
@@ -113,6 +122,7 @@ export class DomainMember {
     const state = await deps.provider.createGroup(groupId, offer.pair);
     if (!state.ok) return state;
     member.#state = state.value;
+    member.#offer = offer;
     member.#gens.set(1, deps.random.bytes(32));
     member.#entitlements.set(toHex(deps.machine.publicKey), {
       machine: toHex(deps.machine.publicKey),
@@ -286,7 +296,6 @@ export class DomainMember {
       const joined = await provider.join(bundle.value.welcome, this.#offer.pair);
       if (!joined.ok) return ok('duplicate'); // a Welcome for others
       state = joined.value;
-      this.#offer = undefined;
     } else {
       if (this.#removed) return ok('removed');
       const epoch = this.epoch ?? 0n;
@@ -308,6 +317,31 @@ export class DomainMember {
     }
     this.#state = opened.value.state;
     return this.#takeKeys(opened.value.message);
+  }
+
+  /**
+   * Recovery for a member that cannot use an accepted commit (its state is
+   * behind or damaged): rejoins from a current member's GroupInfo by external
+   * commit, replacing its own leaf (same signature key), through the sequencer.
+   * No key travels this way: generations come only in admins' KEK packages.
+   */
+  async resync(groupInfo: Uint8Array): Promise<Result<Uint8Array, DomainError>> {
+    const { provider } = this.#deps;
+    const leaf = this.#offer;
+    if (!leaf || this.#removed) return err({ type: 'NotAMember', reason: 'domain: no leaf of ours to resync' });
+    const own = await provider.keyPackage(leaf.identity, leaf.key);
+    const staged = await provider.rejoin(groupInfo, own, commitAuthenticatedData(this.#deps.endpoint));
+    if (!staged.ok) return staged;
+    const summary = provider.summary(staged.value.state);
+    if (!summary.ok || !bytesEqual(summary.value.groupId, this.groupId)) {
+      return err({ type: 'MlsRejected', reason: 'domain: the GroupInfo is for another group' });
+    }
+    const bundle = encodeBundle({ commit: staged.value.commit, welcome: undefined, kek: undefined });
+    const verdict = await this.#deps.sequence(bundle);
+    if (!verdict.ok) return verdict;
+    this.#state = staged.value.state;
+    this.#offer = { ...leaf, pair: own, keyPackage: own.publicPackage };
+    return ok(bundle);
   }
 
   async #stillIn(state: Uint8Array): Promise<boolean> {
