@@ -1,6 +1,7 @@
 /**
  * Real-user edges of the walking skeleton: two tabs of one machine share a
- * single relay session and one local state; a garbage ticket is refused with a
+ * single relay session and one local state (MLS state included: the tab that
+ * takes the session over changes domain membership); a garbage ticket is refused with a
  * typed error; a ticket is single-use, so a second joiner is refused and can
  * start over; the app is an installable PWA.
  */
@@ -47,6 +48,17 @@ test('two tabs of one machine share one relay session and one state', async ({ b
   await b.getByTestId('new-profile-name').fill('Pump 7');
   await b.getByTestId('add-profile').click();
   await expect(profile(second, 'Pump 7')).toBeVisible();
+  // The new leading tab took up the MLS state the first one kept: it changes membership.
+  await second.getByTestId('domain-name').fill('FIELD');
+  await second.getByTestId('domain-create-submit').click();
+  const field = (page: typeof b) => page.locator('[data-testid="domain"][data-domain="FIELD"]');
+  await expect(field(second)).toHaveAttribute('data-member', 'yes');
+  await expect(field(b)).toHaveAttribute('data-member', 'yes');
+  await field(second)
+    .getByRole('button', { name: /^Stop .* reading$/ })
+    .click();
+  await expect(field(second)).toHaveAttribute('data-generation', '2');
+  await expect(field(b).getByTestId('domain-removed')).toBeVisible();
   await contextA.close();
   await contextB.close();
 });
