@@ -59,7 +59,14 @@ export type SenderBinding = { readonly kid: Uint8Array } | 'unbound' | undefined
 
 export type OpenedFrame = { readonly header: FrameHeader; readonly message: Uint8Array };
 
-type SendContext = { readonly enc: Uint8Array; readonly key: CryptoKey; readonly createdAt: number; frames: number };
+type SendContext = { readonly enc: Uint8Array; readonly key: CryptoKey };
+/**
+ * The context frames to one recipient use, held as a promise from the moment
+ * it is first asked for: frames sealed concurrently (a batch cycle offering a
+ * whole log) share one encapsulation instead of each running HPKE — which the
+ * recipient would then have to open once per frame.
+ */
+type SendSlot = { readonly context: Promise<SendContext>; readonly createdAt: number; frames: number };
 
 const suite = new CipherSuite({ kem: new DhkemX25519HkdfSha256(), kdf: new HkdfSha256(), aead: new Aes256Gcm() });
 
@@ -83,7 +90,7 @@ export class FrameChannel {
   readonly #opts: FrameChannelOptions;
   readonly #info: Uint8Array;
   readonly #exporterContext = buffer(utf8(FRAME_KEY_LABEL));
-  readonly #sending = new Map<string, SendContext>();
+  readonly #sending = new Map<string, SendSlot>();
   readonly #receiving = new Map<string, Promise<CryptoKey | undefined>>();
   readonly replay: ReplayGuard;
 
@@ -162,27 +169,33 @@ export class FrameChannel {
     return ok({ header: header.value, message });
   }
 
-  async #sendContext(kid: Uint8Array): Promise<SendContext> {
+  #sendContext(kid: Uint8Array): Promise<SendContext> {
     const id = toHex(kid);
     const now = this.#opts.clock.now();
     const current = this.#sending.get(id);
     if (current && now - current.createdAt < ROTATE_MS && current.frames < ROTATE_FRAMES) {
       current.frames++;
-      return current;
+      return current.context;
     }
+    const slot: SendSlot = { context: this.#newSendContext(kid), createdAt: now, frames: 1 };
+    this.#sending.set(id, slot);
+    // A failed setup is not kept: the next frame tries again.
+    slot.context.catch(() => {
+      if (this.#sending.get(id) === slot) this.#sending.delete(id);
+    });
+    return slot.context;
+  }
+
+  async #newSendContext(kid: Uint8Array): Promise<SendContext> {
     const sender = await suite.createSenderContext({
       recipientPublicKey: await suite.kem.deserializePublicKey(buffer(kid)),
       senderKey: this.#opts.frameKey.keys,
       info: buffer(this.#info),
     });
-    const context: SendContext = {
+    return {
       enc: new Uint8Array(sender.enc),
       key: await importAesKey(await sender.export(this.#exporterContext, 32)),
-      createdAt: now,
-      frames: 1,
     };
-    this.#sending.set(id, context);
-    return context;
   }
 
   /** The AES key of (sender kid, enc); undefined when the encapsulation does not open. */

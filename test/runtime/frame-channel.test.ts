@@ -4,7 +4,7 @@
  * crafted frame — each refused before anything inside is used.
  */
 import { describe, expect, it } from 'vitest';
-import { bytesEqual, concat, utf8 } from '../../src/core/bytes.js';
+import { bytesEqual, concat, toHex, utf8 } from '../../src/core/bytes.js';
 import { decodeCbor, encodeCbor } from '../../src/core/cbor.js';
 import { MAX_FRAME_AGE_MS, MAX_REQUEST_AGE_MS, type FrameRejectionType } from '../../src/core/frame.js';
 import { topicOf } from '../../src/core/identity.js';
@@ -72,6 +72,11 @@ describe('end-to-end frames', () => {
     for (const body of [first, second, third]) {
       expect((await bob.channel.open(body, alice.peer.endpoint, bindings(alice))).ok).toBe(true);
     }
+    // Frames sealed at once (a batch offering a whole log) share one encapsulation too.
+    clock.advance(10 * 60 * 1000 + 1);
+    const burst = await Promise.all(Array.from({ length: 20 }, () => alice.channel.seal(bob.peer, canary)));
+    expect(new Set(burst.map((b) => toHex(encOf(b)!))).size).toBe(1);
+    expect(encOf(burst[0]!)).not.toEqual(encOf(third));
   });
 
   it('refuses garbage, truncation and oversize as MalformedFrame', async () => {
