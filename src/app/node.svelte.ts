@@ -111,8 +111,8 @@ export class NodeStore {
     return this.#write(() => this.#require().createDomain(name, purpose, readers));
   }
 
-  addToDomain(domain: string, signer: string, history: 'forward' | 'full' | 'fresh'): Promise<boolean> {
-    return this.#write(() => this.#require().addToDomain(domain, signer, history));
+  addDomainReader(domain: string, signer: string, history: 'forward' | 'full' | 'fresh'): Promise<boolean> {
+    return this.#write(() => this.#require().addDomainReader(domain, signer, history));
   }
 
   removeFromDomain(domain: string, signer: string): Promise<boolean> {

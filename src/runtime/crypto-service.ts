@@ -145,12 +145,20 @@ export class CryptoService {
    * seals and opens with them.
    */
   async reloadDomainKeys(): Promise<IdentityView> {
+    await this.loadNewDomainKeys();
+    return this.view();
+  }
+
+  /** Loads the generations the key store holds and this worker does not yet; returns how many. */
+  async loadNewDomainKeys(): Promise<number> {
+    let added = 0;
     for (const record of await this.#db.secrets.where('name').startsWith('domain/').toArray()) {
       const [, domain, gen] = record.name.split('/');
       if (!domain || this.#domains.get(domain, Number(gen))) continue;
       this.#domains.add(domain, Number(gen), await this.#unwrap(record.name, record));
+      added++;
     }
-    return this.view();
+    return added;
   }
 
   /**
@@ -161,11 +169,6 @@ export class CryptoService {
   groupIdOf(domain: DomainName): Uint8Array {
     if (!this.#group) throw new Error('crypto: no group');
     return blake3(encodeCbor(['sov/1/mls-group', this.#group.secret, domain])).subarray(0, 16);
-  }
-
-  /** How many key generations this machine holds, over all domains. */
-  heldKeys(): number {
-    return this.#domains.list().length;
   }
 
   /** Which domains this machine holds a key for, with their newest generation. */

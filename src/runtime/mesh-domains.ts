@@ -85,7 +85,11 @@ type DomainMessage =
   | { t: 'mls-groupinfo'; domain: DomainName; info: Uint8Array };
 
 export type DomainsError =
-  ServiceError | SequencerUnavailable | { readonly type: 'NoKeyPackage'; readonly reason: string };
+  | ServiceError
+  | SequencerUnavailable
+  | { readonly type: 'NoKeyPackage'; readonly reason: string }
+  /** A domain that cannot be created: bad or taken name, not an admin, no relay session. */
+  | { readonly type: 'InvalidDomain'; readonly reason: string };
 
 /** Failures on one epoch's accepted commit after which a member resyncs by external commit. */
 const STUCK_AFTER = 3;

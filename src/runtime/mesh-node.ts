@@ -198,12 +198,11 @@ export class MeshNode {
       mls,
       groupIdOf: (domain) => crypto.groupIdOf(domain),
       reloadKeys: async () => {
-        const before = await crypto.heldKeys();
-        this.#identity = await crypto.reloadDomainKeys();
+        const added = await crypto.loadNewDomainKeys();
+        if (added === 0) return;
+        this.#identity = await crypto.view();
         // A new generation may open rows this machine held without reading: take them in.
-        if ((await crypto.heldKeys()) > before && this.#meta?.status === 'member') {
-          this.#applied(await this.#replica.reopen());
-        }
+        if (this.#meta?.status === 'member') this.#applied(await this.#replica.reopen());
       },
       sendTo: async (signer, message) => {
         const machine = this.#machines.find((m) => m.signer === signer && !m.removed);
@@ -510,7 +509,7 @@ export class MeshNode {
    */
   async createDomain(name: string, purpose: string, readers: readonly string[]): Promise<Result<void, DomainsError>> {
     const domain = name.trim().toUpperCase();
-    const invalid = (reason: string) => Promise.resolve(err({ type: 'MlsRejected' as const, reason }));
+    const invalid = (reason: string) => Promise.resolve(err({ type: 'InvalidDomain' as const, reason }));
     if (!this.#isAdmin()) return invalid('only an admin creates a domain');
     if (!isDomainName(domain) || DOMAINS.includes(domain)) {
       return invalid('a domain name is 2-32 capital letters, digits or _, and not CONTROL or GENERAL');
@@ -531,7 +530,7 @@ export class MeshNode {
   }
 
   /** Admin: lets one more machine read a domain, with a history policy. */
-  async addToDomain(
+  async addDomainReader(
     domain: DomainName,
     signer: string,
     history: 'forward' | 'full' | 'fresh',
@@ -574,10 +573,6 @@ export class MeshNode {
     const byDomain: Record<string, number> = {};
     for (const entry of held) byDomain[entry.domain] = (byDomain[entry.domain] ?? 0) + 1;
     return { byDomain, attempt: await this.#crypto.tryEveryKey(held.map((e) => e.sealed)) };
-  }
-
-  async #mlsKeyring(keyring: { admitted: string[]; admins: string[] }): Promise<void> {
-    await this.#mls.setKeyring(keyring);
   }
 
   async #domainEntries(): Promise<DomainEntry[]> {
@@ -1042,7 +1037,7 @@ export class MeshNode {
     const anchors = this.#meta?.anchors ?? [];
     const removed = new Set(this.#machines.filter((m) => m.removed).map((m) => m.signer));
     const admitted = [...new Set([...live.map((m) => m.signer), ...anchors, this.#identity.signer, ...extra])];
-    await this.#mlsKeyring({
+    await this.#mls.setKeyring({
       admitted: admitted.filter((s) => !removed.has(s)),
       admins: [...anchors, ...live.filter((m) => m.role === 'admin').map((m) => m.signer)],
     });

@@ -36,6 +36,14 @@ test('RESTRICTED is read by workstation and collector only; the server stores it
   await expect(profile(srv, 'Pump 1')).toBeVisible();
   await expect(domain(srv, 'GENERAL')).toHaveAttribute('data-member', 'yes');
 
+  // A built-in or ill-formed name is refused with a typed error, and nothing is created.
+  for (const bad of ['general', 'no spaces']) {
+    await ws.getByTestId('domain-name').fill(bad);
+    await ws.getByTestId('domain-create-submit').click();
+    await expect(ws.getByTestId('error')).toContainText('InvalidDomain');
+  }
+  await expect(ws.getByTestId('domain')).toHaveCount(2);
+
   await ws.getByTestId('domain-name').fill('RESTRICTED');
   await ws.getByTestId('domain-purpose').fill('drill cores before publication');
   await ws.locator('[data-testid="domain-exclude"][data-name="server"]').check();
