@@ -1,0 +1,549 @@
+/**
+ * Reading Parquet with Modular Encryption — the whole standard, not only our
+ * own files (Encryption.md §5): encrypted footers (`PARE`) and signed
+ * plaintext footers (`PAR1` + nonce‖tag), AES_GCM_V1 and AES_GCM_CTR_V1,
+ * uniform and per-column keys, AAD prefixes stored in the file or supplied by
+ * the caller; unencrypted files too.
+ *
+ * hyparquet does not decrypt, and it coalesces adjacent column-chunk reads, so
+ * a decrypting buffer under it cannot work. Instead each column chunk is walked
+ * module by module here — page header, then page — and every decrypted page is
+ * handed to hyparquet's page decoder (`parquetHeader`, `readPage`), which does
+ * levels, encodings, dictionaries, decompression and type conversion.
+ *
+ * Every length read from the file is bounded by the file before it is used;
+ * anything malformed, truncated, tampered or keyed wrongly is a typed
+ * `ParquetError`, never a partial result.
+ */
+import { assembleNested } from 'hyparquet/src/assemble.js';
+import { parquetHeader, readPage } from 'hyparquet/src/column.js';
+import { CompressionCodecs, Encodings, ParquetTypes } from 'hyparquet/src/constants.js';
+import { convert, DEFAULT_PARSERS } from 'hyparquet/src/convert.js';
+import { parquetMetadata, parquetSchema } from 'hyparquet/src/metadata.js';
+import { deserializeTCompactProtocol } from 'hyparquet/src/thrift.js';
+import type {
+  ColumnDecoder,
+  ColumnMetaData,
+  DecodedArray,
+  FileMetaData,
+  PageHeader,
+  ParquetParsers,
+  SchemaTree,
+} from 'hyparquet/src/types.js';
+import { bytesEqual, fromUtf8 } from '../bytes.js';
+import { err, ok, type Result } from '../result.js';
+import {
+  MODULE,
+  moduleAad,
+  moduleAt,
+  NONCE_BYTES,
+  openCtrBody,
+  openGcmBody,
+  TAG_BYTES,
+  type AesKey,
+  type FileAad,
+  type ParquetError,
+  type PmeCipher,
+} from './modules.js';
+
+const PAR1 = 0x31524150;
+const PARE = 0x45524150;
+const SIGNATURE_BYTES = NONCE_BYTES + TAG_BYTES;
+
+export type ReadKeys = {
+  readonly footerKey?: Uint8Array;
+  /** Column key by dotted path in schema (`int64_field.list.element`). */
+  readonly columnKeys?: ReadonlyMap<string, Uint8Array>;
+  /** Overrides a stored prefix; required when the file was written with supply_aad_prefix. */
+  readonly aadPrefix?: Uint8Array;
+};
+
+export type Algorithm = 'AES_GCM_V1' | 'AES_GCM_CTR_V1';
+
+export type FooterMode = 'encrypted' | 'signed' | 'plaintext';
+
+export type ColumnValues = DecodedArray | unknown[];
+
+/** Timestamps come back as milliseconds since the epoch (numbers), not Dates. */
+const PARSERS: ParquetParsers = {
+  ...DEFAULT_PARSERS,
+  timestampFromMilliseconds: (ms: bigint) => Number(ms),
+  timestampFromMicroseconds: (us: bigint) => Number(us) / 1000,
+  timestampFromNanoseconds: (ns: bigint) => Number(ns) / 1e6,
+};
+
+type Cipher = { readonly key: AesKey; readonly algorithm: Algorithm; readonly aad: FileAad };
+
+type Tail = {
+  readonly footer: Uint8Array;
+  readonly mode: FooterMode;
+  readonly algorithm?: Algorithm;
+  readonly aad?: FileAad;
+};
+
+const malformed = (detail: string): ParquetError => ({ type: 'Malformed', detail });
+
+function u32(bytes: Uint8Array, at: number): number {
+  return new DataView(bytes.buffer, bytes.byteOffset + at, 4).getUint32(0, true);
+}
+
+/** Runs a decoder from hyparquet over untrusted bytes: its exceptions are malformed input. */
+function guarded<T>(what: string, fn: () => T): Result<T, ParquetError> {
+  try {
+    return ok(fn());
+  } catch (e) {
+    return err(malformed(`${what}: ${e instanceof Error ? e.message : String(e)}`));
+  }
+}
+
+type RawStruct = Record<string, unknown>;
+
+function rawStruct(bytes: Uint8Array, what: string): Result<{ value: RawStruct; end: number }, ParquetError> {
+  return guarded(what, () => {
+    const reader = { view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), offset: 0 };
+    const value = deserializeTCompactProtocol(reader);
+    return { value, end: reader.offset };
+  });
+}
+
+/** EncryptionAlgorithm union (parquet.thrift): AES_GCM_V1 = 1, AES_GCM_CTR_V1 = 2. */
+function algorithmOf(
+  raw: unknown,
+  supplied: Uint8Array | undefined,
+): Result<{ algorithm: Algorithm; aad: FileAad }, ParquetError> {
+  const union = raw as RawStruct | undefined;
+  const gcm = union?.['field_1'] as RawStruct | undefined;
+  const ctr = union?.['field_2'] as RawStruct | undefined;
+  const chosen = gcm ?? ctr;
+  if (!chosen) return err({ type: 'Unsupported', detail: 'unknown encryption algorithm' });
+  const fileUnique = chosen['field_2'];
+  if (!(fileUnique instanceof Uint8Array)) return err(malformed('encryption algorithm without aad_file_unique'));
+  const stored = chosen['field_1'] instanceof Uint8Array ? chosen['field_1'] : undefined;
+  const mustSupply = chosen['field_3'] === true;
+  const prefix = supplied ?? stored;
+  if (mustSupply && !supplied) return err({ type: 'AadPrefixRequired' });
+  return ok({
+    algorithm: gcm ? 'AES_GCM_V1' : 'AES_GCM_CTR_V1',
+    aad: { prefix: prefix ?? new Uint8Array(0), fileUnique },
+  });
+}
+
+/** Finds the footer: the FileMetaData bytes in the clear and how they were protected. */
+async function readTail(bytes: Uint8Array, keys: ReadKeys, cipher: PmeCipher): Promise<Result<Tail, ParquetError>> {
+  if (bytes.length < 12) return err({ type: 'Truncated', detail: 'shorter than magic, footer length and magic' });
+  const head = u32(bytes, 0);
+  const tail = u32(bytes, bytes.length - 4);
+  if ((head !== PAR1 && head !== PARE) || tail !== head) {
+    return err(
+      head === PAR1 || head === PARE
+        ? { type: 'Truncated', detail: 'closing magic missing' }
+        : { type: 'NotParquet', detail: 'no Parquet magic' },
+    );
+  }
+  const length = u32(bytes, bytes.length - 8);
+  if (length > bytes.length - 12)
+    return err({ type: 'Truncated', detail: `footer of ${length} bytes exceeds the file` });
+  const region = bytes.subarray(bytes.length - 8 - length, bytes.length - 8);
+
+  if (head === PARE) {
+    const crypto = rawStruct(region, 'FileCryptoMetaData');
+    if (!crypto.ok) return crypto;
+    const algo = algorithmOf(crypto.value.value['field_1'], keys.aadPrefix);
+    if (!algo.ok) return algo;
+    if (!keys.footerKey) return err({ type: 'KeyMissing', column: '(footer)' });
+    const module = moduleAt(region, crypto.value.end, 'footer');
+    if (!module.ok) return module;
+    const key = await cipher.key(keys.footerKey);
+    const footer = await openGcmBody(key, moduleAad(algo.value.aad, MODULE.FOOTER), module.value.body, 'footer');
+    if (!footer.ok) return footer;
+    return ok({ footer: footer.value, mode: 'encrypted', ...algo.value });
+  }
+
+  const meta = rawStruct(region, 'FileMetaData');
+  if (!meta.ok) return meta;
+  if (meta.value.value['field_8'] === undefined) return ok({ footer: region, mode: 'plaintext' });
+  // Signed plaintext footer (§5.5): FileMetaData ‖ nonce(12) ‖ tag(16).
+  const algo = algorithmOf(meta.value.value['field_8'], keys.aadPrefix);
+  if (!algo.ok) return algo;
+  const footer = region.subarray(0, meta.value.end);
+  const signature = region.subarray(meta.value.end);
+  if (signature.length !== SIGNATURE_BYTES) return err(malformed('plaintext footer signature is not 28 bytes'));
+  if (keys.footerKey) {
+    const key = await cipher.key(keys.footerKey);
+    const nonce = signature.subarray(0, NONCE_BYTES);
+    const sealed = await key.gcmEncrypt(nonce, moduleAad(algo.value.aad, MODULE.FOOTER), footer);
+    if (!bytesEqual(sealed.subarray(sealed.length - TAG_BYTES), signature.subarray(NONCE_BYTES))) {
+      return err({ type: 'FooterSignatureInvalid' });
+    }
+  }
+  return ok({ footer, mode: 'signed', ...algo.value });
+}
+
+function asMetadata(footer: Uint8Array): Result<FileMetaData, ParquetError> {
+  const framed = new Uint8Array(footer.length + 8);
+  framed.set(footer);
+  new DataView(framed.buffer).setUint32(footer.length, footer.length, true);
+  new DataView(framed.buffer).setUint32(footer.length + 4, PAR1, true);
+  return guarded('FileMetaData', () => parquetMetadata(framed, { parsers: PARSERS, geoparquet: false }));
+}
+
+/** ColumnMetaData decoded from an `encrypted_column_metadata` module (hyparquet parses it only inside a footer). */
+function columnMetaOf(raw: RawStruct): Result<ColumnMetaData, ParquetError> {
+  const num = (v: unknown): bigint | undefined =>
+    typeof v === 'bigint' ? v : typeof v === 'number' ? BigInt(v) : undefined;
+  const type = ParquetTypes[raw['field_1'] as number];
+  const codec = CompressionCodecs[raw['field_4'] as number];
+  const path = raw['field_3'];
+  const values = num(raw['field_5']);
+  const dataOffset = num(raw['field_9']);
+  const total = num(raw['field_7']);
+  if (
+    !type ||
+    !codec ||
+    !Array.isArray(path) ||
+    values === undefined ||
+    dataOffset === undefined ||
+    total === undefined
+  ) {
+    return err(malformed('ColumnMetaData lacks a required field'));
+  }
+  const dictionaryOffset = num(raw['field_11']);
+  return ok({
+    type,
+    encodings: ((raw['field_2'] as number[] | undefined) ?? []).map((e) => Encodings[e]!),
+    path_in_schema: path.map((p) => fromUtf8(p as Uint8Array)),
+    codec,
+    num_values: values,
+    total_uncompressed_size: num(raw['field_6']) ?? 0n,
+    total_compressed_size: total,
+    data_page_offset: dataOffset,
+    ...(dictionaryOffset !== undefined ? { dictionary_page_offset: dictionaryOffset } : {}),
+  });
+}
+
+export type ColumnInfo = {
+  /** Dotted path of the leaf. */
+  readonly path: string;
+  /** The top-level field the leaf belongs to: the name of the column a reader sees. */
+  readonly name: string;
+  readonly type: string;
+  /** How the leaf's chunks are protected: none, the footer key, or a key of its own. */
+  readonly protection: 'plaintext' | 'footer-key' | 'column-key';
+};
+
+type Leaf = ColumnInfo & { readonly ordinal: number; readonly schemaPath: SchemaTree[]; readonly top: SchemaTree };
+
+/** An opened Parquet file: footer checked and decoded, columns read on demand. */
+export class ParquetFile {
+  readonly metadata: FileMetaData;
+  readonly mode: FooterMode;
+  readonly algorithm: Algorithm | undefined;
+  readonly columns: readonly ColumnInfo[];
+  readonly #bytes: Uint8Array;
+  readonly #keys: ReadKeys;
+  readonly #cipher: PmeCipher;
+  readonly #aad: FileAad | undefined;
+  readonly #leaves: readonly Leaf[];
+  readonly #keyCache = new Map<string, Promise<AesKey>>();
+
+  private constructor(
+    bytes: Uint8Array,
+    tail: Tail,
+    metadata: FileMetaData,
+    keys: ReadKeys,
+    cipher: PmeCipher,
+    leaves: Leaf[],
+  ) {
+    this.#bytes = bytes;
+    this.metadata = metadata;
+    this.mode = tail.mode;
+    this.algorithm = tail.algorithm;
+    this.#aad = tail.aad;
+    this.#keys = keys;
+    this.#cipher = cipher;
+    this.#leaves = leaves;
+    this.columns = leaves.map(({ path, name, type, protection }) => ({ path, name, type, protection }));
+  }
+
+  static async open(bytes: Uint8Array, keys: ReadKeys, cipher: PmeCipher): Promise<Result<ParquetFile, ParquetError>> {
+    const tail = await readTail(bytes, keys, cipher);
+    if (!tail.ok) return tail;
+    const metadata = asMetadata(tail.value.footer);
+    if (!metadata.ok) return metadata;
+    const tree = guarded('schema', () => parquetSchema(metadata.value));
+    if (!tree.ok) return tree;
+    const leaves: Leaf[] = [];
+    const visit = (node: SchemaTree, path: SchemaTree[]): void => {
+      if (node.children.length === 0) {
+        const names = path.map((n) => n.element.name);
+        const chunk = metadata.value.row_groups[0]?.columns[leaves.length];
+        const crypto = chunk?.crypto_metadata as RawStruct | undefined;
+        leaves.push({
+          path: names.join('.'),
+          name: names[0]!,
+          type: node.element.type ?? 'UNKNOWN',
+          protection: !crypto ? 'plaintext' : crypto['field_2'] ? 'column-key' : 'footer-key',
+          ordinal: leaves.length,
+          schemaPath: [tree.value, ...path],
+          top: path[0]!,
+        });
+        return;
+      }
+      for (const child of node.children) visit(child, [...path, child]);
+    };
+    for (const child of tree.value.children) visit(child, [child]);
+    for (const group of metadata.value.row_groups) {
+      if (group.columns.length !== leaves.length)
+        return err(malformed('row group column count differs from the schema'));
+    }
+    return ok(new ParquetFile(bytes, tail.value, metadata.value, keys, cipher, leaves));
+  }
+
+  get rowCount(): number {
+    return Number(this.metadata.num_rows);
+  }
+
+  #key(raw: Uint8Array): Promise<AesKey> {
+    const id = Array.from(raw).join(',');
+    let key = this.#keyCache.get(id);
+    if (!key) {
+      key = this.#cipher.key(raw);
+      this.#keyCache.set(id, key);
+    }
+    return key;
+  }
+
+  /** The cipher for one leaf's chunks, or undefined for a plaintext column. */
+  async #chunkCipher(leaf: Leaf, crypto: RawStruct | undefined): Promise<Result<Cipher | undefined, ParquetError>> {
+    if (!crypto) return ok(undefined);
+    if (!this.#aad || !this.algorithm) return err(malformed('encrypted column chunk in an unencrypted file'));
+    const raw = crypto['field_2'] ? this.#keys.columnKeys?.get(leaf.path) : this.#keys.footerKey;
+    if (!raw) return err({ type: 'KeyMissing', column: leaf.path });
+    return ok({ key: await this.#key(raw), algorithm: this.algorithm, aad: this.#aad });
+  }
+
+  async #chunkMeta(
+    rowGroup: number,
+    leaf: Leaf,
+    cipher: Cipher | undefined,
+  ): Promise<Result<ColumnMetaData, ParquetError>> {
+    const chunk = this.metadata.row_groups[rowGroup]!.columns[leaf.ordinal]!;
+    const encrypted = chunk.encrypted_column_metadata;
+    if (encrypted && cipher) {
+      const ordinal = this.#rowGroupOrdinal(rowGroup);
+      // The field holds the module body (nonce ‖ ciphertext ‖ tag); some writers keep the length prefix.
+      const body =
+        encrypted.length >= 4 && u32(encrypted, 0) === encrypted.length - 4 ? encrypted.subarray(4) : encrypted;
+      const aad = moduleAad(cipher.aad, MODULE.COLUMN_META, { rowGroup: ordinal, column: leaf.ordinal });
+      const plain = await openGcmBody(cipher.key, aad, body, `${leaf.path}: column metadata`);
+      if (!plain.ok) return plain;
+      const raw = rawStruct(plain.value, 'ColumnMetaData');
+      if (!raw.ok) return raw;
+      return columnMetaOf(raw.value.value);
+    }
+    if (!chunk.meta_data) return err(malformed(`${leaf.path}: column chunk without metadata`));
+    return ok(chunk.meta_data);
+  }
+
+  #rowGroupOrdinal(rowGroup: number): number {
+    const ordinal = this.metadata.row_groups[rowGroup]!.ordinal;
+    return ordinal === undefined ? rowGroup : ordinal;
+  }
+
+  /** Decodes one column chunk page by page into its values. */
+  async #readChunk(rowGroup: number, leaf: Leaf): Promise<Result<ColumnValues, ParquetError>> {
+    const chunk = this.metadata.row_groups[rowGroup]!.columns[leaf.ordinal]!;
+    const cipher = await this.#chunkCipher(leaf, chunk.crypto_metadata);
+    if (!cipher.ok) return cipher;
+    const meta = await this.#chunkMeta(rowGroup, leaf, cipher.value);
+    if (!meta.ok) return meta;
+    const { data_page_offset, dictionary_page_offset, total_compressed_size, num_values } = meta.value;
+    const start = Number(
+      dictionary_page_offset !== undefined && dictionary_page_offset > 0n && dictionary_page_offset < data_page_offset
+        ? dictionary_page_offset
+        : data_page_offset,
+    );
+    const end = start + Number(total_compressed_size);
+    if (start < 4 || end > this.#bytes.length || end < start)
+      return err({ type: 'Truncated', detail: `${leaf.path}: column chunk outside the file` });
+    const bytes = this.#bytes.subarray(0, end);
+    const decoder: ColumnDecoder = {
+      pathInSchema: leaf.path.split('.'),
+      type: meta.value.type,
+      element: leaf.schemaPath[leaf.schemaPath.length - 1]!.element,
+      schemaPath: leaf.schemaPath,
+      codec: meta.value.codec,
+      parsers: PARSERS,
+      utf8: true,
+    };
+    const ordinals = { rowGroup: this.#rowGroupOrdinal(rowGroup), column: leaf.ordinal };
+    const out: unknown[][] = [];
+    let dictionary: DecodedArray | undefined;
+    let last: DecodedArray | undefined;
+    let at = start;
+    let seen = 0n;
+    let dataPages = 0;
+    const expectDictionary = dictionary_page_offset !== undefined && Number(dictionary_page_offset) === start;
+    while (seen < num_values) {
+      if (at >= end) return err({ type: 'Truncated', detail: `${leaf.path}: column chunk ends before its values` });
+      const firstPage = at === start;
+      const page = await this.#nextPage(bytes, at, cipher.value, {
+        ...ordinals,
+        dictionary: firstPage && expectDictionary,
+        page: dataPages,
+        what: `${leaf.path} page ${dataPages}`,
+      });
+      if (!page.ok) return page;
+      at = page.value.end;
+      const { header, body } = page.value;
+      const reader = { view: new DataView(body.buffer, body.byteOffset, body.byteLength), offset: 0 };
+      const patched: PageHeader = { ...header, compressed_page_size: body.length };
+      if (header.type === 'DICTIONARY_PAGE') {
+        const read = guarded(`${leaf.path} dictionary`, () =>
+          readPage(reader, patched, decoder, undefined, undefined, 0),
+        );
+        if (!read.ok) return read;
+        const data = read.value.data;
+        if (data) dictionary = convert(data, decoder);
+        continue;
+      }
+      if (header.type !== 'DATA_PAGE' && header.type !== 'DATA_PAGE_V2') {
+        return err({ type: 'Unsupported', detail: `${leaf.path}: page type ${header.type}` });
+      }
+      const count = header.data_page_header?.num_values ?? header.data_page_header_v2?.num_values ?? 0;
+      if (count <= 0) return err(malformed(`${leaf.path}: data page without values`));
+      seen += BigInt(count);
+      dataPages++;
+      const read = guarded(`${leaf.path} page`, () => readPage(reader, patched, decoder, dictionary, last, 0));
+      if (!read.ok) return read;
+      const data = read.value.data;
+      if (data && data !== last) {
+        out.push(data as unknown[]);
+        last = data;
+      }
+    }
+    return ok(out.length === 1 ? out[0]! : out.flatMap((chunkValues) => Array.from(chunkValues)));
+  }
+
+  /** One page: its header (decrypted and decoded) and its body (decrypted, still compressed). */
+  async #nextPage(
+    bytes: Uint8Array,
+    at: number,
+    cipher: Cipher | undefined,
+    o: { rowGroup: number; column: number; page: number; dictionary: boolean; what: string },
+  ): Promise<Result<{ header: PageHeader; body: Uint8Array; end: number }, ParquetError>> {
+    if (!cipher) {
+      const reader = { view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), offset: at };
+      const header = guarded(`${o.what} header`, () => parquetHeader(reader));
+      if (!header.ok) return header;
+      const end = reader.offset + header.value.compressed_page_size;
+      if (header.value.compressed_page_size < 0 || end > bytes.length)
+        return err({ type: 'Truncated', detail: `${o.what}: runs past the chunk` });
+      return ok({ header: header.value, body: bytes.subarray(reader.offset, end), end });
+    }
+    const headerModule = moduleAt(bytes, at, `${o.what} header`);
+    if (!headerModule.ok) return headerModule;
+    const headerType = o.dictionary ? MODULE.DICTIONARY_PAGE_HEADER : MODULE.DATA_PAGE_HEADER;
+    const headerPlain = await openGcmBody(
+      cipher.key,
+      moduleAad(cipher.aad, headerType, o),
+      headerModule.value.body,
+      `${o.what} header`,
+    );
+    if (!headerPlain.ok) return headerPlain;
+    const plain = headerPlain.value;
+    const header = guarded(`${o.what} header`, () =>
+      parquetHeader({ view: new DataView(plain.buffer, plain.byteOffset, plain.byteLength), offset: 0 }),
+    );
+    if (!header.ok) return header;
+    const isDictionary = header.value.type === 'DICTIONARY_PAGE';
+    if (isDictionary !== o.dictionary) return err(malformed(`${o.what}: page type does not match the chunk layout`));
+    const pageModule = moduleAt(bytes, headerModule.value.end, o.what);
+    if (!pageModule.ok) return pageModule;
+    if (pageModule.value.end - headerModule.value.end !== header.value.compressed_page_size) {
+      return err(malformed(`${o.what}: page module size disagrees with its header`));
+    }
+    const what = o.what;
+    const body =
+      cipher.algorithm === 'AES_GCM_CTR_V1'
+        ? await openCtrBody(cipher.key, pageModule.value.body, what)
+        : await openGcmBody(
+            cipher.key,
+            moduleAad(cipher.aad, isDictionary ? MODULE.DICTIONARY_PAGE : MODULE.DATA_PAGE, o),
+            pageModule.value.body,
+            what,
+          );
+    if (!body.ok) return body;
+    return ok({ header: header.value, body: body.value, end: pageModule.value.end });
+  }
+
+  /** One top-level column of one row group: a leaf as it is, nested leaves assembled (lists, structs). */
+  async #readGroupColumn(rowGroup: number, leaves: readonly Leaf[]): Promise<Result<ColumnValues, ParquetError>> {
+    const top = leaves[0]!.top;
+    if (top.children.length === 0) return this.#readChunk(rowGroup, leaves[0]!);
+    const data = new Map<string, DecodedArray>();
+    for (const leaf of leaves) {
+      const values = await this.#readChunk(rowGroup, leaf);
+      if (!values.ok) return values;
+      data.set(leaf.path, values.value as DecodedArray);
+    }
+    const assembled = guarded(`${top.element.name}: nested column`, () => {
+      assembleNested(data, top, PARSERS);
+      return data.get(top.element.name);
+    });
+    if (!assembled.ok) return assembled;
+    return assembled.value ? ok(assembled.value) : err(malformed(`${top.element.name}: nested column not assembled`));
+  }
+
+  /**
+   * Reads the named columns (all by default) of the chosen row groups (all by
+   * default), column by column: the values of each column in row order.
+   */
+  async readColumns(
+    options: { readonly columns?: readonly string[]; readonly rowGroups?: readonly number[] } = {},
+  ): Promise<Result<Record<string, ColumnValues>, ParquetError>> {
+    const names = options.columns ?? [...new Set(this.#leaves.map((l) => l.name))];
+    const groups = options.rowGroups ?? this.metadata.row_groups.map((_, i) => i);
+    const out: Record<string, ColumnValues> = {};
+    for (const name of names) {
+      const leaves = this.#leaves.filter((l) => l.name === name);
+      if (leaves.length === 0) return err({ type: 'Malformed', detail: `no column ${name}` });
+      const parts: ColumnValues[] = [];
+      for (const g of groups) {
+        if (!Number.isInteger(g) || g < 0 || g >= this.metadata.row_groups.length)
+          throw new RangeError(`parquet: no row group ${g}`);
+        const values = await this.#readGroupColumn(g, leaves);
+        if (!values.ok) return values;
+        parts.push(values.value);
+      }
+      out[name] = parts.length === 1 ? parts[0]! : parts.flatMap((p) => Array.from(p as ArrayLike<unknown>));
+    }
+    return ok(out);
+  }
+
+  /** Reads rows as objects keyed by column name. */
+  async readRows(
+    options: { readonly columns?: readonly string[] } = {},
+  ): Promise<Result<Record<string, unknown>[], ParquetError>> {
+    const columns = await this.readColumns(options);
+    if (!columns.ok) return columns;
+    const entries = Object.entries(columns.value);
+    const rows: Record<string, unknown>[] = [];
+    const count = entries[0]?.[1].length ?? 0;
+    for (let i = 0; i < count; i++) {
+      const row: Record<string, unknown> = {};
+      for (const [name, values] of entries) row[name] = values[i];
+      rows.push(row);
+    }
+    return ok(rows);
+  }
+}
+
+/** Opens a Parquet file, encrypted or not. */
+export function openParquet(
+  bytes: Uint8Array,
+  keys: ReadKeys,
+  cipher: PmeCipher,
+): Promise<Result<ParquetFile, ParquetError>> {
+  return ParquetFile.open(bytes, keys, cipher);
+}
