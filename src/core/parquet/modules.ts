@@ -48,6 +48,8 @@ export interface AesKey {
   ctrDecrypt(counter: Uint8Array, ciphertext: Uint8Array): Promise<Uint8Array>;
 }
 
+export const isAesKeyLength = (key: Uint8Array): boolean => key.length === 16 || key.length === 24 || key.length === 32;
+
 export interface PmeCipher {
   key(raw: Uint8Array): Promise<AesKey>;
 }
@@ -61,6 +63,8 @@ export type ParquetError =
   /** Wrong key, tampered bytes, or the wrong AAD prefix: GCM cannot tell them apart. */
   | { readonly type: 'DecryptFailed'; readonly module: string }
   | { readonly type: 'KeyMissing'; readonly column: string }
+  /** A key that is not 16, 24 or 32 bytes long. */
+  | { readonly type: 'KeyInvalid'; readonly column: string }
   | { readonly type: 'AadPrefixRequired' }
   | { readonly type: 'FooterSignatureInvalid' };
 

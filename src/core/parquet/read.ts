@@ -33,6 +33,7 @@ import type {
 import { bytesEqual, fromUtf8 } from '../bytes.js';
 import { err, ok, type Result } from '../result.js';
 import {
+  isAesKeyLength,
   MODULE,
   moduleAad,
   moduleAt,
@@ -151,6 +152,7 @@ async function readTail(bytes: Uint8Array, keys: ReadKeys, cipher: PmeCipher): P
     const algo = algorithmOf(crypto.value.value['field_1'], keys.aadPrefix);
     if (!algo.ok) return algo;
     if (!keys.footerKey) return err({ type: 'KeyMissing', column: '(footer)' });
+    if (!isAesKeyLength(keys.footerKey)) return err({ type: 'KeyInvalid', column: '(footer)' });
     const module = moduleAt(region, crypto.value.end, 'footer');
     if (!module.ok) return module;
     const key = await cipher.key(keys.footerKey);
@@ -169,6 +171,7 @@ async function readTail(bytes: Uint8Array, keys: ReadKeys, cipher: PmeCipher): P
   const signature = region.subarray(meta.value.end);
   if (signature.length !== SIGNATURE_BYTES) return err(malformed('plaintext footer signature is not 28 bytes'));
   if (keys.footerKey) {
+    if (!isAesKeyLength(keys.footerKey)) return err({ type: 'KeyInvalid', column: '(footer)' });
     const key = await cipher.key(keys.footerKey);
     const nonce = signature.subarray(0, NONCE_BYTES);
     const sealed = await key.gcmEncrypt(nonce, moduleAad(algo.value.aad, MODULE.FOOTER), footer);
@@ -319,6 +322,7 @@ export class ParquetFile {
     if (!this.#aad || !this.algorithm) return err(malformed('encrypted column chunk in an unencrypted file'));
     const raw = crypto['field_2'] ? this.#keys.columnKeys?.get(leaf.path) : this.#keys.footerKey;
     if (!raw) return err({ type: 'KeyMissing', column: leaf.path });
+    if (!isAesKeyLength(raw)) return err({ type: 'KeyInvalid', column: leaf.path });
     return ok({ key: await this.#key(raw), algorithm: this.algorithm, aad: this.#aad });
   }
 

@@ -37,6 +37,7 @@ import {
 } from './columns.js';
 import {
   GCM_MODULE_OVERHEAD,
+  isAesKeyLength,
   MAX_PAGES_PER_CHUNK,
   MODULE,
   moduleAad,
@@ -331,7 +332,7 @@ export class EncryptedParquetWriter {
   static async start(options: WriterOptions): Promise<Result<EncryptedParquetWriter, WriteError>> {
     const columns = checkSchema(options.columns);
     if (!columns.ok) return columns;
-    if (![16, 24, 32].includes(options.footerKey.length))
+    if (!isAesKeyLength(options.footerKey))
       throw new Error('parquet: footer key must be 16, 24 or 32 bytes');
     const key = await options.cipher.key(options.footerKey);
     const writer = new EncryptedParquetWriter(options, columns.value, key, options.random.bytes(AAD_FILE_UNIQUE_BYTES));
