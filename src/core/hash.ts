@@ -38,6 +38,23 @@ export function blake3(data: Uint8Array): Uint8Array {
   return wasm.digest('binary');
 }
 
+/** An incremental BLAKE3-256, for bytes that arrive in pieces (object files as they are written). */
+export interface Blake3Stream {
+  update(data: Uint8Array): void;
+  digest(): Uint8Array;
+}
+
+/** A fresh incremental hasher: its own WASM instance where WASM runs, else @noble/hashes. */
+export async function blake3Stream(): Promise<Blake3Stream> {
+  const hasher = await createBLAKE3().catch(() => undefined);
+  if (!hasher) {
+    const noble = nobleBlake3.create();
+    return { update: (d) => void noble.update(d), digest: () => noble.digest() };
+  }
+  hasher.init();
+  return { update: (d) => void hasher.update(d), digest: () => hasher.digest('binary') };
+}
+
 /** The pure-JS BLAKE3, for cross-checks and for measuring the WASM one against it. */
 export function blake3Reference(data: Uint8Array): Uint8Array {
   return nobleBlake3(data);
