@@ -4,6 +4,8 @@
  * dependencies never load for another) and returns a `main(argv)` resolving to an exit code.
  *
  *   sov relay [--port N] [--host ADDR] [--data DIR] [--static DIR] [--tls-cert FILE --tls-key FILE] [--tap FILE] [--heartbeat S]
+ *   sov object write --csv FILE --out DIR [...]   (cli/objects.ts)
+ *   sov parquet read FILE --footer-key KEY [...]  (cli/objects.ts)
  *   sov bench ...            (bench/run.ts, maintained with the benchmarks)
  *   sov help
  *
@@ -23,6 +25,10 @@ interface Subcommand {
   readonly load: () => Promise<SubcommandMain>;
 }
 
+const OBJECT_USAGE =
+  'object write --csv FILE --out DIR [--row-group-size N] [--domain D] [--table T] [--time-column C] [--print-dek] [--print-secret]';
+const PARQUET_USAGE = 'parquet read FILE --footer-key KEY [--column-key PATH=KEY]… [--aad-prefix TEXT] [--csv OUT]';
+
 // ---- subcommands: add new ones here -------------------------------------------------
 
 const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
@@ -30,6 +36,20 @@ const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
     usage:
       'relay [--port N] [--host ADDR] [--data DIR] [--static DIR] [--tls-cert FILE --tls-key FILE] [--tap FILE] [--heartbeat S]',
     load: () => Promise.resolve(relayMain),
+  },
+  object: {
+    usage: OBJECT_USAGE,
+    load: async () => {
+      const { objectMain, withUsage } = await import('./objects.js');
+      return withUsage(objectMain, OBJECT_USAGE);
+    },
+  },
+  parquet: {
+    usage: PARQUET_USAGE,
+    load: async () => {
+      const { parquetMain, withUsage } = await import('./objects.js');
+      return withUsage(parquetMain, PARQUET_USAGE);
+    },
   },
   bench: {
     usage: 'bench [options]      run the benchmarks (see bench/)',

@@ -1,0 +1,86 @@
+/**
+ * CSV (core/csv.ts): RFC 4180 parsing in any chunking, type inference over
+ * every record, timestamps with zones, and the malformed inputs it refuses.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { CsvParser, csvRecord, parseTimestamp, SchemaInference, toCell } from '../../src/core/csv.js';
+
+function parseAll(text: string, chunk = text.length || 1): string[][] {
+  const parser = new CsvParser();
+  const out: string[][] = [];
+  for (let at = 0; at < text.length; at += chunk) {
+    const r = parser.push(text.slice(at, at + chunk));
+    if (!r.ok) throw new Error(JSON.stringify(r.error));
+    out.push(...r.value);
+  }
+  const last = parser.end();
+  if (!last.ok) throw new Error(JSON.stringify(last.error));
+  return [...out, ...last.value];
+}
+
+describe('CSV parsing', () => {
+  it('reads quotes, escaped quotes, commas and newlines inside fields, CRLF, and a last line without newline', () => {
+    const text = 'a,b,c\r\n1,"x, ""y""",\n2,"multi\nline",z';
+    expect(parseAll(text)).toEqual([
+      ['a', 'b', 'c'],
+      ['1', 'x, "y"', ''],
+      ['2', 'multi\nline', 'z'],
+    ]);
+  });
+
+  it('gives the same records however the text is cut into chunks (property)', () => {
+    const field = fc.string({ unit: fc.constantFrom('a', 'é', ',', '"', '\n', ' ', '1'), maxLength: 6 });
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(field, { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 6 }),
+        fc.integer({ min: 1, max: 7 }),
+        (records, chunk) => {
+          const text = records.map(csvRecord).join('');
+          expect(parseAll(text, chunk)).toEqual(records);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('refuses a stray quote and an unclosed quoted field, naming the line', () => {
+    const stray = new CsvParser().push('a,b\n1,x"y\n');
+    expect(stray).toMatchObject({ ok: false, error: { type: 'CsvMalformed', line: 2 } });
+    const parser = new CsvParser();
+    parser.push('a\n"open');
+    expect(parser.end()).toMatchObject({ ok: false, error: { type: 'CsvMalformed' } });
+  });
+});
+
+describe('CSV type inference', () => {
+  it('takes the narrowest type every value fits and marks columns with empty fields nullable', () => {
+    const inference = new SchemaInference(['b', 'i', 'big', 'f', 't', 's', 'mixed']);
+    inference.observe(['true', '1', '1', '1', '2024-01-01', 'x', '12']);
+    inference.observe(['false', '-7', '9007199254740993', '2.5', '2024-01-01T10:00:00Z', '', '2024-01-01T00:00:00Z']);
+    inference.observe(['', '2147483647', '-1', '1e3', '2024-01-01T10:00:00.250+02:00', 'y', '3']);
+    const schema = inference.schema();
+    expect(schema.ok && schema.value.map((c) => [c.name, c.type, c.nullable])).toEqual([
+      ['b', 'boolean', true],
+      ['i', 'int32', false],
+      ['big', 'int64', false],
+      ['f', 'double', false],
+      ['t', 'timestamp', false],
+      ['s', 'string', true],
+      ['mixed', 'string', false],
+    ]);
+    expect(toCell('int64', '9007199254740993')).toBe(9007199254740993n);
+  });
+
+  it('reads ISO 8601 timestamps with their zone, refuses a time without one and impossible dates', () => {
+    expect(parseTimestamp('2024-01-01T10:00:00.250+02:00')).toBe(Date.UTC(2024, 0, 1, 8, 0, 0, 250));
+    expect(parseTimestamp('2024-02-29')).toBe(Date.UTC(2024, 1, 29));
+    expect(parseTimestamp('2023-02-29')).toBeUndefined();
+    expect(parseTimestamp('2024-01-01T10:00:00')).toBeUndefined();
+  });
+
+  it('refuses header names that cannot be columns', () => {
+    const inference = new SchemaInference(['ok', 'not ok']);
+    expect(inference.schema()).toMatchObject({ ok: false, error: { type: 'CsvHeader' } });
+  });
+});
