@@ -21,6 +21,7 @@ const BENCHMARKS: Readonly<Record<string, () => Promise<Benchmark>>> = {
   merge: () => import('./merge.ts'),
   transport: () => import('./transport.ts'),
   mls: () => import('./mls.ts'),
+  objects: () => import('./objects.ts'),
 };
 
 const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));

@@ -8,6 +8,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { compareBytes, utf8 } from '../../src/core/bytes.js';
+import { compareStrings } from '../../src/core/parquet/columns.js';
 import { openParquet } from '../../src/core/parquet/read.js';
 import type { CellValue, ColumnSpec } from '../../src/core/parquet/schema.js';
 import { EncryptedParquetWriter, writeEncryptedParquet } from '../../src/core/parquet/write.js';
@@ -104,6 +106,16 @@ describe('encrypted Parquet round trip', () => {
     expect(by['device']).toMatchObject({ min: 'sensor-0', max: 'sensor-9' });
     expect(by['ok']).toMatchObject({ nulls: 250, min: false, max: true });
     expect(file.rows).toBe(1000);
+  });
+
+  it('orders strings as their UTF-8 bytes, astral characters included (property)', () => {
+    const text = fc.string({ unit: fc.constantFrom('a', 'z', 'é', '\uffee', '𝄞', '😀', '\ud7ff'), maxLength: 5 });
+    fc.assert(
+      fc.property(text, text, (a, b) => {
+        expect(Math.sign(compareStrings(a, b))).toBe(Math.sign(compareBytes(utf8(a), utf8(b))));
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it('streams: one sink call per row group, the PARE magic at both ends', async () => {

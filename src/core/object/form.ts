@@ -119,14 +119,16 @@ export class ObjectWriter {
   async add(cells: Cells): Promise<Result<void, FormError>> {
     const first = this.#options.columns[0];
     const count = first ? (cells[first.name]?.length ?? 0) : 0;
-    const ids: Uint8Array[] = [];
+    const ids = new Uint8Array(count * ROW_ID_BYTES);
+    const view = new DataView(ids.buffer);
     for (let i = 0; i < count; i++) {
-      const id = new Uint8Array(ROW_ID_BYTES);
-      id.set(this.#origin);
-      new DataView(id.buffer).setBigUint64(ROW_ORIGIN_BYTES, BigInt(this.#rows + i));
-      ids.push(id);
+      ids.set(this.#origin, i * ROW_ID_BYTES);
+      view.setBigUint64(i * ROW_ID_BYTES + ROW_ORIGIN_BYTES, BigInt(this.#rows + i));
     }
-    const written = await this.#writer.writeRowGroup({ ...cells, [ROW_ID_COLUMN]: ids });
+    const written = await this.#writer.writeRowGroup({
+      ...cells,
+      [ROW_ID_COLUMN]: { packed: ids, width: ROW_ID_BYTES },
+    });
     if (!written.ok) return written;
     this.#rows += count;
     return ok(undefined);

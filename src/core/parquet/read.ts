@@ -236,6 +236,29 @@ export type ColumnInfo = {
 
 type Leaf = ColumnInfo & { readonly ordinal: number; readonly schemaPath: SchemaTree[]; readonly top: SchemaTree };
 
+type TypedValues = Exclude<DecodedArray, unknown[]>;
+
+/** Parts of one column in order, as one array: a typed array when every part is one of the same kind. */
+function concatValues(parts: readonly ColumnValues[]): ColumnValues {
+  if (parts.length === 1) return parts[0]!;
+  const first = parts[0];
+  if (first && !Array.isArray(first) && parts.every((p) => p.constructor === first.constructor)) {
+    const typed = parts as readonly TypedValues[];
+    const Kind = first.constructor as new (n: number) => TypedValues;
+    const out = new Kind(typed.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const p of typed) {
+      (out as { set(a: ArrayLike<unknown>, at: number): void }).set(p, at);
+      at += p.length;
+    }
+    return out;
+  }
+  const out = new Array<unknown>(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) for (let i = 0; i < p.length; i++) out[at++] = p[i];
+  return out;
+}
+
 /** An opened Parquet file: footer checked and decoded, columns read on demand. */
 export class ParquetFile {
   readonly metadata: FileMetaData;
@@ -426,7 +449,7 @@ export class ParquetFile {
         last = data;
       }
     }
-    return ok(out.length === 1 ? out[0]! : out.flatMap((chunkValues) => Array.from(chunkValues)));
+    return ok(concatValues(out));
   }
 
   /** One page: its header (decrypted and decoded) and its body (decrypted, still compressed). */
@@ -520,7 +543,7 @@ export class ParquetFile {
         if (!values.ok) return values;
         parts.push(values.value);
       }
-      out[name] = parts.length === 1 ? parts[0]! : parts.flatMap((p) => Array.from(p as ArrayLike<unknown>));
+      out[name] = concatValues(parts);
     }
     return ok(out);
   }

@@ -31,7 +31,9 @@ import {
   EMPTY_STATS,
   mergeStats,
   prepareColumn,
+  cellCount,
   type ChunkStats,
+  type ColumnCells,
   type PreparedColumn,
   type ValueError,
 } from './columns.js';
@@ -130,18 +132,36 @@ function dictionaryIndexes(indexes: Uint32Array, entries: number): Uint8Array {
   return w.getBytes();
 }
 
+/** PLAIN encoding of values [from, to) (parquet Encodings.md): fixed-width bytes as they lie, booleans bit-packed LSB first, strings length-prefixed UTF-8. */
 function plainValues(column: PreparedColumn, from: number, to: number): Uint8Array {
-  const w = new ByteWriter();
-  const type = physicalOf(column.spec.type);
-  writePlain(w, column.values.slice(from, to) as never, type, column.spec.type === 'rowid' ? ROW_ID_BYTES : undefined);
-  return w.getBytes();
+  const { values } = column;
+  if (values.kind === 'fixed') return values.bytes.subarray(from * values.width, to * values.width);
+  if (values.kind === 'bool') {
+    const out = new Uint8Array(Math.ceil((to - from) / 8));
+    for (let i = from; i < to; i++) if (values.data[i]) out[(i - from) >> 3]! |= 1 << ((i - from) & 7);
+    return out;
+  }
+  let size = 0;
+  for (let i = from; i < to; i++) size += values.data[i]!.length * 3 + 4;
+  const out = new Uint8Array(size);
+  const view = new DataView(out.buffer);
+  let at = 0;
+  for (let i = from; i < to; i++) {
+    const { written } = ENCODER.encodeInto(values.data[i]!, out.subarray(at + 4));
+    view.setUint32(at, written, true);
+    at += 4 + written;
+  }
+  return out.subarray(0, at);
 }
+
+const ENCODER = new TextEncoder();
 
 function valueBytes(column: PreparedColumn, i: number): number {
   if (column.dictionary) return 4;
-  const v = column.values[i];
-  if (v instanceof Uint8Array) return v.length + (column.spec.type === 'string' ? 4 : 0);
-  return column.spec.type === 'boolean' ? 0.125 : column.spec.type === 'int32' || column.spec.type === 'float' ? 4 : 8;
+  const { values } = column;
+  if (values.kind === 'fixed') return values.width;
+  if (values.kind === 'bool') return 0.125;
+  return values.data[i]!.length + 4;
 }
 
 /** Splits rows into pages of about `pageBytes`: [first row, end row, first value, end value]. */
@@ -332,8 +352,7 @@ export class EncryptedParquetWriter {
   static async start(options: WriterOptions): Promise<Result<EncryptedParquetWriter, WriteError>> {
     const columns = checkSchema(options.columns);
     if (!columns.ok) return columns;
-    if (!isAesKeyLength(options.footerKey))
-      throw new Error('parquet: footer key must be 16, 24 or 32 bytes');
+    if (!isAesKeyLength(options.footerKey)) throw new Error('parquet: footer key must be 16, 24 or 32 bytes');
     const key = await options.cipher.key(options.footerKey);
     const writer = new EncryptedParquetWriter(options, columns.value, key, options.random.bytes(AAD_FILE_UNIQUE_BYTES));
     await writer.#emit(PARE);
@@ -350,19 +369,20 @@ export class EncryptedParquetWriter {
   }
 
   /** Encodes, encrypts and emits one row group: a column of cells per schema column, all of one length. */
-  async writeRowGroup(cells: Readonly<Record<string, readonly CellValue[]>>): Promise<Result<void, WriteError>> {
+  async writeRowGroup(cells: Readonly<Record<string, ColumnCells>>): Promise<Result<void, WriteError>> {
     if (this.#done) throw new Error('parquet: writer already finished');
-    const rows = cells[this.#columns[0]!.name]?.length ?? 0;
+    const firstColumn = cells[this.#columns[0]!.name];
+    const rows = firstColumn ? cellCount(firstColumn) : 0;
     if (rows === 0) return ok(undefined);
     if (this.#rowGroups.length >= MAX_ROW_GROUPS) return err({ type: 'TooLarge', detail: 'too many row groups' });
     const prepared: PreparedColumn[] = [];
     for (const spec of this.#columns) {
       const column = cells[spec.name];
-      if (!column || column.length !== rows) {
+      if (!column || cellCount(column) !== rows) {
         return err({
           type: 'InvalidValue',
           column: spec.name,
-          row: column?.length ?? 0,
+          row: column ? cellCount(column) : 0,
           detail: `expected ${rows} values`,
         });
       }
@@ -413,7 +433,7 @@ export class EncryptedParquetWriter {
       [7, T.I16, ordinal],
     ]);
     this.#summaries = this.#summaries.map((s, i) => ({
-      ...mergeStats(this.#columns[i]!, s, prepared[i]!.stats),
+      ...mergeStats(s, prepared[i]!.stats),
       name: s.name,
     }));
     this.#rows += rows;
