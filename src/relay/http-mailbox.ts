@@ -9,11 +9,7 @@
  *   body                    Content-Length over the route's bound → 413 before reading; a
  *                           streamed body is cut off at the bound (413, connection closed)
  *   sov-auth header         bounded base64url CBOR                          `malformed`
- *   timestamp               within ±CLOCK_WINDOW_MS of the relay clock      `stale`
- *   membership              endpoint authenticated over WS under the topic  `unknown-endpoint`
- *   signature               strict Ed25519 over httpSigningPayload          `auth-failed`
- *   rate                    token bucket per (topic, endpoint)              `rate-limited`
- *   nonce                   unseen for this endpoint within the window      `replayed`
+ *   authentication          relay/http-auth.ts: fresh timestamp, member, signature, rate, nonce
  *   request body            route decoder                                   `malformed`, `frame-too-large`
  *
  * Threats: the signature covers method, route, timestamp, nonce and the body's BLAKE3, so a
@@ -23,12 +19,9 @@
  * unauthenticated work per request is bounded by the body bound and one signature check.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ed25519 } from '@noble/curves/ed25519.js';
-import { toHex } from '../core/bytes.js';
 import {
   AUTH_HEADER,
   CBOR_CONTENT_TYPE,
-  CLOCK_WINDOW_MS,
   HTTP_STATUS,
   MAILBOX_ROUTES,
   MAX_FETCH_PAGE_BYTES,
@@ -36,8 +29,6 @@ import {
   decodeAuthHeader,
   decodeMailboxRequest,
   encodeMailboxBody,
-  httpSigningPayload,
-  isFresh,
   type FetchedFrame,
   type FetchRequest,
   type FetchResponse,
@@ -50,8 +41,9 @@ import {
 import { err, ok, type Result } from '../core/result.js';
 import type { RelayHub, WireTap } from './hub.js';
 import type { MailboxStore } from './mailbox.js';
-import { RateLimiter, type RateLimitOptions } from './rate-limit.js';
-import { DEFAULT_REPLAY_GUARD, ReplayGuard, type ReplayGuardOptions } from './replay-guard.js';
+import { HttpAuthenticator } from './http-auth.js';
+import type { RateLimitOptions } from './rate-limit.js';
+import type { ReplayGuardOptions } from './replay-guard.js';
 
 export const MAILBOX_PREFIX = '/api/v1/mailbox/';
 
@@ -63,10 +55,9 @@ export interface HttpMailboxOptions {
   readonly rateLimit: RateLimitOptions;
   readonly replay?: ReplayGuardOptions | undefined;
   readonly tap?: WireTap | undefined;
+  /** Shared with the other signed HTTP APIs, so one nonce cache and one rate budget cover them all. */
+  readonly auth?: HttpAuthenticator | undefined;
 }
-
-/** Endpoints whose rate buckets are kept; the least recently seen is forgotten first. */
-const MAX_LIMITERS = 10_000;
 
 const ROUTES = new Map<string, MailboxRoute>(
   Object.entries(MAILBOX_ROUTES).map(([route, path]) => [path, route as MailboxRoute]),
@@ -103,23 +94,6 @@ function readBody(req: IncomingMessage, max: number): Promise<Body> {
   });
 }
 
-function verify(auth: HttpAuth, method: string, route: MailboxRoute, body: Uint8Array): boolean {
-  const payload = httpSigningPayload(
-    method,
-    MAILBOX_ROUTES[route],
-    auth.ts,
-    auth.nonce,
-    body,
-    auth.topic,
-    auth.endpoint,
-  );
-  try {
-    return ed25519.verify(auth.sig, payload, auth.endpoint, { zip215: false });
-  } catch {
-    return false;
-  }
-}
-
 function reply(res: ServerResponse, status: number, body: Uint8Array, extra: Record<string, string> = {}): void {
   res.writeHead(status, {
     'Content-Type': CBOR_CONTENT_TYPE,
@@ -132,12 +106,11 @@ function reply(res: ServerResponse, status: number, body: Uint8Array, extra: Rec
 
 export class HttpMailbox {
   readonly #opts: HttpMailboxOptions;
-  readonly #replay: ReplayGuard;
-  readonly #limiters = new Map<string, RateLimiter>();
+  readonly #auth: HttpAuthenticator;
 
   constructor(options: HttpMailboxOptions) {
     this.#opts = options;
-    this.#replay = new ReplayGuard(options.replay ?? DEFAULT_REPLAY_GUARD, options.now);
+    this.#auth = options.auth ?? new HttpAuthenticator(options);
   }
 
   async handle(req: IncomingMessage, res: ServerResponse, pathname: string): Promise<void> {
@@ -163,7 +136,7 @@ export class HttpMailbox {
     const header = req.headers[AUTH_HEADER];
     const auth = decodeAuthHeader(typeof header === 'string' ? header : undefined);
     if (!auth.ok) return auth;
-    const checked = this.#authenticate(auth.value, route, body);
+    const checked = this.#auth.check(auth.value, 'POST', MAILBOX_ROUTES[route], body);
     if (!checked.ok) return checked;
     return this.#routes[route](auth.value, body);
   }
@@ -188,21 +161,6 @@ export class HttpMailbox {
     },
   };
 
-  #authenticate(auth: HttpAuth, route: MailboxRoute, body: Uint8Array): Result<true, RelayHttpError> {
-    const { now, hub } = this.#opts;
-    if (!isFresh(auth.ts, now())) return refusal('stale', `timestamp outside ±${CLOCK_WINDOW_MS / 1000} s`);
-    if (!hub.serves(auth.topic, auth.endpoint)) {
-      return refusal('unknown-endpoint', 'endpoint is not a member admitted under this topic');
-    }
-    if (!verify(auth, 'POST', route, body)) return refusal('auth-failed', 'signature does not verify');
-    const key = `${toHex(auth.topic)}:${toHex(auth.endpoint)}`;
-    if (this.#limiter(key).check() !== 'accept') return refusal('rate-limited', 'rate limit exceeded');
-    const seen = this.#replay.admit(key, toHex(auth.nonce), auth.ts);
-    if (seen === 'replayed') return refusal('replayed', 'nonce already used');
-    if (seen === 'full') return refusal('rate-limited', 'too many requests in the freshness window');
-    return ok(true);
-  }
-
   /** Frames after `after`, ascending, cut at MAX_FETCH_PAGE_BYTES (one frame at least). */
   #fetch(topic: Uint8Array, endpoint: Uint8Array, request: FetchRequest): FetchResponse {
     const pending = this.#opts.store.pending(topic, endpoint, request.after, request.limit + 1);
@@ -214,15 +172,6 @@ export class HttpMailbox {
       bytes += f.body.length;
     }
     return { frames, more: frames.length < pending.length };
-  }
-
-  #limiter(key: string): RateLimiter {
-    let limiter = this.#limiters.get(key);
-    if (limiter) this.#limiters.delete(key);
-    else limiter = new RateLimiter(this.#opts.rateLimit, this.#opts.now);
-    this.#limiters.set(key, limiter);
-    if (this.#limiters.size > MAX_LIMITERS) this.#limiters.delete(this.#limiters.keys().next().value!);
-    return limiter;
   }
 
   #refuse(

@@ -1,0 +1,82 @@
+/**
+ * Authentication of the relay's signed HTTP APIs (wire format in core/relay-http.ts), shared
+ * by the mailbox (http-mailbox.ts) and the blind object store (http-objects.ts), in order:
+ *   timestamp               within ±CLOCK_WINDOW_MS of the relay clock      `stale`
+ *   membership              endpoint authenticated over WS under the topic  `unknown-endpoint`
+ *   signature               strict Ed25519 over httpSigningPayload          `auth-failed`
+ *   rate                    token bucket per (topic, endpoint)              `rate-limited`
+ *   nonce                   unseen for this endpoint within the window      `replayed`
+ * Rate limiting counts verified requests only, so nobody can spend another endpoint's budget.
+ */
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { toHex } from '../core/bytes.js';
+import {
+  CLOCK_WINDOW_MS,
+  httpSigningPayload,
+  isFresh,
+  type HttpAuth,
+  type RelayHttpError,
+  type RelayHttpErrorCode,
+} from '../core/relay-http.js';
+import { err, ok, type Result } from '../core/result.js';
+import type { RelayHub } from './hub.js';
+import { RateLimiter, type RateLimitOptions } from './rate-limit.js';
+import { DEFAULT_REPLAY_GUARD, ReplayGuard, type ReplayGuardOptions } from './replay-guard.js';
+
+/** Endpoints whose rate buckets are kept; the least recently seen is forgotten first. */
+const MAX_LIMITERS = 10_000;
+
+export type HttpAuthOptions = {
+  readonly hub: Pick<RelayHub, 'serves'>;
+  readonly now: () => number;
+  readonly rateLimit: RateLimitOptions;
+  readonly replay?: ReplayGuardOptions | undefined;
+};
+
+const refusal = (code: RelayHttpErrorCode, reason: string): Result<never, RelayHttpError> =>
+  err({ type: 'RelayHttpError', code, reason: `relay: ${reason}` });
+
+function verify(auth: HttpAuth, method: string, path: string, body: Uint8Array): boolean {
+  const payload = httpSigningPayload(method, path, auth.ts, auth.nonce, body, auth.topic, auth.endpoint);
+  try {
+    return ed25519.verify(auth.sig, payload, auth.endpoint, { zip215: false });
+  } catch {
+    return false;
+  }
+}
+
+export class HttpAuthenticator {
+  readonly #opts: HttpAuthOptions;
+  readonly #replay: ReplayGuard;
+  readonly #limiters = new Map<string, RateLimiter>();
+
+  constructor(options: HttpAuthOptions) {
+    this.#opts = options;
+    this.#replay = new ReplayGuard(options.replay ?? DEFAULT_REPLAY_GUARD, options.now);
+  }
+
+  /** Accepts a request signed for `path` with this body, or says why not. */
+  check(auth: HttpAuth, method: string, path: string, body: Uint8Array): Result<true, RelayHttpError> {
+    const { now, hub } = this.#opts;
+    if (!isFresh(auth.ts, now())) return refusal('stale', `timestamp outside ±${CLOCK_WINDOW_MS / 1000} s`);
+    if (!hub.serves(auth.topic, auth.endpoint)) {
+      return refusal('unknown-endpoint', 'endpoint is not a member admitted under this topic');
+    }
+    if (!verify(auth, method, path, body)) return refusal('auth-failed', 'signature does not verify');
+    const key = `${toHex(auth.topic)}:${toHex(auth.endpoint)}`;
+    if (this.#limiter(key).check() !== 'accept') return refusal('rate-limited', 'rate limit exceeded');
+    const seen = this.#replay.admit(key, toHex(auth.nonce), auth.ts);
+    if (seen === 'replayed') return refusal('replayed', 'nonce already used');
+    if (seen === 'full') return refusal('rate-limited', 'too many requests in the freshness window');
+    return ok(true);
+  }
+
+  #limiter(key: string): RateLimiter {
+    let limiter = this.#limiters.get(key);
+    if (limiter) this.#limiters.delete(key);
+    else limiter = new RateLimiter(this.#opts.rateLimit, this.#opts.now);
+    this.#limiters.set(key, limiter);
+    if (this.#limiters.size > MAX_LIMITERS) this.#limiters.delete(this.#limiters.keys().next().value!);
+    return limiter;
+  }
+}
