@@ -67,7 +67,12 @@ export type RelayHttpErrorCode =
   | 'mailbox-full'
   | 'unknown-recipient'
   | 'not-admitted'
-  | 'rate-limited';
+  | 'rate-limited'
+  | 'not-found'
+  | 'hash-mismatch'
+  | 'offset-mismatch'
+  | 'object-too-large'
+  | 'quota';
 
 export const HTTP_STATUS: Readonly<Record<RelayHttpErrorCode, number>> = {
   malformed: 400,
@@ -80,6 +85,11 @@ export const HTTP_STATUS: Readonly<Record<RelayHttpErrorCode, number>> = {
   'not-admitted': 403,
   'frame-too-large': 413,
   'rate-limited': 429,
+  'not-found': 404,
+  'hash-mismatch': 422,
+  'offset-mismatch': 409,
+  'object-too-large': 413,
+  quota: 507,
 };
 
 export type RelayHttpError = {
@@ -108,11 +118,11 @@ export type SendResponse = { readonly id: number };
 export type MailboxResponse = { fetch: FetchResponse; ack: AckResponse; send: SendResponse };
 export type ErrorBody = { readonly code: RelayHttpErrorCode; readonly message: string };
 
-const refuse = (code: RelayHttpErrorCode, reason: string): Result<never, RelayHttpError> =>
+export const refuse = (code: RelayHttpErrorCode, reason: string): Result<never, RelayHttpError> =>
   err({ type: 'RelayHttpError', code, reason: `relay-http: ${reason}` });
 const malformed = (reason: string): Result<never, RelayHttpError> => refuse('malformed', reason);
 
-function isUint(value: unknown): value is number {
+export function isUint(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }
 
@@ -121,7 +131,7 @@ function hasKeys(map: Record<string, unknown>, expected: readonly string[]): boo
   return actual.length === expected.length && expected.every((k) => k in map);
 }
 
-function decodeMap(
+export function decodeMap(
   bytes: Uint8Array,
   max: number,
   fields: readonly string[],

@@ -8,9 +8,11 @@
  *   nonce                   unseen for this endpoint within the window      `replayed`
  * Rate limiting counts verified requests only, so nobody can spend another endpoint's budget.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { toHex } from '../core/bytes.js';
 import {
+  CBOR_CONTENT_TYPE,
   CLOCK_WINDOW_MS,
   httpSigningPayload,
   isFresh,
@@ -79,4 +81,37 @@ export class HttpAuthenticator {
     if (this.#limiters.size > MAX_LIMITERS) this.#limiters.delete(this.#limiters.keys().next().value!);
     return limiter;
   }
+}
+
+/** Reads at most `max` bytes; refuses a larger declared or streamed body without buffering it. */
+export function readBody(req: IncomingMessage, max: number): Promise<Result<Uint8Array, RelayHttpError>> {
+  const tooLarge = refusal('frame-too-large', `request body exceeds ${max} bytes`);
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (!Number.isSafeInteger(declared) || declared > max) return Promise.resolve(tooLarge);
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let length = 0;
+    const onData = (chunk: Buffer): void => {
+      length += chunk.length;
+      if (length <= max) return void chunks.push(chunk);
+      req.off('data', onData);
+      req.pause();
+      resolve(tooLarge);
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve(ok(new Uint8Array(Buffer.concat(chunks, length)))));
+    const aborted = (): void => resolve(refusal('malformed', 'request body aborted'));
+    req.once('error', aborted);
+    req.once('close', aborted);
+  });
+}
+
+export function reply(res: ServerResponse, status: number, body: Uint8Array, extra: Record<string, string> = {}): void {
+  res.writeHead(status, {
+    'Content-Type': CBOR_CONTENT_TYPE,
+    'Content-Length': String(body.length),
+    'Cache-Control': 'no-store',
+    ...extra,
+  });
+  res.end(body);
 }

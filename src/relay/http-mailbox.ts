@@ -41,7 +41,7 @@ import {
 import { err, ok, type Result } from '../core/result.js';
 import type { RelayHub, WireTap } from './hub.js';
 import type { MailboxStore } from './mailbox.js';
-import { HttpAuthenticator } from './http-auth.js';
+import { HttpAuthenticator, readBody, reply } from './http-auth.js';
 import type { RateLimitOptions } from './rate-limit.js';
 import type { ReplayGuardOptions } from './replay-guard.js';
 
@@ -66,43 +66,9 @@ const ROUTES = new Map<string, MailboxRoute>(
 const refusal = (code: RelayHttpErrorCode, reason: string): Result<never, RelayHttpError> =>
   err({ type: 'RelayHttpError', code, reason: `relay: ${reason}` });
 
-type Body = Result<Uint8Array, RelayHttpError>;
 type Answer = Result<Uint8Array, RelayHttpError>;
 
 const encoded = (value: MailboxResponse[MailboxRoute]): Answer => ok(encodeMailboxBody(value));
-
-/** Reads at most `max` bytes; refuses a larger declared or streamed body without buffering it. */
-function readBody(req: IncomingMessage, max: number): Promise<Body> {
-  const tooLarge = refusal('frame-too-large', `request body exceeds ${max} bytes`);
-  const declared = Number(req.headers['content-length'] ?? 0);
-  if (!Number.isSafeInteger(declared) || declared > max) return Promise.resolve(tooLarge);
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let length = 0;
-    const onData = (chunk: Buffer): void => {
-      length += chunk.length;
-      if (length <= max) return void chunks.push(chunk);
-      req.off('data', onData);
-      req.pause();
-      resolve(tooLarge);
-    };
-    req.on('data', onData);
-    req.once('end', () => resolve(ok(new Uint8Array(Buffer.concat(chunks, length)))));
-    const aborted = (): void => resolve(refusal('malformed', 'request body aborted'));
-    req.once('error', aborted);
-    req.once('close', aborted);
-  });
-}
-
-function reply(res: ServerResponse, status: number, body: Uint8Array, extra: Record<string, string> = {}): void {
-  res.writeHead(status, {
-    'Content-Type': CBOR_CONTENT_TYPE,
-    'Content-Length': String(body.length),
-    'Cache-Control': 'no-store',
-    ...extra,
-  });
-  res.end(body);
-}
 
 export class HttpMailbox {
   readonly #opts: HttpMailboxOptions;

@@ -4,6 +4,8 @@
  *   GET /api/health          {ok, protocol: 'sov-relay/1', relayKey (hex), sessions, refused: {reason: n}, uptimeMs}
  *   GET /api/presence?topic=<hex32>&endpoint=<hex32>   {online, pending}
  *   POST /api/v1/mailbox/{fetch,ack,send}   signed HTTP mailbox API (http-mailbox.ts)
+ *   POST /api/v1/objects/{put,status,get,list}   blind object store (http-objects.ts), bytes in
+ *                            `<dataDir>/objects/<topic>/` (object-store.ts)
  *   GET anything else        the built PWA from `staticDir` (static.ts)
  * Durable state lives in `<dataDir>/relay.sqlite` (storage/sqlite-mailbox.ts), the blind MLS
  * sequencer's accepted commits and receipts in `<dataDir>/sequencer.sqlite`; the relay's
@@ -34,7 +36,11 @@ import { MAX_RELAY_MESSAGE } from '../core/relay-wire.js';
 import { BlindSequencer } from '../core/mls/sequencer.js';
 import { SqliteMailboxStore } from '../storage/sqlite-mailbox.js';
 import { SqliteSequencerStore } from '../storage/sqlite-sequencer.js';
+import { HttpAuthenticator } from './http-auth.js';
 import { HttpMailbox, MAILBOX_PREFIX } from './http-mailbox.js';
+import { HttpObjects } from './http-objects.js';
+import { BlindObjectStore, type ObjectStoreLimits } from './object-store.js';
+import { OBJECTS_PREFIX } from '../core/relay-objects.js';
 import { RelayHub, type WireTap } from './hub.js';
 import { DEFAULT_MAILBOX_LIMITS, type MailboxLimits, type MailboxStore } from './mailbox.js';
 import { DEFAULT_RATE_LIMIT, type RateLimitOptions } from './rate-limit.js';
@@ -67,6 +73,8 @@ export interface RelayOptions {
   readonly admission?: 'enforce' | 'open' | undefined;
   /** Receives a copy of every message in and out (privacy audits; relay/tap.ts). */
   readonly tap?: WireTap | undefined;
+  /** Per-mesh quota of the blind object store (relay/object-store.ts). */
+  readonly objectLimits?: ObjectStoreLimits | undefined;
 }
 
 export interface RelayHandle {
@@ -82,6 +90,7 @@ export interface RelayHandle {
 interface Context {
   readonly hub: RelayHub;
   readonly mailbox: HttpMailbox;
+  readonly objects: HttpObjects;
   readonly store: MailboxStore;
   readonly staticRoot: string | undefined;
   readonly now: () => number;
@@ -127,6 +136,7 @@ async function handleHttp(ctx: Context, req: IncomingMessage, res: ServerRespons
   applySecurityHeaders(res);
   const url = requestUrl(req);
   if (url?.pathname.startsWith(MAILBOX_PREFIX)) return ctx.mailbox.handle(req, res, url.pathname);
+  if (url?.pathname.startsWith(OBJECTS_PREFIX)) return ctx.objects.handle(req, res, url.pathname);
   if (req.method !== 'GET' && req.method !== 'HEAD')
     return sendText(res, 405, 'sov relay: method not allowed\n', { Allow: 'GET, HEAD' });
   if (url === undefined) return sendText(res, 400, 'sov relay: bad request\n');
@@ -214,9 +224,11 @@ export async function startRelay(options: RelayOptions): Promise<RelayHandle> {
     sequencer: { sequencer, store: sequencerStore },
   });
   const rateLimit = { ...DEFAULT_RATE_LIMIT, ...options.rateLimit };
-  const mailbox = new HttpMailbox({ hub, store, now, log, rateLimit, tap: options.tap });
+  const auth = new HttpAuthenticator({ hub, now, rateLimit });
+  const mailbox = new HttpMailbox({ hub, store, now, log, rateLimit, tap: options.tap, auth });
+  const objects = new HttpObjects({ auth, store: new BlindObjectStore(options.dataDir, options.objectLimits), log });
   const staticRoot = resolveStaticRoot(options.staticDir);
-  const ctx: Context = { hub, store, mailbox, staticRoot, now, startedAt: now(), identity };
+  const ctx: Context = { hub, store, mailbox, objects, staticRoot, now, startedAt: now(), identity };
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     handleHttp(ctx, req, res).catch((e: unknown) => {
       log(`relay: http error: ${(e as Error).message}`);
