@@ -203,7 +203,9 @@ function cellText(value: unknown, timestamp: boolean): string {
   if (value instanceof Date) return value.toISOString();
   if (typeof value === 'string') return value;
   if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean') return value.toString();
-  return JSON.stringify(value, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v instanceof Uint8Array ? toHex(v) : v));
+  return JSON.stringify(value, (_, v: unknown) =>
+    typeof v === 'bigint' ? v.toString() : v instanceof Uint8Array ? toHex(v) : v,
+  );
 }
 
 export async function parquetMain(argv: readonly string[]): Promise<number> {
