@@ -72,6 +72,17 @@ export function concat(...parts: readonly Uint8Array[]): Uint8Array {
 }
 
 /** Length-checked equality that does not exit early on the first differing byte. */
+/** Many parts as one array (no argument spread, so any number of parts). */
+export function concatAll(parts: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
 export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
   let diff = 0;

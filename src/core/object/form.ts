@@ -13,7 +13,7 @@
  * that are not the object they claim to be — then the manifest is opened and
  * verified, then the Parquet footer decrypts under the DEK.
  */
-import { toHex } from '../bytes.js';
+import { concatAll, toHex } from '../bytes.js';
 import type { Hlc } from '../hlc.js';
 import { blake3Stream } from '../hash.js';
 import type { Random, Signer, Verifier } from '../ports.js';
@@ -167,19 +167,9 @@ export class ObjectWriter {
       rowOrigin: toHex(this.#origin),
     };
     const sealedManifest = await sealManifest(manifest, o.signer, objectKeys(this.#secret).manifestKey, o.random);
-    const bytes = this.#collected ? join(this.#collected) : undefined;
+    const bytes = this.#collected ? concatAll(this.#collected) : undefined;
     return ok({ storageId, secret: this.#secret, manifest, sealedManifest, ...(bytes ? { bytes } : {}) });
   }
-}
-
-function join(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 /** Forms one object from rows (objects keyed by column name), `rowGroupRows` rows per row group. */

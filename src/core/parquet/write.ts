@@ -25,6 +25,7 @@ import { ByteWriter } from 'hyparquet-writer/src/bytewriter.js';
 import { writeRleBitPackedHybrid } from 'hyparquet-writer/src/encoding.js';
 import { writePlain } from 'hyparquet-writer/src/plain.js';
 import { snappyCompress } from 'hyparquet-writer/src/snappy.js';
+import { concatAll } from '../bytes.js';
 import type { Random } from '../ports.js';
 import { err, ok, type Result } from '../result.js';
 import {
@@ -254,7 +255,7 @@ function encodeChunk(
         ? dictionaryIndexes(dictionary.indexes.subarray(fromValue, toValue), dictionary.entries.length)
         : plainValues(column, fromValue, toValue),
     );
-    const raw = parts.length === 1 ? parts[0]! : joined(parts);
+    const raw = parts.length === 1 ? parts[0]! : concatAll(parts);
     const body = compress(raw);
     const header = pageHeader(PAGE.DATA_PAGE, raw.length, body.length + GCM_MODULE_OVERHEAD, [
       5,
@@ -285,16 +286,6 @@ function encodeChunk(
     [12, T.STRUCT, statisticsFields(column.stats)],
   ];
   return ok({ modules, meta, bytes: at - offset, uncompressed });
-}
-
-function joined(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 function schemaElement(spec: ColumnSpec): Field[] {
@@ -411,7 +402,7 @@ export class EncryptedParquetWriter {
       uncompressed += chunk.value.uncompressed;
     }
     const sealed = await Promise.all(chunks.flatMap((chunk) => chunk.modules.map((m) => this.#seal(m))));
-    await this.#emit(joined(sealed));
+    await this.#emit(concatAll(sealed));
     if (this.#offset !== at) throw new Error('parquet: module layout does not match what was written');
 
     let chunkAt = start;
@@ -515,5 +506,5 @@ export async function writeEncryptedParquet(
     if (!written.ok) return written;
   }
   const file = await writer.finish();
-  return ok({ bytes: joined(parts), file });
+  return ok({ bytes: concatAll(parts), file });
 }
