@@ -21,7 +21,7 @@ import {
   type RelayHttpErrorCode,
 } from '../core/relay-http.js';
 import type { Clock, Random, Signer } from '../core/ports.js';
-import { err, type Result } from '../core/result.js';
+import { err, ok, type Result } from '../core/result.js';
 
 export type RelayHttpClientError =
   | { readonly type: 'Network'; readonly reason: string }
@@ -59,21 +59,29 @@ export function httpBaseOf(relayUrl: string): string | undefined {
 }
 
 /** The `sov-auth` header value for one request; the signature covers route, time, nonce and body. */
-export async function signRelayRequest(
-  route: MailboxRoute,
-  body: Uint8Array,
-  auth: { readonly topic: Uint8Array; readonly signer: Signer; readonly clock: Clock; readonly random: Random },
-): Promise<string> {
+export function signRelayRequest(route: MailboxRoute, body: Uint8Array, auth: RelayAuth): Promise<string> {
+  return signRelayPath(MAILBOX_ROUTES[route], body, auth);
+}
+
+export type RelayAuth = {
+  readonly topic: Uint8Array;
+  readonly signer: Signer;
+  readonly clock: Clock;
+  readonly random: Random;
+};
+
+/** The `sov-auth` header for a POST to any signed relay route (mailbox or object store). */
+export async function signRelayPath(path: string, body: Uint8Array, auth: RelayAuth): Promise<string> {
   const { topic, signer } = auth;
   const ts = auth.clock.now();
   const nonce = auth.random.bytes(16);
-  const payload = httpSigningPayload('POST', MAILBOX_ROUTES[route], ts, nonce, body, topic, signer.publicKey);
+  const payload = httpSigningPayload('POST', path, ts, nonce, body, topic, signer.publicKey);
   const sig = await signer.sign(payload);
   return encodeAuthHeader({ topic, endpoint: signer.publicKey, ts, nonce, sig });
 }
 
 /** Reads a response body, refusing more than `max` bytes without buffering them. */
-async function readBounded(response: Response, max: number): Promise<Uint8Array | undefined> {
+export async function readBounded(response: Response, max: number): Promise<Uint8Array | undefined> {
   if (Number(response.headers.get('content-length') ?? 0) > max) return undefined;
   if (!response.body) return new Uint8Array(0);
   const reader = response.body.getReader();
@@ -98,13 +106,45 @@ async function readBounded(response: Response, max: number): Promise<Uint8Array 
   return out;
 }
 
+/**
+ * POSTs a signed CBOR body to one relay route and returns the answer's bytes, or the relay's
+ * typed refusal; responses over `maxResponse` bytes are refused without buffering them.
+ */
+export async function postSigned(
+  opts: RelayAuth & { readonly baseUrl: string; readonly fetch?: typeof fetch | undefined },
+  path: string,
+  body: Uint8Array,
+  maxResponse: number,
+): Promise<Result<Uint8Array, RelayHttpClientError>> {
+  const header = await signRelayPath(path, body, opts);
+  const doFetch = opts.fetch ?? ((input, init) => fetch(input, init));
+  let response: Response;
+  let bytes: Uint8Array | undefined;
+  try {
+    response = await doFetch(`${opts.baseUrl}${path}`, {
+      method: 'POST',
+      headers: { 'Content-Type': CBOR_CONTENT_TYPE, [AUTH_HEADER]: header },
+      body: new Uint8Array(body),
+      cache: 'no-store',
+    });
+    bytes = await readBounded(response, maxResponse);
+  } catch (e) {
+    return err({ type: 'Network', reason: `relay-http: ${(e as Error).message}` });
+  }
+  if (bytes === undefined) return err({ type: 'BadResponse', reason: 'relay-http: response too large' });
+  if (!response.ok) {
+    const refusal = decodeErrorBody(bytes);
+    const { code, message } = refusal.ok ? refusal.value : { code: 'unknown' as const, message: response.statusText };
+    return err({ type: 'HttpRefused', status: response.status, code, message });
+  }
+  return ok(bytes);
+}
+
 export class RelayHttpClient {
   readonly #opts: RelayHttpClientOptions;
-  readonly #fetch: typeof fetch;
 
   constructor(options: RelayHttpClientOptions) {
     this.#opts = options;
-    this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
   }
 
   fetchFrames(after: number, limit: number): Promise<Result<MailboxResponse['fetch'], RelayHttpClientError>> {
@@ -123,39 +163,9 @@ export class RelayHttpClient {
     route: R,
     request: MailboxRequest[R],
   ): Promise<Result<MailboxResponse[R], RelayHttpClientError>> {
-    const body = encodeMailboxBody(request);
-    const header = await signRelayRequest(route, body, this.#opts);
-    let response: Response;
-    try {
-      response = await this.#fetch(`${this.#opts.baseUrl}${MAILBOX_ROUTES[route]}`, {
-        method: 'POST',
-        headers: { 'Content-Type': CBOR_CONTENT_TYPE, [AUTH_HEADER]: header },
-        body: new Uint8Array(body),
-        cache: 'no-store',
-      });
-    } catch (e) {
-      return err({ type: 'Network', reason: `relay-http: ${(e as Error).message}` });
-    }
-    return this.#answer(route, response);
-  }
-
-  async #answer<R extends MailboxRoute>(
-    route: R,
-    response: Response,
-  ): Promise<Result<MailboxResponse[R], RelayHttpClientError>> {
-    let bytes: Uint8Array | undefined;
-    try {
-      bytes = await readBounded(response, MAX_FETCH_RESPONSE);
-    } catch (e) {
-      return err({ type: 'Network', reason: `relay-http: ${(e as Error).message}` });
-    }
-    if (bytes === undefined) return err({ type: 'BadResponse', reason: 'relay-http: response too large' });
-    if (!response.ok) {
-      const refusal = decodeErrorBody(bytes);
-      const { code, message } = refusal.ok ? refusal.value : { code: 'unknown' as const, message: response.statusText };
-      return err({ type: 'HttpRefused', status: response.status, code, message });
-    }
-    const decoded = decodeMailboxResponse(route, bytes);
+    const answer = await postSigned(this.#opts, MAILBOX_ROUTES[route], encodeMailboxBody(request), MAX_FETCH_RESPONSE);
+    if (!answer.ok) return answer;
+    const decoded = decodeMailboxResponse(route, answer.value);
     return decoded.ok ? decoded : err({ type: 'BadResponse', reason: decoded.error.reason });
   }
 }
