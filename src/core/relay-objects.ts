@@ -143,7 +143,8 @@ const RESPONSES: { [R in ObjectRoute]: (bytes: Uint8Array) => Result<ObjectRespo
     const m = decodeMap(bytes, MAX_OBJECT_CHUNK + SMALL, ['total', 'chunk']);
     if (!m.ok) return m;
     const { total, chunk } = m.value;
-    return isUint(total) && isBytes(chunk) && chunk.length <= MAX_OBJECT_CHUNK
+    // `total` is what the client allocates: bound it as the request side does.
+    return isUint(total) && total <= MAX_OBJECT_BYTES && isBytes(chunk) && chunk.length <= MAX_OBJECT_CHUNK
       ? ok({ total, chunk })
       : malformed('get response');
   },

@@ -34,8 +34,12 @@ const DOMAIN_NAME = /^[A-Z][A-Z0-9_]{1,31}$/;
 
 export type ColumnValue = string | number | boolean | null;
 
-/** Who may write a row: admins only, anyone trusted, or only the signer the row names. */
-export type WritePolicy = 'admin' | 'member' | 'self-or-admin' | 'own-prefix';
+/**
+ * Who may write a row: admins only, anyone trusted, or only the signer the row names —
+ * as its first segment (`own-prefix`: `<signer>:…`) or, in a table whose rows name their
+ * domain, its second (`domain-own`: `<DOMAIN>:<signer>:…`).
+ */
+export type WritePolicy = 'admin' | 'member' | 'self-or-admin' | 'own-prefix' | 'domain-own';
 
 export type TableSpec = {
   /**
@@ -124,6 +128,31 @@ export const TABLES = {
     deletable: true,
     removable: false,
     columns: { title: 'string', text: 'string' },
+  },
+  /**
+   * SOP/1 catalog: one object's sealed manifest (base64url), published in the object's
+   * domain by the machine that formed it. Row `<DOMAIN>:<producer>:<storage id>`: nobody
+   * can overwrite another machine's manifest, and a storage-only machine holds the sealed
+   * row without learning anything of the object, not even its schema.
+   */
+  object_catalog: {
+    domain: 'row',
+    write: 'domain-own',
+    deletable: false,
+    removable: false,
+    columns: { manifest: 'string' },
+  },
+  /**
+   * SOP/1 access records: an object secret wrapped under one KEK generation (base64url,
+   * core/object/access.ts). Row `<DOMAIN>:<writer>:<storage id>:<generation>`; a reader
+   * tries every record of an object under the generations it holds.
+   */
+  object_access: {
+    domain: 'row',
+    write: 'domain-own',
+    deletable: false,
+    removable: false,
+    columns: { wrapped: 'string' },
   },
   /** Field devices and their settings, edited by people in the UI. */
   device_profiles: {

@@ -86,6 +86,9 @@ export async function authorize(tx: ReplicaTx, body: EventBody, trust: TrustCont
     case 'own-prefix':
       if (!body.row.startsWith(`${signer}:`)) return denied('row must start with the writer id', true);
       break;
+    case 'domain-own':
+      if (body.row.split(':')[1] !== signer) return denied('row must name the writer after its domain', true);
+      break;
     case 'member':
       break;
     case undefined:

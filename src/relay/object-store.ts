@@ -99,6 +99,9 @@ export class BlindObjectStore {
     if (upload && (upload.total !== r.total || upload.tag !== toHex(r.tag))) {
       return refuse('offset-mismatch', 'objects: an upload of this object with another size or tag is in progress');
     }
+    // Checked before an upload is created, so a put at the wrong offset leaves nothing behind.
+    if (r.offset !== (upload?.have ?? 0))
+      return refuse('offset-mismatch', `objects: the relay has ${upload?.have ?? 0} bytes of this object`);
     if (!upload) {
       if (this.#used(t) + r.total > this.#limits.maxBytesPerTopic)
         return refuse('quota', 'objects: the mesh is over its storage quota');
@@ -107,8 +110,6 @@ export class BlindObjectStore {
       writeFileSync(join(t.dir, `${id}.part`), new Uint8Array(0));
       t.uploads.set(id, upload);
     }
-    if (r.offset !== upload.have)
-      return refuse('offset-mismatch', `objects: the relay has ${upload.have} bytes of this object`);
     appendFileSync(join(t.dir, `${id}.part`), r.chunk);
     upload.have += r.chunk.length;
     if (upload.have < upload.total) return ok({ have: upload.have, complete: false });

@@ -1,0 +1,251 @@
+/**
+ * The Parquet worker's service in Node (fake IndexedDB) on real key stores: a
+ * workstation W that founds CONTROL, GENERAL and RESTRICTED, and a server S that
+ * joins GENERAL only. Objects are formed, kept until publication, published under
+ * the current generation, opened through their access records, exported
+ * decrypted, and copied through a real relay's blind store to S, which stores a
+ * RESTRICTED object byte for byte and opens none of it while it opens GENERAL's.
+ */
+import 'fake-indexeddb/auto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fromHex } from '../../src/core/bytes.js';
+import { openParquet } from '../../src/core/parquet/read.js';
+import { ok } from '../../src/core/result.js';
+import { DOMAINS } from '../../src/core/schema.js';
+import { startRelay, type RelayHandle } from '../../src/relay/server.js';
+import { CryptoService } from '../../src/runtime/crypto-service.js';
+import { MlsService } from '../../src/runtime/mls-service.js';
+import {
+  ObjectService,
+  type CatalogEntry,
+  type ObjectError,
+  type PendingObject,
+  type Publication,
+} from '../../src/runtime/object-service.js';
+import { webPmeCipher } from '../../src/runtime/pme-cipher.js';
+import { webSigner } from '../../src/runtime/webcrypto.js';
+import { KeyDatabase } from '../../src/storage/key-store.js';
+import { ObjectDatabase } from '../../src/storage/object-db.js';
+import { testClock } from '../helpers/deterministic.js';
+import { joinRelay } from '../helpers/relay-client.js';
+
+const RELAY_KEY = 'ab'.repeat(32);
+let stores = 0;
+
+type Machine = {
+  readonly crypto: CryptoService;
+  readonly mls: MlsService;
+  readonly objects: ObjectService;
+  readonly store: string;
+  readonly signer: string;
+};
+
+const clock = testClock(Date.now());
+
+async function machine(): Promise<Machine> {
+  const store = `object-service-${++stores}`;
+  const crypto = new CryptoService(new KeyDatabase(store), clock);
+  const view = await crypto.init();
+  const mls = new MlsService(new KeyDatabase(store));
+  await mls.init();
+  mls.setSequencer(async () => ok(undefined));
+  const objects = new ObjectService(new KeyDatabase(store), new ObjectDatabase(`${store}-objects`), clock);
+  return { crypto, mls, objects, store, signer: view.signer };
+}
+
+function expectErr(result: { ok: true; value: unknown } | { ok: false; error: ObjectError }, type: string): void {
+  if (result.ok) throw new Error(`expected ${type}, got a value`);
+  expect(result.error.type).toBe(type);
+}
+
+function value<T>(result: { ok: true; value: T } | { ok: false; error: ObjectError }): T {
+  if (!result.ok) throw new Error(`${result.error.type}: ${JSON.stringify(result.error)}`);
+  return result.value;
+}
+
+/** What publication puts in the catalog, as a reader's catalog entry. */
+function entryOf(p: Publication, producer: string): CatalogEntry {
+  return { id: p.id, domain: p.domain, producer, sealedManifest: p.sealedManifest, access: [p] };
+}
+
+describe('object service', () => {
+  let W: Machine;
+  let S: Machine;
+  let dir: string;
+  let relay: RelayHandle;
+
+  beforeAll(async () => {
+    W = await machine();
+    S = await machine();
+    const keyring = { admitted: [W.signer, S.signer], admins: [W.signer] };
+    W.mls.setKeyring(keyring);
+    S.mls.setKeyring(keyring);
+    expect((await W.crypto.createMesh()).ok).toBe(true);
+    for (const d of [...DOMAINS, 'RESTRICTED']) expect((await W.mls.found(d, W.crypto.groupIdOf(d))).ok).toBe(true);
+    await W.crypto.reloadDomainKeys();
+    expect((await S.crypto.beginJoin(await W.crypto.createInvitation('ws://127.0.0.1:1/ws', RELAY_KEY))).ok).toBe(true);
+    for (const d of DOMAINS) {
+      const kp = value(await S.mls.offer(d, S.crypto.groupIdOf(d)));
+      const bundle = value(await W.mls.change(d, { add: [kp], history: 'full' }));
+      expect(await S.mls.receive(d, S.crypto.groupIdOf(d), bundle)).toEqual(ok('joined'));
+    }
+    dir = mkdtempSync(join(tmpdir(), 'sov-object-service-'));
+    relay = await startRelay({ port: 0, dataDir: dir, log: () => undefined, admission: 'open' });
+    for (const m of [W, S]) {
+      await m.objects.reload(relay.wsUrl);
+      // The relay serves endpoints that authenticated once under the topic.
+      const identity = (await new KeyDatabase(m.store).identity.get('self'))!;
+      const signer = webSigner({ keys: identity.endpoint, publicKey: identity.endpointPublic });
+      const topic = fromHex(m.crypto.view().topic!)!;
+      await (await joinRelay(relay.wsUrl, topic, identity.endpointPublic, (p) => signer.sign(p))).close();
+    }
+  });
+  afterAll(async () => {
+    await (relay as RelayHandle | undefined)?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  let general: Publication;
+  let restricted: Publication;
+  let sample: PendingObject;
+
+  it('forms an object that waits, readable by its producer, until it is published under the current generation', async () => {
+    const phases = new Set<string>();
+    sample = value(await W.objects.importSample({ domain: 'GENERAL', rows: 12_000 }, (_, phase) => phases.add(phase)));
+    expect([...phases]).toEqual(['writing', 'storing']);
+    expect(sample.manifest?.rows).toBe(12_000);
+    expect(sample.manifest?.table).toBe('measurements');
+    expect(sample.manifest?.time?.column).toBe('time');
+    expect(sample.manifest?.columns.find((c) => c.name === 'pressure')?.nulls).toBeGreaterThan(0);
+    expect((await W.objects.pending()).map((p) => p.id)).toEqual([sample.id]);
+
+    general = value(await W.objects.publication(sample.id));
+    expect(general.gen).toBe(1);
+    expect(general.wrapped).toHaveLength(60);
+    await W.objects.published(sample.id);
+    expect(await W.objects.pending()).toEqual([]);
+    // The local secret is gone: what opens it now is the access record.
+    const view = value(await W.objects.openManifest(entryOf(general, W.signer)));
+    expect(view).toEqual(sample.manifest);
+  });
+
+  it('imports a CSV file by streaming it, types inferred, table named after the file', async () => {
+    const csv = [
+      'time,probe,depth_m,ok,note',
+      '2026-12-01T00:00:00Z,7,1.5,true,"Über, quoted"',
+      '2026-12-01T01:00:00Z,8,,false,',
+    ];
+    const file = new File([csv.join('\n') + '\n'], 'Drill Cores.csv', { type: 'text/csv' });
+    const formed = value(await W.objects.importCsv(file, { domain: 'RESTRICTED' }));
+    expect(formed.table).toBe('drill_cores');
+    expect(formed.manifest?.schema.map((c) => `${c.name}:${c.type}`)).toEqual([
+      'time:timestamp',
+      'probe:int32',
+      'depth_m:double',
+      'ok:boolean',
+      'note:string',
+    ]);
+    restricted = value(await W.objects.publication(formed.id));
+    await W.objects.published(formed.id);
+    const exported = value(await W.objects.export(entryOf(restricted, W.signer), 'csv'));
+    const lines = new TextDecoder().decode(exported).trimEnd().split('\n');
+    expect(lines[0]).toBe('time,probe,depth_m,ok,note,_row_id');
+    expect(lines[1]).toMatch(/^2026-12-01T00:00:00.000Z,7,1.5,true,"Über, quoted",[0-9a-f]{32}$/);
+    expect(lines[2]).toMatch(/^2026-12-01T01:00:00.000Z,8,,false,,[0-9a-f]{32}$/);
+  });
+
+  it('exports a decrypted Parquet file that any reader opens without a key, with the same values', async () => {
+    const bytes = value(await W.objects.export(entryOf(general, W.signer), 'parquet'));
+    const file = await openParquet(bytes, {}, webPmeCipher);
+    if (!file.ok) throw new Error(file.error.type);
+    expect(file.value.rowCount).toBe(12_000);
+    const csv = new TextDecoder().decode(value(await W.objects.export(entryOf(general, W.signer), 'csv')));
+    const rows = await file.value.readRows({ columns: ['time', 'device', 'temperature', 'pressure', 'status'] });
+    if (!rows.ok) throw new Error(rows.error.type);
+    const first = csv.split('\n')[1]!.split(',');
+    expect(new Date(rows.value[0]!['time'] as number).toISOString()).toBe(first[0]);
+    expect(rows.value[0]!['device']).toBe(first[1]);
+    expect(String(rows.value[0]!['temperature'])).toBe(first[2]);
+  });
+
+  it('refuses bad input with a typed error and imports nothing', async () => {
+    const before = (await W.objects.held()).length;
+    const ragged = new File(['a,b\n1,2\n3\n'], 'ragged.csv');
+    expectErr(await W.objects.importCsv(ragged, { domain: 'GENERAL' }), 'CsvRagged');
+    expectErr(await W.objects.importCsv(new File([''], 'empty.csv'), { domain: 'GENERAL' }), 'CsvHeader');
+    expectErr(await S.objects.importSample({ domain: 'RESTRICTED', rows: 10 }), 'NoDomainKey');
+    expectErr(await W.objects.importSample({ domain: 'CONTROL', rows: 10 }), 'NoDomainKey');
+    expect((await W.objects.held()).length).toBe(before);
+    expect(await W.objects.pending()).toEqual([]);
+
+    // An access record moved to another domain, or another object, does not open.
+    expectErr(await W.objects.openManifest({ ...entryOf(general, W.signer), domain: 'RESTRICTED' }), 'NoKeyOpens');
+    expectErr(await W.objects.openManifest({ ...entryOf(general, W.signer), id: restricted.id }), 'NoKeyOpens');
+    // A manifest published by another machine than the one that signed it.
+    expectErr(await W.objects.openManifest(entryOf(general, S.signer)), 'ProducerMismatch');
+    // A flipped byte in the sealed manifest.
+    const sealed = general.sealedManifest.slice();
+    sealed[20]! ^= 1;
+    expectErr(
+      await W.objects.openManifest({ ...entryOf(general, W.signer), sealedManifest: sealed }),
+      'ManifestUnreadable',
+    );
+    expectErr(await W.objects.publication('ab'.repeat(32)), 'UnknownObject');
+  });
+
+  it('refuses, for good, objects formed before this machine may no longer publish', async () => {
+    const formed = value(await W.objects.importSample({ domain: 'GENERAL', rows: 10 }));
+    expect(await W.objects.refuseAll('this machine was removed from the mesh')).toBe(1);
+    expectErr(await W.objects.publication(formed.id), 'NotPublishable');
+    const [refused] = await W.objects.pending();
+    expect(refused?.id).toBe(formed.id);
+    expect(refused?.refused).toContain('removed');
+  });
+
+  it('copies objects through the relay to a server that stores RESTRICTED and reads only GENERAL', async () => {
+    expect(value(await W.objects.uploadPending())).toEqual({ uploaded: 2 });
+    expect(value(await W.objects.uploadPending())).toEqual({ uploaded: 0 });
+    await S.objects.reload();
+    expect(value(await S.objects.place('*'))).toEqual({ fetched: 2, held: 2 });
+    expect(value(await S.objects.place('*'))).toEqual({ fetched: 0, held: 2 });
+    const held = new Map((await S.objects.held()).map((h) => [h.id, h]));
+    const mine = new Map((await W.objects.held()).map((h) => [h.id, h]));
+    for (const id of [general.id, restricted.id]) expect(held.get(id)?.size).toBe(mine.get(id)?.size);
+
+    // Positive control: the server opens the GENERAL object through its access record.
+    expect(value(await S.objects.openManifest(entryOf(general, W.signer))).rows).toBe(12_000);
+    expect(value(await S.objects.tryEveryKey(general.id, [general]))).toEqual({ opened: true });
+    // Every key it holds, on the RESTRICTED object (even given its access record): a typed refusal.
+    const tried = await S.objects.tryEveryKey(restricted.id, [restricted]);
+    expectErr(tried, 'NoKeyOpens');
+    if (!tried.ok && tried.error.type === 'NoKeyOpens') expect(tried.error.keys).toBeGreaterThanOrEqual(2);
+    expectErr(await S.objects.openManifest(entryOf(restricted, W.signer)), 'NoKeyOpens');
+    expectErr(await S.objects.export(entryOf(restricted, W.signer), 'csv'), 'NoKeyOpens');
+  });
+
+  it('fetches on demand, verifying the bytes against the storage id', async () => {
+    const R = await machine();
+    await R.objects.reload(relay.wsUrl);
+    // R holds no group secret: it is not in the mesh and cannot even ask the relay.
+    expectErr(await R.objects.fetchObject(general.id), 'NotReady');
+    // A relay that serves other bytes than the id names.
+    const liar = new ObjectService(
+      new KeyDatabase(S.store),
+      new ObjectDatabase(`liar-${stores}`),
+      clock,
+      async (input, init) => {
+        const real = await fetch(input, init);
+        if (!(input as string).endsWith('/get')) return real;
+        const body = new Uint8Array(await real.arrayBuffer());
+        body[body.length >> 1]! ^= 1; // inside the chunk: the CBOR stays well formed
+        return new Response(body, { status: real.status, headers: real.headers });
+      },
+    );
+    await liar.reload(relay.wsUrl);
+    expectErr(await liar.fetchObject(general.id), 'HashMismatch');
+    expect(await liar.held()).toEqual([]);
+  });
+});
