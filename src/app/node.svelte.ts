@@ -3,9 +3,10 @@
  * mirrors the node's snapshots into runes for the components. Components call
  * its methods; they never reach the worker or the database themselves.
  */
-import { wrap } from 'comlink';
+import { proxy, wrap } from 'comlink';
 import type { CryptoService } from '../runtime/crypto-service.js';
 import type { MlsService } from '../runtime/mls-service.js';
+import type { ObjectService } from '../runtime/object-service.js';
 import { defaultRelayUrl, MeshNode, type NodeSnapshot } from '../runtime/mesh-node.js';
 import type { Result } from '../core/result.js';
 import type { ColumnValue } from '../core/schema.js';
@@ -15,6 +16,8 @@ export class NodeStore {
   snapshot = $state<NodeSnapshot | undefined>(undefined);
   error = $state('');
   persisted = $state<boolean | undefined>(undefined);
+  /** The import in progress: rows written so far and the phase, or undefined. */
+  importing = $state<{ rows: number; phase: string; of: number | undefined } | undefined>(undefined);
   #node: MeshNode | undefined;
 
   async start(): Promise<void> {
@@ -33,7 +36,16 @@ export class NodeStore {
         type: 'module',
         name: 'mls',
       });
-      this.#node = await MeshNode.open(wrap<CryptoService>(worker), wrap<MlsService>(mlsWorker));
+      // eslint-disable-next-line svelte/prefer-svelte-reactivity -- Vite's worker URL idiom, not state
+      const parquetWorker = new Worker(new URL('../../workers/parquet.worker.ts', import.meta.url), {
+        type: 'module',
+        name: 'parquet',
+      });
+      this.#node = await MeshNode.open(
+        wrap<CryptoService>(worker),
+        wrap<MlsService>(mlsWorker),
+        wrap<ObjectService>(parquetWorker),
+      );
       this.#node.subscribe((s) => (this.snapshot = s));
       this.persisted = 'storage' in navigator ? await navigator.storage.persist().catch(() => false) : false;
     } catch (e) {
@@ -125,6 +137,65 @@ export class NodeStore {
 
   deleteNote(row: string): Promise<boolean> {
     return this.#write(() => this.#require().deleteNote(row));
+  }
+
+  /** Forms an object of a CSV file (or, without one, of `rows` sample measurements) in `domain`. */
+  async importObject(domain: string, source: File | number): Promise<string | undefined> {
+    let id: string | undefined;
+    this.importing = { rows: 0, phase: 'reading', of: typeof source === 'number' ? source : undefined };
+    const progress = proxy((rows: number, phase: string) => {
+      if (this.importing) this.importing = { ...this.importing, rows, phase };
+    });
+    await this.#write(async () => {
+      const node = this.#require();
+      const formed =
+        typeof source === 'number'
+          ? await node.importSample(domain, source, progress)
+          : await node.importCsv(source, domain, progress);
+      if (formed.ok) id = formed.value.id;
+      return formed;
+    });
+    this.importing = undefined;
+    return id;
+  }
+
+  /** Saves an object decrypted, as CSV or plaintext Parquet, through the browser's download. */
+  async downloadObject(id: string, format: 'csv' | 'parquet', name: string): Promise<void> {
+    await this.#write(async () => {
+      const bytes = await this.#require().downloadObject(id, format);
+      if (bytes.ok) {
+        const type = format === 'csv' ? 'text/csv' : 'application/vnd.apache.parquet';
+        const url = URL.createObjectURL(new Blob([new Uint8Array(bytes.value)], { type }));
+        const a = document.createElement('a');
+        a.href = url;
+        a.download = `${name}.${format}`;
+        a.click();
+        setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      }
+      return bytes;
+    });
+  }
+
+  /** Every key this machine holds, tried on one object it stores; the typed answer as text. */
+  async tryKeysOnObject(id: string): Promise<string> {
+    let text = '';
+    await this.#guard(async () => {
+      const tried = await this.#require().tryKeysOnObject(id);
+      text = tried.ok
+        ? 'opened with a key this machine holds'
+        : tried.error.type === 'NoKeyOpens'
+          ? `NoKeyOpens: none of ${tried.error.keys} keys opens this object`
+          : describe(tried.error);
+    });
+    return text;
+  }
+
+  async syncObjects(): Promise<void> {
+    await this.#guard(() => this.#require().syncObjects());
+  }
+
+  setPlacement(signer: string, domains: string): Promise<boolean> {
+    return this.#write(() => this.#require().setPlacement(signer, domains));
   }
 
   /** Sealed rows held but unreadable here, by domain, and the result of trying every key on them. */

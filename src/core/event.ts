@@ -36,7 +36,11 @@ export const EVENT_VERSION = 1;
 export const MAX_EVENT_BYTES = 64 * 1024;
 export const MAX_COLUMNS = 64;
 export const MAX_VALUE_CHARS = 16 * 1024;
-export const MAX_NAME_CHARS = 128;
+/**
+ * Table and row names. 192 fits the longest row key the schema forms: an object access
+ * record's `<DOMAIN>:<writer hex>:<storage id hex>:<generation>` (at most 173 characters).
+ */
+export const MAX_NAME_CHARS = 192;
 export const ZERO_HASH = new Uint8Array(32);
 const SIGN_LABEL = utf8('sov/1/event');
 

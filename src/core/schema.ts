@@ -22,6 +22,9 @@
  *                                     what they are for; who may read one is its MLS group
  *   key_packages row = signer:mls     a machine's standing MLS key package (base64url),
  *                                     with which an admin adds it to a domain
+ *   placement row = signer (hex)       which domains' objects a machine stores (copies from
+ *                                     the relay's blind store, readable or not): `*` for
+ *                                     every domain, or names separated by commas
  */
 
 /**
@@ -120,6 +123,13 @@ export const TABLES = {
     deletable: true,
     removable: false,
     columns: { kp: 'string' },
+  },
+  placement: {
+    domain: 'CONTROL',
+    write: 'admin',
+    deletable: false,
+    removable: false,
+    columns: { domains: 'string' },
   },
   /** Notes kept in a domain the writer picks: the row key names it (`RESTRICTED:…`). */
   field_notes: {

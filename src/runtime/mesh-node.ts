@@ -28,6 +28,8 @@ import { systemClock } from './clock.js';
 import type { CryptoService, IdentityView, InboundMessage, JoinError, PeerAddress } from './crypto-service.js';
 import { BackgroundSync } from './background-sync.js';
 import { MeshDomains, type DomainsError } from './mesh-domains.js';
+import { MeshObjects, PLACEMENT_TABLE, type ObjectEntry, type ObjectPort } from './mesh-objects.js';
+import type { ImportProgress, ObjectError, PendingObject } from './object-service.js';
 import type { DomainView, MlsService } from './mls-service.js';
 import { RelayConnection, type RelayState } from './relay-connection.js';
 import { TabSession } from './tab-session.js';
@@ -112,6 +114,10 @@ export type NodeSnapshot = {
   readonly misbehaviour: number;
   /** Rows of `field_notes` this machine can read. */
   readonly notes: readonly RowView[];
+  /** Objects this machine formed, reads in the catalog, or stores (SOP/1). */
+  readonly objects: readonly ObjectEntry[];
+  /** Which domains' objects each machine stores, by signer (admins' `placement` records). */
+  readonly placement: Readonly<Record<string, string>>;
 };
 
 /** A domain as the Domains page shows it. */
@@ -158,6 +164,7 @@ export function defaultRelayUrl(location: Location): string {
 export class MeshNode {
   readonly #crypto: Remote<CryptoService>;
   readonly #domains: MeshDomains;
+  readonly #objects: MeshObjects | undefined;
   readonly #mls: Remote<MlsService>;
   readonly #store: DexieReplicaStore;
   readonly #replica: Replica;
@@ -191,6 +198,7 @@ export class MeshNode {
     identity: IdentityView,
     store: DexieReplicaStore,
     meta: MeshMeta | undefined,
+    objects: ObjectPort | undefined,
   ) {
     this.#crypto = crypto;
     this.#mls = mls;
@@ -201,6 +209,7 @@ export class MeshNode {
         const added = await crypto.loadNewDomainKeys();
         if (added === 0) return;
         this.#identity = await crypto.view();
+        await this.#objects?.keysChanged();
         // A new generation may open rows this machine held without reading: take them in.
         if (this.#meta?.status === 'member') this.#applied(await this.#replica.reopen());
       },
@@ -225,6 +234,20 @@ export class MeshNode {
     this.#identity = identity;
     this.#store = store;
     this.#meta = meta;
+    this.#objects =
+      objects &&
+      new MeshObjects({
+        service: objects,
+        self: () => this.#identity.signer,
+        relayUrl: () => this.#meta?.relay,
+        write: (table, row, cols) => this.#local(() => this.#replica.write(table, row, cols)),
+        rows: (table) => store.rows(table),
+        online: () => this.#relayState === 'ready' && this.#meta?.status === 'member',
+        catchUp: () => this.#domains.catchUp(),
+        removed: () => this.#machines.some((m) => m.signer === this.#identity.signer && m.removed),
+        notice: (kind, text) => this.#notice(kind, text),
+        changed: () => void this.#publish(),
+      });
     const trust = { self: identity.signer, anchors: () => this.#meta?.anchors ?? [] };
     this.#replica = new Replica({
       store,
@@ -275,12 +298,19 @@ export class MeshNode {
     };
   }
 
-  static async open(crypto: Remote<CryptoService>, mls: Remote<MlsService>, dbName = 'sov-node'): Promise<MeshNode> {
+  /** `objects`: the Parquet worker; without it this machine has no object plane. */
+  static async open(
+    crypto: Remote<CryptoService>,
+    mls: Remote<MlsService>,
+    objects?: ObjectPort,
+    dbName = 'sov-node',
+  ): Promise<MeshNode> {
     const identity = await crypto.init();
     await mls.init();
     const store = new DexieReplicaStore(new NodeDatabase(dbName));
     const meta = await store.getMeta<MeshMeta>(META_KEY);
-    const node = new MeshNode(crypto, mls, identity, store, meta);
+    const node = new MeshNode(crypto, mls, identity, store, meta, objects);
+    await node.#objects?.keysChanged();
     await mls.setSequencer(proxy((bundle: Uint8Array) => node.#domains.sequence(bundle)));
     await node.#domains.refresh();
     if (meta) await node.#startRelay();
@@ -313,6 +343,8 @@ export class MeshNode {
       // The founder classifies the product's data tables; everything unregistered stays local.
       ['sync_manifest', 'device_profiles', { class: 'public' }],
       ['sync_manifest', 'field_notes', { class: 'public' }],
+      ['sync_manifest', 'object_catalog', { class: 'public' }],
+      ['sync_manifest', 'object_access', { class: 'public' }],
       ['key_packages', `${self}:mls`, { kp: await this.#domains.standingKeyPackage() }],
     ] as const) {
       const written = await this.#replica.write(table, row, cols);
@@ -560,6 +592,59 @@ export class MeshNode {
     return this.#local(() => this.#replica.delete('field_notes', row));
   }
 
+  #objectPlane(): Result<MeshObjects, ObjectError> {
+    return this.#objects ? ok(this.#objects) : err({ type: 'NotReady', reason: 'this page runs no Parquet worker' });
+  }
+
+  #canProduce(domain: DomainName): Result<MeshObjects, ObjectError> {
+    if (!this.#domains.views.some((v) => v.domain === domain && !v.removed && !v.awaiting)) {
+      return err({ type: 'NoDomainKey', domain });
+    }
+    return this.#objectPlane();
+  }
+
+  /** Forms one encrypted object of a CSV file in `domain`; it is published when the relay is reachable. */
+  async importCsv(
+    file: File,
+    domain: DomainName,
+    progress?: ImportProgress,
+  ): Promise<Result<PendingObject, ObjectError>> {
+    const plane = this.#canProduce(domain);
+    return plane.ok ? plane.value.importCsv(file, domain, progress) : plane;
+  }
+
+  /** Forms an object of generated sample measurements in `domain`. */
+  async importSample(
+    domain: DomainName,
+    rows: number,
+    progress?: ImportProgress,
+  ): Promise<Result<PendingObject, ObjectError>> {
+    const plane = this.#canProduce(domain);
+    return plane.ok ? plane.value.importSample(domain, rows, progress) : plane;
+  }
+
+  /** An object decrypted as CSV or plaintext Parquet, for the user to save. */
+  async downloadObject(id: string, format: 'csv' | 'parquet'): Promise<Result<Uint8Array, ObjectError>> {
+    const plane = this.#objectPlane();
+    return plane.ok ? plane.value.download(id, format) : plane;
+  }
+
+  /** Every key this machine holds, tried on an object it stores: `NoKeyOpens` unless it reads the domain. */
+  async tryKeysOnObject(id: string): Promise<Result<{ readonly opened: true }, ObjectError>> {
+    const plane = this.#objectPlane();
+    return plane.ok ? plane.value.tryEveryKey(id) : plane;
+  }
+
+  /** Publishes, uploads and places objects now rather than at the next batch cycle. */
+  async syncObjects(): Promise<void> {
+    await this.#objects?.sync();
+  }
+
+  /** Admin: which domains' objects a machine stores (`*`, names separated by commas, or '' for none). */
+  setPlacement(signer: string, domains: string): Promise<Result<WriteOutcome, WriteError>> {
+    return this.#local(() => this.#replica.write(PLACEMENT_TABLE, signer, { domains }));
+  }
+
   /**
    * Storage is not reading: the sealed rows this machine holds but cannot open,
    * counted by domain, and what trying every key it holds on them gives — a
@@ -691,6 +776,7 @@ export class MeshNode {
       this.#lastBatchAt = Date.now();
       if (this.#meta?.status === 'member') {
         await this.#domains.catchUp();
+        void this.#objects?.sync();
         for (const m of this.#machines)
           if (!m.removed && m.signer !== this.#identity.signer) void this.#domains.gossip(m.signer);
       }
@@ -755,6 +841,7 @@ export class MeshNode {
     }
     await this.#onMember();
     await this.#publish();
+    void this.#objects?.sync();
   }
 
   #sendTo(peer: string, body: Uint8Array): void {
@@ -1193,6 +1280,10 @@ export class MeshNode {
       domains: await this.#domainEntries(),
       misbehaviour: this.#domains.misbehaviour().length,
       notes: (await this.#store.rows('field_notes')).map((r) => rowView(r, names)),
+      objects: (await this.#objects?.entries()) ?? [],
+      placement: Object.fromEntries(
+        (await this.#store.rows(PLACEMENT_TABLE)).map((r) => [r.row, String(r.cells['domains']?.value ?? '')]),
+      ),
     };
     for (const listener of this.#listeners) listener(snapshot);
   }

@@ -454,9 +454,13 @@ export class ObjectService {
     if (!secret.ok) return secret;
     const bytes = await this.#bytes(entry.id);
     if (!bytes.ok) return bytes;
+    // An object not yet published has no catalog row: its sealed manifest is the pending record's.
+    const sealedManifest =
+      entry.sealedManifest.length > 0 ? entry.sealedManifest : (await this.#db.pending.get(entry.id))?.sealedManifest;
+    if (!sealedManifest) return err({ type: 'UnknownObject', id: entry.id });
     const opened = await openObject(
       bytes.value,
-      { storageId: entry.id as StorageId, secret: secret.value, sealedManifest: entry.sealedManifest },
+      { storageId: entry.id as StorageId, secret: secret.value, sealedManifest },
       { verifier: this.#verifier, cipher: webPmeCipher },
     );
     return opened.ok ? ok(opened.value.file) : opened;

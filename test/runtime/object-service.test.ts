@@ -61,7 +61,7 @@ function expectErr(result: { ok: true; value: unknown } | { ok: false; error: Ob
   expect(result.error.type).toBe(type);
 }
 
-function value<T>(result: { ok: true; value: T } | { ok: false; error: ObjectError }): T {
+function value<T>(result: { ok: true; value: T } | { ok: false; error: { readonly type: string } }): T {
   if (!result.ok) throw new Error(`${result.error.type}: ${JSON.stringify(result.error)}`);
   return result.value;
 }

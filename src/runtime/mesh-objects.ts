@@ -1,0 +1,358 @@
+/**
+ * This machine's object plane as the main thread drives it (SOP/1; seed 003 "Writing an
+ * object", DESIGN §4): between the Parquet worker (forming, keys, bytes) and the state
+ * plane (the catalog).
+ *
+ *   - import: a CSV file or sample measurements become one encrypted object, formed in
+ *     the worker and kept there, unpublished;
+ *   - publication, only with a live relay session and after the domains caught up (so the
+ *     access record is sealed under the then-current generation): the sealed manifest
+ *     goes into `object_catalog` and the access record into `object_access`, both sealed
+ *     events of the object's domain; then the bytes go to the relay's blind store. A
+ *     machine the keyring removed publishes nothing more: what it formed is refused;
+ *   - placement: a machine the admins' `placement` record names as a store copies the
+ *     objects of those domains from the relay, whether or not it can read them;
+ *   - the catalog view: every object this machine can read (manifest opened), formed,
+ *     or merely stores (bytes only, unreadable here).
+ */
+import { fromBase64Url, toBase64Url } from '../core/bytes.js';
+import type { WriteError, WriteOutcome } from '../core/replica.js';
+import { err, ok, type Result } from '../core/result.js';
+import { isDomainName, type DomainName } from '../core/schema.js';
+import type { RowState } from '../core/merge.js';
+import type {
+  CatalogEntry,
+  HeldObject,
+  ImportProgress,
+  ManifestView,
+  ObjectError,
+  ObjectService,
+  PendingObject,
+} from './object-service.js';
+
+/** The Parquet worker as the main thread sees it (a comlink Remote, or the service itself in tests). */
+export type ObjectPort = {
+  [
+    K in
+      | 'reload'
+      | 'importCsv'
+      | 'importSample'
+      | 'pending'
+      | 'publication'
+      | 'published'
+      | 'refuseAll'
+      | 'openManifest'
+      | 'export'
+      | 'held'
+      | 'uploadPending'
+      | 'place'
+      | 'tryEveryKey'
+  ]: (...args: Parameters<ObjectService[K]>) => Promise<Awaited<ReturnType<ObjectService[K]>>>;
+};
+
+export type ObjectsDeps = {
+  readonly service: ObjectPort;
+  readonly self: () => string;
+  readonly relayUrl: () => string | undefined;
+  /** A local state-plane write (replicated like any other). */
+  readonly write: (
+    table: string,
+    row: string,
+    cols: Record<string, string>,
+  ) => Promise<Result<WriteOutcome, WriteError>>;
+  /** Materialised rows of a table (only rows of domains this machine reads are there). */
+  readonly rows: (table: string) => Promise<RowState[]>;
+  /** Whether a relay session is up (publication waits for one). */
+  readonly online: () => boolean;
+  /** Brings every domain's group up to date (the current generation) before publishing. */
+  readonly catchUp: () => Promise<void>;
+  /** The keyring removed this machine. */
+  readonly removed: () => boolean;
+  readonly notice: (kind: 'info' | 'warning', text: string) => void;
+  readonly changed: () => void;
+};
+
+export type ObjectState = 'pending' | 'refused' | 'published' | 'stored';
+
+/** One object as the Objects page shows it. */
+export type ObjectEntry = {
+  readonly id: string;
+  readonly state: ObjectState;
+  /** Known when this machine formed the object or reads its catalog row. */
+  readonly domain: string | undefined;
+  readonly producer: string | undefined;
+  readonly manifest: ManifestView | undefined;
+  /** Why the manifest did not open here (a typed error), when it did not. */
+  readonly error: string | undefined;
+  /** Bytes held on this machine, and their size. */
+  readonly held: boolean;
+  readonly size: number | undefined;
+  readonly uploaded: boolean;
+  readonly refused: string | undefined;
+};
+
+export const CATALOG_TABLE = 'object_catalog';
+export const ACCESS_TABLE = 'object_access';
+export const PLACEMENT_TABLE = 'placement';
+
+const ID = /^[0-9a-f]{64}$/;
+
+/** `<DOMAIN>:<producer>:<id>` → its parts; undefined for a row that is not one. */
+function catalogKey(row: string): { domain: DomainName; producer: string; id: string } | undefined {
+  const [domain, producer, id, extra] = row.split(':');
+  if (extra !== undefined || !isDomainName(domain) || !producer || !id || !ID.test(id)) return undefined;
+  return { domain, producer, id };
+}
+
+/** `<DOMAIN>:<writer>:<id>:<gen>` → its parts. */
+function accessKey(row: string): { domain: DomainName; id: string; gen: number } | undefined {
+  const [domain, writer, id, gen, extra] = row.split(':');
+  const g = Number(gen);
+  if (extra !== undefined || !isDomainName(domain) || !writer || !id || !ID.test(id)) return undefined;
+  return Number.isInteger(g) && g >= 1 ? { domain, id, gen: g } : undefined;
+}
+
+/** A placement record's value: '*' (every domain), or domain names separated by commas. */
+export function parsePlacement(value: unknown): '*' | DomainName[] | undefined {
+  if (typeof value !== 'string' || value.trim() === '') return undefined;
+  if (value.trim() === '*') return '*';
+  const names = value.split(',').map((d) => d.trim());
+  return names.every(isDomainName) ? names : undefined;
+}
+
+const describe = (e: ObjectError): string =>
+  'reason' in e && typeof e.reason === 'string'
+    ? `${e.type}: ${e.reason}`
+    : 'detail' in e && typeof e.detail === 'string'
+      ? `${e.type}: ${e.detail}`
+      : e.type;
+
+export class MeshObjects {
+  readonly #deps: ObjectsDeps;
+  /** Manifests are immutable: one that opened is kept; failures are retried when keys change. */
+  readonly #opened = new Map<string, ManifestView>();
+  readonly #failed = new Map<string, string>();
+  #cycle: Promise<void> = Promise.resolve();
+
+  constructor(deps: ObjectsDeps) {
+    this.#deps = deps;
+  }
+
+  /** New KEK generations (or a new mesh) reached the key store. */
+  async keysChanged(): Promise<void> {
+    await this.#deps.service.reload(this.#deps.relayUrl());
+    this.#failed.clear();
+  }
+
+  async importCsv(
+    file: File,
+    domain: DomainName,
+    progress?: ImportProgress,
+  ): Promise<Result<PendingObject, ObjectError>> {
+    const formed = await this.#deps.service.importCsv(file, { domain }, progress);
+    return this.#formed(formed);
+  }
+
+  async importSample(
+    domain: DomainName,
+    rows: number,
+    progress?: ImportProgress,
+  ): Promise<Result<PendingObject, ObjectError>> {
+    const formed = await this.#deps.service.importSample({ domain, rows }, progress);
+    return this.#formed(formed);
+  }
+
+  #formed(formed: Result<PendingObject, ObjectError>): Result<PendingObject, ObjectError> {
+    if (formed.ok) {
+      if (!this.#deps.online())
+        this.#deps.notice('info', 'object formed offline: it is published once the relay is back');
+      void this.sync();
+    }
+    this.#deps.changed();
+    return formed;
+  }
+
+  /** Publication, upload and placement, one run at a time (batch cycle, session ready, after an import). */
+  sync(): Promise<void> {
+    this.#cycle = this.#cycle
+      .then(() => this.#run())
+      .catch((e: unknown) => {
+        this.#deps.notice('warning', `objects: ${String(e)}`);
+      });
+    return this.#cycle;
+  }
+
+  async #run(): Promise<void> {
+    const { service } = this.#deps;
+    if (this.#deps.removed()) {
+      const refused = await service.refuseAll('this machine was removed from the mesh before publishing it');
+      if (refused > 0) {
+        this.#deps.notice(
+          'warning',
+          `${refused} object(s) formed here can no longer be published: this machine was removed`,
+        );
+        this.#deps.changed();
+      }
+      return;
+    }
+    if (!this.#deps.online()) return;
+    const waiting = (await service.pending()).filter((p) => !p.refused);
+    if (waiting.length > 0) {
+      await this.#deps.catchUp();
+      await this.keysChanged();
+      for (const p of waiting) await this.#publishOne(p.id);
+    }
+    const uploaded = await service.uploadPending();
+    if (!uploaded.ok) this.#deps.notice('warning', `objects: upload to the relay failed (${describe(uploaded.error)})`);
+    await this.#place();
+    this.#deps.changed();
+  }
+
+  async #publishOne(id: string): Promise<void> {
+    const { service, write } = this.#deps;
+    const publication = await service.publication(id);
+    if (!publication.ok) {
+      this.#deps.notice('warning', `object ${id.slice(0, 12)} not published yet: ${describe(publication.error)}`);
+      return;
+    }
+    const p = publication.value;
+    const self = this.#deps.self();
+    const catalog = await write(CATALOG_TABLE, `${p.domain}:${self}:${id}`, {
+      manifest: toBase64Url(p.sealedManifest),
+    });
+    const access =
+      catalog.ok &&
+      (await write(ACCESS_TABLE, `${p.domain}:${self}:${id}:${p.gen}`, { wrapped: toBase64Url(p.wrapped) }));
+    if (!catalog.ok || !access || !access.ok) {
+      const failed = !catalog.ok ? catalog.error : access && !access.ok ? access.error : undefined;
+      const reason = failed ? ('reason' in failed ? `${failed.type}: ${failed.reason}` : failed.type) : 'not written';
+      this.#deps.notice('warning', `object ${id.slice(0, 12)} not published: ${reason}`);
+      return;
+    }
+    await service.published(id);
+  }
+
+  async #place(): Promise<void> {
+    const policy = parsePlacement(
+      (await this.#deps.rows(PLACEMENT_TABLE)).find((r) => r.row === this.#deps.self())?.cells['domains']?.value,
+    );
+    if (!policy) return;
+    const placed = await this.#deps.service.place(policy);
+    if (!placed.ok) this.#deps.notice('warning', `objects: placement failed (${describe(placed.error)})`);
+  }
+
+  /** The catalog as this machine sees it, by object. */
+  async #catalog(): Promise<Map<string, CatalogEntry>> {
+    const out = new Map<string, CatalogEntry & { access: { gen: number; wrapped: Uint8Array }[] }>();
+    for (const r of await this.#deps.rows(CATALOG_TABLE)) {
+      const key = catalogKey(r.row);
+      const sealed = fromBase64Url(String(r.cells['manifest']?.value ?? ''));
+      if (!key || !sealed) continue;
+      out.set(key.id, { id: key.id, domain: key.domain, producer: key.producer, sealedManifest: sealed, access: [] });
+    }
+    for (const r of await this.#deps.rows(ACCESS_TABLE)) {
+      const key = accessKey(r.row);
+      const wrapped = fromBase64Url(String(r.cells['wrapped']?.value ?? ''));
+      const entry = key && out.get(key.id);
+      if (entry && wrapped && entry.domain === key.domain) entry.access.push({ gen: key.gen, wrapped });
+    }
+    return out;
+  }
+
+  async entries(): Promise<ObjectEntry[]> {
+    const { service } = this.#deps;
+    const catalog = await this.#catalog();
+    const held = new Map<string, HeldObject>((await service.held()).map((h) => [h.id, h]));
+    const out: ObjectEntry[] = [];
+    const bytes = (id: string) => {
+      const h = held.get(id);
+      return { held: h !== undefined, size: h?.size, uploaded: h?.uploaded ?? false };
+    };
+    for (const p of await service.pending()) {
+      out.push({
+        id: p.id,
+        state: p.refused ? 'refused' : 'pending',
+        domain: p.domain,
+        producer: this.#deps.self(),
+        manifest: p.manifest,
+        error: undefined,
+        refused: p.refused,
+        ...bytes(p.id),
+      });
+    }
+    const listed = new Set(out.map((e) => e.id));
+    for (const entry of catalog.values()) {
+      if (listed.has(entry.id)) continue;
+      listed.add(entry.id);
+      const manifest = await this.#manifest(entry);
+      out.push({
+        id: entry.id,
+        state: 'published',
+        domain: entry.domain,
+        producer: entry.producer,
+        manifest: manifest.ok ? manifest.value : undefined,
+        error: manifest.ok ? undefined : manifest.error,
+        refused: undefined,
+        ...bytes(entry.id),
+      });
+    }
+    for (const h of held.values()) {
+      if (listed.has(h.id)) continue;
+      out.push({
+        id: h.id,
+        state: 'stored',
+        domain: undefined,
+        producer: undefined,
+        manifest: undefined,
+        error: undefined,
+        refused: undefined,
+        ...bytes(h.id),
+      });
+    }
+    return out.sort((a, b) => (b.manifest?.formedAt ?? 0) - (a.manifest?.formedAt ?? 0) || a.id.localeCompare(b.id));
+  }
+
+  async #manifest(entry: CatalogEntry): Promise<Result<ManifestView, string>> {
+    const cached = this.#opened.get(entry.id);
+    if (cached) return ok(cached);
+    const failed = this.#failed.get(`${entry.id}/${entry.access.length}`);
+    if (failed) return err(failed);
+    const opened = await this.#deps.service.openManifest(entry);
+    if (opened.ok) {
+      this.#opened.set(entry.id, opened.value);
+      return ok(opened.value);
+    }
+    const reason = describe(opened.error);
+    this.#failed.set(`${entry.id}/${entry.access.length}`, reason);
+    return err(reason);
+  }
+
+  /** The object decrypted, for the user to save (fetched from the relay first if need be). */
+  async download(id: string, format: 'csv' | 'parquet'): Promise<Result<Uint8Array, ObjectError>> {
+    const entry = (await this.#catalog()).get(id);
+    const pending = (await this.#deps.service.pending()).find((p) => p.id === id);
+    const at: CatalogEntry | undefined =
+      entry ??
+      (pending && {
+        id,
+        domain: pending.domain,
+        producer: this.#deps.self(),
+        sealedManifest: new Uint8Array(0),
+        access: [],
+      });
+    if (!at) return err({ type: 'UnknownObject', id });
+    const exported = await this.#deps.service.export(at, format);
+    this.#deps.changed();
+    return exported;
+  }
+
+  /**
+   * Holding is not reading: every key this machine holds, tried on an object whose bytes
+   * it holds (with every access record it can see). `NoKeyOpens` for a domain it does not read.
+   */
+  async tryEveryKey(id: string): Promise<Result<{ readonly opened: true }, ObjectError>> {
+    const entry = (await this.#catalog()).get(id);
+    const access = entry?.access.map((a) => ({ ...a, domain: entry.domain })) ?? [];
+    return this.#deps.service.tryEveryKey(id, access);
+  }
+}
