@@ -63,7 +63,7 @@ export class RelayObjectClient {
     // and let the relay refuse it if it is still in progress.
     const resumedFrom = status.value.total === bytes.length ? status.value.have : 0;
     let offset = resumedFrom;
-    for (let retried = false; offset < bytes.length; ) {
+    for (let retried = false; offset < bytes.length;) {
       const chunk = bytes.subarray(offset, Math.min(offset + this.#chunk, bytes.length));
       const put = await this.#call('put', { id, tag, total: bytes.length, offset, chunk });
       if (!put.ok) {
@@ -97,7 +97,7 @@ export class RelayObjectClient {
     const { total } = first.value;
     const out = new Uint8Array(total);
     let offset = 0;
-    for (let part = first.value; ; ) {
+    for (let part = first.value; ;) {
       if (part.total !== total || part.chunk.length === 0 || offset + part.chunk.length > total) {
         return err({ type: 'BadResponse', reason: 'objects: the relay answered an inconsistent chunk' });
       }
@@ -122,7 +122,11 @@ export class RelayObjectClient {
     const out: ListedObject[] = [];
     let after: Uint8Array | null = null;
     for (;;) {
-      const page: Result<ObjectResponse['list'], ObjectClientError> = await this.#call('list', { tag, after, limit: 1000 });
+      const page: Result<ObjectResponse['list'], ObjectClientError> = await this.#call('list', {
+        tag,
+        after,
+        limit: 1000,
+      });
       if (!page.ok) return page;
       out.push(...page.value.objects);
       const last: ListedObject | undefined = page.value.objects.at(-1);

@@ -95,7 +95,7 @@ test('a CSV imported on the collector reaches the workstation readable and the s
   await object(ws, 'drill_cores').getByTestId('download-csv').click();
   const saved = await download;
   expect(saved.suggestedFilename()).toBe('drill_cores.csv');
-  const text = readFileSync((await saved.path()), 'utf8');
+  const text = readFileSync(await saved.path(), 'utf8');
   const lines = text.trimEnd().split('\n');
   expect(lines).toHaveLength(501);
   expect(lines[0]).toBe('time,core,depth_m,intact,note,_row_id');
