@@ -1,7 +1,7 @@
 /**
  * One acceptance suite for every `ReplicaStore` adapter (STYLE §2): the same
- * expectations run against the in-memory store and the Dexie store over
- * fake-indexeddb, each test on a fresh database.
+ * expectations run against the in-memory store, the Dexie store over
+ * fake-indexeddb and the SQLite store, each test on a fresh database.
  */
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
@@ -22,6 +22,7 @@ import {
 import { Dexie } from 'dexie';
 import { DexieReplicaStore, NodeDatabase } from '../../src/storage/dexie-store.js';
 import { MemoryReplicaStore } from '../../src/storage/memory-store.js';
+import { SqliteReplicaStore } from '../../src/storage/sqlite-replica-store.js';
 import { seededRandom } from '../helpers/deterministic.js';
 
 const random = seededRandom('replica-store');
@@ -535,6 +536,7 @@ async function everything(store: ReplicaStore, signer: string, parkedIds: readon
 
 let dbCounter = 0;
 replicaStoreSuite('memory', () => new MemoryReplicaStore());
+replicaStoreSuite('sqlite', () => new SqliteReplicaStore(':memory:'));
 replicaStoreSuite(
   'dexie',
   () => new DexieReplicaStore(new NodeDatabase(`replica-store-test-${++dbCounter}-${hex(4)}`)),
@@ -569,5 +571,39 @@ describe('Dexie schema upgrade', () => {
       expect((await tx.rowEntries(key, 'del')).map((e) => e.outerId)).toEqual([del.outerId]);
       expect((await tx.rowEntries(key, 'put')).map((e) => e.outerId)).toEqual([put.outerId]);
     });
+  });
+});
+
+describe('SQLite store on disk', () => {
+  it('keeps what committed across a reopen, and nothing of a transaction that threw', async () => {
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = mkdtempSync(join(tmpdir(), 'sov-sqlite-store-'));
+    try {
+      const path = join(dir, 'replica.sqlite');
+      const first = new SqliteReplicaStore(path);
+      const kept = entry({ seq: 1 });
+      await first.transact(async (tx) => {
+        await tx.append(kept);
+        await tx.setHlc({ ms: 5, counter: 1 });
+      });
+      await expect(
+        first.transact(async (tx) => {
+          await tx.append(entry({ seq: 2 }));
+          throw new Error('cut short');
+        }),
+      ).rejects.toThrow('cut short');
+      await first.setMeta('mesh', { status: 'member', anchors: ['a'], note: undefined });
+      first.close();
+
+      const again = new SqliteReplicaStore(path);
+      expect(plain(await again.entriesAfter(0, 10))).toEqual(plain([{ ...kept, pos: 1 }]));
+      expect(await again.transact((tx) => tx.getHlc())).toEqual({ ms: 5, counter: 1 });
+      expect(await again.getMeta('mesh')).toEqual({ status: 'member', anchors: ['a'] });
+      again.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,0 +1,375 @@
+/**
+ * SQLite (better-sqlite3) adapter of the replica store, for machines that run in Node —
+ * the headless node roles — with the same contract as the Dexie adapter
+ * (test/storage/replica-store.test.ts runs both). One file per machine, WAL journal.
+ *
+ * `transact` is one SQLite transaction (BEGIN IMMEDIATE … COMMIT, ROLLBACK when the
+ * callback throws). better-sqlite3 is synchronous, so between the callback's awaits no
+ * other statement runs on the connection except through this class, which queues every
+ * transaction and every read behind the one in progress: a read never sees a
+ * transaction's uncommitted writes, as with IndexedDB.
+ *
+ * Records are stored as canonical CBOR (core/cbor.ts) next to the columns they are
+ * looked up by; absent optional fields are simply not in the map.
+ */
+import Database from 'better-sqlite3';
+import { decodeCbor, encodeCbor } from '../core/cbor.js';
+import type { EventOp } from '../core/event.js';
+import type { Hlc } from '../core/hlc.js';
+import type { RowState } from '../core/merge.js';
+import {
+  MAX_REJECTION_RECORDS,
+  type ChainHead,
+  type LogEntry,
+  type NewLogEntry,
+  type ParkedEnvelope,
+  type RejectionRecord,
+  type ReplicaStore,
+  type ReplicaTx,
+  type Resurrection,
+  type WithheldRecord,
+} from '../core/store.js';
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS log (
+    pos INTEGER PRIMARY KEY,
+    outer_id TEXT NOT NULL UNIQUE,
+    event_id TEXT,
+    row_key TEXT,
+    op TEXT,
+    signer TEXT,
+    seq INTEGER,
+    record BLOB NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS log_event ON log (event_id);
+  CREATE INDEX IF NOT EXISTS log_row ON log (row_key, op);
+  CREATE INDEX IF NOT EXISTS log_signer ON log (signer, seq);
+  CREATE INDEX IF NOT EXISTS log_opaque ON log (pos) WHERE event_id IS NULL;
+  CREATE TABLE IF NOT EXISTS heads (chain TEXT PRIMARY KEY, seq INTEGER NOT NULL, event_id TEXT NOT NULL);
+  CREATE TABLE IF NOT EXISTS rows (tbl TEXT NOT NULL, row TEXT NOT NULL, state BLOB NOT NULL, PRIMARY KEY (tbl, row));
+  CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
+  CREATE TABLE IF NOT EXISTS cursors (peer TEXT PRIMARY KEY, pos INTEGER NOT NULL);
+  CREATE TABLE IF NOT EXISTS watermarks (peer TEXT PRIMARY KEY, pos INTEGER NOT NULL);
+  CREATE TABLE IF NOT EXISTS parked (outer_id TEXT PRIMARY KEY, parked_at INTEGER NOT NULL, record BLOB NOT NULL);
+  CREATE INDEX IF NOT EXISTS parked_at ON parked (parked_at);
+  CREATE TABLE IF NOT EXISTS rejected (outer_id TEXT PRIMARY KEY, at INTEGER NOT NULL, record BLOB NOT NULL);
+  CREATE INDEX IF NOT EXISTS rejected_at ON rejected (at);
+  CREATE TABLE IF NOT EXISTS resurrections (
+    key TEXT PRIMARY KEY, delete_id TEXT NOT NULL, edit_id TEXT NOT NULL, at INTEGER NOT NULL, record BLOB NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS resurrections_delete ON resurrections (delete_id);
+  CREATE INDEX IF NOT EXISTS resurrections_edit ON resurrections (edit_id);
+  CREATE INDEX IF NOT EXISTS resurrections_at ON resurrections (at);
+  CREATE TABLE IF NOT EXISTS withheld (outer_id TEXT PRIMARY KEY, at INTEGER NOT NULL, record BLOB NOT NULL);
+  CREATE INDEX IF NOT EXISTS withheld_at ON withheld (at);
+`;
+
+const MAX_RECORD = 1 << 24;
+const HLC_KEY = 'hlc';
+
+/** CBOR of a value with every `undefined` field left out (CBOR's undefined is refused on decode). */
+function pack(value: unknown): Uint8Array {
+  return encodeCbor(stripUndefined(value));
+}
+
+function stripUndefined(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(stripUndefined);
+  if (value === null || typeof value !== 'object' || value instanceof Uint8Array) return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = stripUndefined(v);
+  return out;
+}
+
+function unpack(bytes: Uint8Array): unknown {
+  const decoded = decodeCbor(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), MAX_RECORD);
+  if (!decoded.ok) throw new Error(`sqlite-store: a stored record does not decode (${decoded.error.reason})`);
+  return decoded.value;
+}
+
+type LogRow = { pos: number; record: Uint8Array };
+
+function logEntry(row: LogRow): LogEntry {
+  return { ...(unpack(row.record) as NewLogEntry), pos: row.pos };
+}
+
+export class SqliteReplicaStore implements ReplicaStore {
+  readonly #db: Database.Database;
+  #queue: Promise<unknown> = Promise.resolve();
+
+  /** `path`: a file, or ':memory:' for tests. */
+  constructor(path: string) {
+    this.#db = new Database(path);
+    this.#db.pragma('journal_mode = WAL');
+    this.#db.pragma('synchronous = NORMAL');
+    this.#db.exec(SCHEMA);
+  }
+
+  close(): void {
+    this.#db.close();
+  }
+
+  #serial<T>(fn: () => Promise<T> | T): Promise<T> {
+    const run = this.#queue.then(fn, fn);
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  transact<T>(fn: (tx: ReplicaTx) => Promise<T>): Promise<T> {
+    return this.#serial(async () => {
+      this.#db.exec('BEGIN IMMEDIATE');
+      try {
+        const result = await fn(this.#tx());
+        this.#db.exec('COMMIT');
+        return result;
+      } catch (e) {
+        this.#db.exec('ROLLBACK');
+        throw e;
+      }
+    });
+  }
+
+  #tx(): ReplicaTx {
+    const db = this.#db;
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- names the row shape a query returns
+    const one = <T>(sql: string, ...params: unknown[]) => db.prepare(sql).get(...params) as T | undefined;
+    const all = <T>(sql: string, ...params: unknown[]) => db.prepare(sql).all(...params) as T[];
+    const run = (sql: string, ...params: unknown[]) => db.prepare(sql).run(...params);
+    const record = (entry: NewLogEntry) => [
+      entry.outerId,
+      entry.eventId ?? null,
+      entry.rowKey ?? null,
+      entry.op ?? null,
+      entry.signer ?? null,
+      entry.seq ?? null,
+      pack(entry),
+    ];
+    return {
+      getHlc: async () => {
+        const row = one<{ value: Uint8Array }>('SELECT value FROM meta WHERE key = ?', HLC_KEY);
+        return row && (unpack(row.value) as Hlc);
+      },
+      setHlc: async (hlc) => void run('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)', HLC_KEY, pack(hlc)),
+      head: async (chain) => {
+        const row = one<{ seq: number; event_id: string }>('SELECT seq, event_id FROM heads WHERE chain = ?', chain);
+        return row && ({ seq: row.seq, eventId: row.event_id } satisfies ChainHead);
+      },
+      setHead: async (chain, head) =>
+        void run('INSERT OR REPLACE INTO heads (chain, seq, event_id) VALUES (?, ?, ?)', chain, head.seq, head.eventId),
+      hasOuterId: async (id) => one('SELECT 1 AS x FROM log WHERE outer_id = ?', id) !== undefined,
+      hasEventId: async (id) => one('SELECT 1 AS x FROM log WHERE event_id = ?', id) !== undefined,
+      append: async (entry) =>
+        Number(
+          run(
+            'INSERT INTO log (outer_id, event_id, row_key, op, signer, seq, record) VALUES (?, ?, ?, ?, ?, ?, ?)',
+            ...record(entry),
+          ).lastInsertRowid,
+        ),
+      opaqueAfter: async (after, limit) =>
+        all<LogRow>(
+          'SELECT pos, record FROM log WHERE event_id IS NULL AND pos > ? ORDER BY pos LIMIT ?',
+          after,
+          limit,
+        ).map(logEntry),
+      fill: async (pos, entry) => {
+        const old = one<{ outer_id: string; event_id: string | null }>(
+          'SELECT outer_id, event_id FROM log WHERE pos = ?',
+          pos,
+        );
+        if (!old || old.event_id !== null || old.outer_id !== entry.outerId) {
+          throw new Error('sqlite-store: fill names no opaque entry of that outer id');
+        }
+        run(
+          'UPDATE log SET outer_id = ?, event_id = ?, row_key = ?, op = ?, signer = ?, seq = ?, record = ? WHERE pos = ?',
+          ...record(entry),
+          pos,
+        );
+      },
+      rowEntries: async (rowKey, op?: EventOp) =>
+        (op === undefined
+          ? all<LogRow>('SELECT pos, record FROM log WHERE row_key = ? ORDER BY pos', rowKey)
+          : all<LogRow>('SELECT pos, record FROM log WHERE row_key = ? AND op = ? ORDER BY pos', rowKey, op)
+        ).map(logEntry),
+      signerEntriesAbove: async (signer, seq) =>
+        all<LogRow>('SELECT pos, record FROM log WHERE signer = ? AND seq > ? ORDER BY pos', signer, seq).map(logEntry),
+      setRevoked: async (pos, revoked) => {
+        const row = one<LogRow>('SELECT pos, record FROM log WHERE pos = ?', pos);
+        if (!row) return;
+        const rest: { -readonly [K in keyof LogEntry]?: LogEntry[K] } = { ...logEntry(row) };
+        delete rest.pos;
+        delete rest.revoked;
+        run('UPDATE log SET record = ? WHERE pos = ?', pack(revoked ? { ...rest, revoked: true } : rest), pos);
+      },
+      getRow: async (table, row) => {
+        const found = one<{ state: Uint8Array }>('SELECT state FROM rows WHERE tbl = ? AND row = ?', table, row);
+        return found && (unpack(found.state) as RowState);
+      },
+      putRow: async (state) =>
+        void run('INSERT OR REPLACE INTO rows (tbl, row, state) VALUES (?, ?, ?)', state.table, state.row, pack(state)),
+      deleteRow: async (table, row) => void run('DELETE FROM rows WHERE tbl = ? AND row = ?', table, row),
+      park: async (envelope) =>
+        void run(
+          'INSERT OR REPLACE INTO parked (outer_id, parked_at, record) VALUES (?, ?, ?)',
+          envelope.outerId,
+          envelope.parkedAt,
+          pack(envelope),
+        ),
+      unpark: async (outerId) => void run('DELETE FROM parked WHERE outer_id = ?', outerId),
+      isParked: async (outerId) => one('SELECT 1 AS x FROM parked WHERE outer_id = ?', outerId) !== undefined,
+      parkedAll: async () =>
+        all<{ record: Uint8Array }>('SELECT record FROM parked ORDER BY parked_at').map(
+          (r) => unpack(r.record) as ParkedEnvelope,
+        ),
+      parkedCount: async () => one<{ n: number }>('SELECT count(*) AS n FROM parked')!.n,
+      recordRejection: async (r) => {
+        run('INSERT OR REPLACE INTO rejected (outer_id, at, record) VALUES (?, ?, ?)', r.outerId, r.at, pack(r));
+        const excess = one<{ n: number }>('SELECT count(*) AS n FROM rejected')!.n - MAX_REJECTION_RECORDS;
+        if (excess > 0) {
+          run('DELETE FROM rejected WHERE outer_id IN (SELECT outer_id FROM rejected ORDER BY at LIMIT ?)', excess);
+        }
+      },
+      isRejected: async (outerId) => one('SELECT 1 AS x FROM rejected WHERE outer_id = ?', outerId) !== undefined,
+      rejectionReason: async (outerId) => {
+        const row = one<{ record: Uint8Array }>('SELECT record FROM rejected WHERE outer_id = ?', outerId);
+        return row && (unpack(row.record) as RejectionRecord).reason;
+      },
+      withhold: async (w) =>
+        void run('INSERT OR REPLACE INTO withheld (outer_id, at, record) VALUES (?, ?, ?)', w.outerId, w.at, pack(w)),
+      withheldRecord: async (outerId) => {
+        const row = one<{ record: Uint8Array }>('SELECT record FROM withheld WHERE outer_id = ?', outerId);
+        return row && (unpack(row.record) as WithheldRecord);
+      },
+      release: async (outerId) => void run('DELETE FROM withheld WHERE outer_id = ?', outerId),
+      addResurrection: async (r) =>
+        void run(
+          'INSERT OR REPLACE INTO resurrections (key, delete_id, edit_id, at, record) VALUES (?, ?, ?, ?, ?)',
+          r.key,
+          r.deleteId,
+          r.editId,
+          r.at,
+          pack(r),
+        ),
+      hasResurrection: async (key) => one('SELECT 1 AS x FROM resurrections WHERE key = ?', key) !== undefined,
+      dropResurrectionsOf: async (eventId) =>
+        void run('DELETE FROM resurrections WHERE delete_id = ? OR edit_id = ?', eventId, eventId),
+      setWatermark: async (peer, upto) =>
+        void run(
+          'INSERT INTO watermarks (peer, pos) VALUES (?, ?) ON CONFLICT (peer) DO UPDATE SET pos = max(pos, excluded.pos)',
+          peer,
+          upto,
+        ),
+    };
+  }
+
+  #all<T>(sql: string, ...params: unknown[]): Promise<T[]> {
+    return this.#serial(() => this.#db.prepare(sql).all(...params) as T[]);
+  }
+
+  #one<T>(sql: string, ...params: unknown[]): Promise<T | undefined> {
+    return this.#serial(() => this.#db.prepare(sql).get(...params) as T | undefined);
+  }
+
+  async entriesAfter(after: number, limit: number): Promise<LogEntry[]> {
+    return (
+      await this.#all<LogRow>('SELECT pos, record FROM log WHERE pos > ? ORDER BY pos LIMIT ?', after, limit)
+    ).map(logEntry);
+  }
+
+  /** Envelopes held without being readable here (domains this machine is not a member of), oldest first. */
+  async opaque(limit: number): Promise<LogEntry[]> {
+    return (
+      await this.#all<LogRow>('SELECT pos, record FROM log WHERE event_id IS NULL ORDER BY pos LIMIT ?', limit)
+    ).map(logEntry);
+  }
+
+  async lastPos(): Promise<number> {
+    return (await this.#one<{ pos: number | null }>('SELECT max(pos) AS pos FROM log'))?.pos ?? 0;
+  }
+
+  async cursor(peer: string): Promise<number> {
+    return (await this.#one<{ pos: number }>('SELECT pos FROM cursors WHERE peer = ?', peer))?.pos ?? 0;
+  }
+
+  advanceCursor(peer: string, pos: number): Promise<void> {
+    return this.#serial(() => {
+      this.#db
+        .prepare(
+          'INSERT INTO cursors (peer, pos) VALUES (?, ?) ON CONFLICT (peer) DO UPDATE SET pos = max(pos, excluded.pos)',
+        )
+        .run(peer, pos);
+    });
+  }
+
+  async entriesByOuterId(outerIds: readonly string[]): Promise<LogEntry[]> {
+    if (outerIds.length === 0) return [];
+    const out: LogRow[] = [];
+    // SQLite bounds the number of parameters of one statement.
+    for (let i = 0; i < outerIds.length; i += 500) {
+      const ids = outerIds.slice(i, i + 500);
+      out.push(
+        ...(await this.#all<LogRow>(
+          `SELECT pos, record FROM log WHERE outer_id IN (${ids.map(() => '?').join(',')})`,
+          ...ids,
+        )),
+      );
+    }
+    return out.sort((a, b) => a.pos - b.pos).map(logEntry);
+  }
+
+  async withheld(limit: number): Promise<WithheldRecord[]> {
+    return (await this.#all<{ record: Uint8Array }>('SELECT record FROM withheld ORDER BY at LIMIT ?', limit)).map(
+      (r) => unpack(r.record) as WithheldRecord,
+    );
+  }
+
+  async watermark(peer: string): Promise<number> {
+    return (await this.#one<{ pos: number }>('SELECT pos FROM watermarks WHERE peer = ?', peer))?.pos ?? 0;
+  }
+
+  async rows(table: string): Promise<RowState[]> {
+    return (await this.#all<{ state: Uint8Array }>('SELECT state FROM rows WHERE tbl = ?', table)).map(
+      (r) => unpack(r.state) as RowState,
+    );
+  }
+
+  async row(table: string, row: string): Promise<RowState | undefined> {
+    const found = await this.#one<{ state: Uint8Array }>(
+      'SELECT state FROM rows WHERE tbl = ? AND row = ?',
+      table,
+      row,
+    );
+    return found && (unpack(found.state) as RowState);
+  }
+
+  async parked(limit: number): Promise<ParkedEnvelope[]> {
+    return (await this.#all<{ record: Uint8Array }>('SELECT record FROM parked ORDER BY parked_at LIMIT ?', limit)).map(
+      (r) => unpack(r.record) as ParkedEnvelope,
+    );
+  }
+
+  async parkedCount(): Promise<number> {
+    return (await this.#one<{ n: number }>('SELECT count(*) AS n FROM parked'))!.n;
+  }
+
+  async rejections(limit: number): Promise<RejectionRecord[]> {
+    return (await this.#all<{ record: Uint8Array }>('SELECT record FROM rejected ORDER BY at DESC LIMIT ?', limit)).map(
+      (r) => unpack(r.record) as RejectionRecord,
+    );
+  }
+
+  async resurrections(limit: number): Promise<Resurrection[]> {
+    return (
+      await this.#all<{ record: Uint8Array }>('SELECT record FROM resurrections ORDER BY at DESC LIMIT ?', limit)
+    ).map((r) => unpack(r.record) as Resurrection);
+  }
+
+  async getMeta<T>(key: string): Promise<T | undefined> {
+    const row = await this.#one<{ value: Uint8Array }>('SELECT value FROM meta WHERE key = ?', key);
+    return row && (unpack(row.value) as T);
+  }
+
+  setMeta(key: string, value: unknown): Promise<void> {
+    return this.#serial(() => {
+      this.#db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run(key, pack(value));
+    });
+  }
+}
