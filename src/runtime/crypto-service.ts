@@ -27,17 +27,9 @@ import type { DomainName } from '../core/schema.js';
 import { decodeSealed, openSealed, type SealedEvent, type SealError, type SealLane } from '../core/seal.js';
 import type { PrivacyClass } from '../core/sync-manifest.js';
 import { decodeTicket, encodeTicket, type TicketError } from '../core/ticket.js';
-import type { KeyDatabase, IdentityRecord } from '../storage/key-store.js';
+import { keyStoreOf, type IdentityRecord, type KeyDatabase, type KeyStore } from '../storage/key-store.js';
 import { FrameChannel, generateFrameKey, type FrameKeyPair, type SenderBinding } from './frame-channel.js';
-import {
-  generateSigningIdentity,
-  generateWrappingKey,
-  unwrapSecret,
-  webRandom,
-  webSigner,
-  webVerifier,
-  wrapSecret,
-} from './webcrypto.js';
+import { generateSigningIdentity, unwrapSecret, webRandom, webSigner, webVerifier, wrapSecret } from './webcrypto.js';
 
 export type IdentityView = {
   readonly signer: string;
@@ -109,13 +101,17 @@ export const INVITATION_TTL_MS = 24 * 60 * 60 * 1000;
 /** Request ids are kept as long as core/frame.ts would accept their frames. */
 const REPLAY_RETAIN_MS = MAX_FRAME_AGE_MS + MAX_FRAME_SKEW_MS;
 
-async function frameKeyFields(): Promise<{ frame: CryptoKeyPair; framePublic: Uint8Array }> {
-  const { keys, publicKey } = await generateFrameKey();
-  return { frame: keys, framePublic: publicKey };
+/** A new identity's key pairs: Ed25519 signing and endpoint keys, the X25519 frame key. */
+async function makeIdentityKeys(
+  extractable: boolean,
+): Promise<{ signing: CryptoKeyPair; endpoint: CryptoKeyPair; frame: CryptoKeyPair }> {
+  const signing = (await generateSigningIdentity(extractable)).keys;
+  const endpoint = (await generateSigningIdentity(extractable)).keys;
+  return { signing, endpoint, frame: (await generateFrameKey(extractable)).keys };
 }
 
 export class CryptoService {
-  readonly #db: KeyDatabase;
+  readonly #db: KeyStore;
   readonly #clock: Clock;
   readonly #verifier = webVerifier();
   readonly #domains = new DomainKeyring();
@@ -124,14 +120,14 @@ export class CryptoService {
   #pending: PendingJoin | undefined;
   #ceremony: Ceremony | undefined;
 
-  constructor(db: KeyDatabase, clock: Clock) {
-    this.#db = db;
+  constructor(db: KeyDatabase | KeyStore, clock: Clock) {
+    this.#db = keyStoreOf(db);
     this.#clock = clock;
   }
 
   /** Loads this machine's identity, creating it on first launch, and unwraps held secrets. */
   async init(): Promise<IdentityView> {
-    this.#identity = await this.#withFrameKey((await this.#db.identity.get('self')) ?? (await this.#createIdentity()));
+    this.#identity = await this.#db.ensureIdentity(makeIdentityKeys, this.#clock.now());
     const group = await this.#loadSecret(GROUP_SECRET);
     if (group) await this.#setGroup(group);
     this.#pending = await this.#pendingJoin();
@@ -152,7 +148,7 @@ export class CryptoService {
   /** Loads the generations the key store holds and this worker does not yet; returns how many. */
   async loadNewDomainKeys(): Promise<number> {
     let added = 0;
-    for (const record of await this.#db.secrets.where('name').startsWith('domain/').toArray()) {
+    for (const record of await this.#db.secretsUnder('domain/')) {
       const [, domain, gen] = record.name.split('/');
       if (!domain || this.#domains.get(domain, Number(gen))) continue;
       this.#domains.add(domain, Number(gen), await this.#unwrap(record.name, record));
@@ -190,38 +186,6 @@ export class CryptoService {
     };
   }
 
-  async #createIdentity(): Promise<IdentityRecord> {
-    const signing = await generateSigningIdentity();
-    const endpoint = await generateSigningIdentity();
-    const record: IdentityRecord = {
-      id: 'self',
-      signing: signing.keys,
-      signingPublic: signing.publicKey,
-      endpoint: endpoint.keys,
-      endpointPublic: endpoint.publicKey,
-      ...(await frameKeyFields()),
-      wrapping: await generateWrappingKey(),
-      createdAt: this.#clock.now(),
-    };
-    // add() refuses to overwrite: if another tab won the race, use its identity.
-    try {
-      await this.#db.identity.add(record);
-      return record;
-    } catch {
-      return (await this.#db.identity.get('self'))!;
-    }
-  }
-
-  /** Identities made before frames used HPKE get their frame key now (kept if another tab added one first). */
-  async #withFrameKey(record: IdentityRecord): Promise<IdentityRecord> {
-    if (record.frame && record.framePublic) return record;
-    await this.#db.transaction('rw', this.#db.identity, async () => {
-      const current = await this.#db.identity.get('self');
-      if (current && !current.frame) await this.#db.identity.put({ ...current, ...(await frameKeyFields()) });
-    });
-    return (await this.#db.identity.get('self'))!;
-  }
-
   #id(): IdentityRecord {
     if (!this.#identity) throw new Error('crypto: init() first');
     return this.#identity;
@@ -243,23 +207,19 @@ export class CryptoService {
       random: webRandom,
     });
     const now = this.#clock.now();
-    await this.#db.replay
-      .where('ts')
-      .below(now - REPLAY_RETAIN_MS)
-      .delete();
     channel.replay.load(
-      (await this.#db.replay.orderBy('ts').toArray()).map((r) => [r.rid, r.ts] as const),
+      (await this.#db.replays(now - REPLAY_RETAIN_MS)).map((r) => [r.rid, r.ts] as const),
       now,
     );
     this.#group = { secret, topic, channel };
   }
 
   async #storeSecret(name: string, secret: Uint8Array): Promise<void> {
-    await this.#db.secrets.put({ name, ...(await wrapSecret(this.#id().wrapping, name, secret)) });
+    await this.#db.putSecrets([{ name, ...(await wrapSecret(this.#id().wrapping, name, secret)) }]);
   }
 
   async #loadSecret(name: string): Promise<Uint8Array | undefined> {
-    const record = await this.#db.secrets.get(name);
+    const record = await this.#db.secret(name);
     return record && this.#unwrap(name, record);
   }
 
@@ -285,7 +245,7 @@ export class CryptoService {
     if (!rk || rk.length !== 32) throw new Error('crypto: the relay key is not pinned yet');
     if (!this.#group || !this.view().member) throw new Error('crypto: not in a mesh');
     const inv = webRandom.bytes(16);
-    await this.#db.invitations.put({ inv: toHex(inv), expiresAt: this.#clock.now() + ttlMs });
+    await this.#db.putInvitation({ inv: toHex(inv), expiresAt: this.#clock.now() + ttlMs });
     const id = this.#id();
     return encodeTicket({
       v: 2,
@@ -322,7 +282,7 @@ export class CryptoService {
   /** Forgets an unfinished join: the group secret and the pending ticket. Refused once keys arrived. */
   async abandonJoin(): Promise<Result<true, { type: 'AlreadyInMesh' }>> {
     if (this.view().member) return err({ type: 'AlreadyInMesh' });
-    await this.#db.secrets.bulkDelete([GROUP_SECRET, PENDING_JOIN]);
+    await this.#db.deleteSecrets([GROUP_SECRET, PENDING_JOIN]);
     this.#group = undefined;
     this.#pending = undefined;
     this.#ceremony = undefined;
@@ -415,13 +375,13 @@ export class CryptoService {
 
   /** Inviter: whether an invitation is open (issued, not used, not expired). */
   async hasInvitation(inv: Uint8Array): Promise<boolean> {
-    const invitation = await this.#db.invitations.get(toHex(inv));
+    const invitation = await this.#db.invitation(toHex(inv));
     return invitation !== undefined && invitation.expiresAt >= this.#clock.now();
   }
 
   /** Inviter: withdraws an invitation (a human declined the pairing, or it went wrong). */
   async revokeInvitation(inv: Uint8Array): Promise<void> {
-    await this.#db.invitations.delete(toHex(inv));
+    await this.#db.deleteInvitation(toHex(inv));
   }
 
   /** Inviter: the string for a joiner whose revealed nonce opened its commitment; undefined if it did not. */
@@ -452,9 +412,9 @@ export class CryptoService {
     const kid = fromHex(request.frame);
     if (!kid || kid.length !== 32) return err({ type: 'InvitationUnknown' });
     const inv = toHex(request.inv);
-    const invitation = await this.#db.invitations.get(inv);
+    const invitation = await this.#db.invitation(inv);
     if (!invitation) return err({ type: 'InvitationUnknown' });
-    await this.#db.invitations.delete(inv);
+    await this.#db.deleteInvitation(inv);
     if (invitation.expiresAt < this.#clock.now()) return err({ type: 'InvitationExpired' });
     return ok(
       await this.#seal(request.endpoint, kid, {
@@ -493,7 +453,7 @@ export class CryptoService {
     if (!this.#group) throw new Error('crypto: no group');
     const id = this.#id();
     const now = this.#clock.now();
-    const open = await this.#db.invitations.filter((i) => i.expiresAt >= now).toArray();
+    const open = await this.#db.openInvitations(now);
     const keys = (hexes: readonly string[]) =>
       [...new Set(hexes)].flatMap((h) => {
         const k = fromHex(h);
@@ -564,7 +524,7 @@ export class CryptoService {
    * the inbox) delivers it again — at-least-once delivery, idempotent apply.
    */
   async remember(rid: string, ts: number): Promise<void> {
-    await this.#db.replay.put({ rid, ts });
+    await this.#db.putReplay({ rid, ts });
   }
 
   /** Who may have sent a frame from `sender`: its keyring binding, the inviter named by our ticket, or a joiner. */
@@ -574,7 +534,7 @@ export class CryptoService {
     const pending = this.#pending;
     if (pending && bytesEqual(pending.inviter, sender)) return { kid: pending.kid };
     const now = this.#clock.now();
-    const open = await this.#db.invitations.filter((i) => i.expiresAt >= now).count();
+    const open = (await this.#db.openInvitations(now)).length;
     return open > 0 ? 'unbound' : undefined;
   }
 
@@ -592,7 +552,7 @@ export class CryptoService {
     if (!ceremony?.confirmed || !ceremony.inviterSigner || !bytesEqual(ceremony.inviterSigner, message.signer)) {
       return err({ type: 'NotConfirmed' });
     }
-    await this.#db.secrets.delete(PENDING_JOIN);
+    await this.#db.deleteSecrets([PENDING_JOIN]);
     this.#pending = undefined;
     this.#ceremony = undefined;
     return ok(message);

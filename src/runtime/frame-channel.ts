@@ -42,8 +42,8 @@ const NONCE_BYTES = 12;
 export type FrameKeyPair = { readonly keys: CryptoKeyPair; readonly publicKey: Uint8Array };
 
 /** A new X25519 frame key pair; the private key never leaves WebCrypto. */
-export async function generateFrameKey(): Promise<FrameKeyPair> {
-  const keys = (await crypto.subtle.generateKey({ name: 'X25519' }, false, ['deriveBits'])) as CryptoKeyPair;
+export async function generateFrameKey(extractable = false): Promise<FrameKeyPair> {
+  const keys = (await crypto.subtle.generateKey({ name: 'X25519' }, extractable, ['deriveBits'])) as CryptoKeyPair;
   return { keys, publicKey: new Uint8Array(await crypto.subtle.exportKey('raw', keys.publicKey)) };
 }
 

@@ -41,7 +41,7 @@ import { leafAuthenticator } from '../core/mls/leaf-binding.js';
 import type { Authenticate, MlsProvider } from '../core/mls/provider.js';
 import type { SequencerRejection } from '../core/mls/sequencer.js';
 import { err, ok, type Result } from '../core/result.js';
-import { domainSecretName, type KeyDatabase } from '../storage/key-store.js';
+import { domainSecretName, keyStoreOf, type KeyDatabase, type KeyStore } from '../storage/key-store.js';
 import { TsMlsProvider } from './mls/ts-mls-provider.js';
 import { unwrapSecret, webRandom, webSigner, wrapSecret } from './webcrypto.js';
 
@@ -81,7 +81,7 @@ const OFFER_BYTES = 8192;
 const MAX_ATTEMPTS = 4;
 
 export class MlsService {
-  readonly #db: KeyDatabase;
+  readonly #db: KeyStore;
   readonly #makeProvider: (authenticate: Authenticate) => Promise<MlsProvider>;
   #provider: MlsProvider | undefined;
   #deps: DomainDeps | undefined;
@@ -96,17 +96,17 @@ export class MlsService {
   #turn: Promise<unknown> = Promise.resolve();
 
   constructor(
-    db: KeyDatabase,
+    db: KeyDatabase | KeyStore,
     makeProvider: (authenticate: Authenticate) => Promise<MlsProvider> = TsMlsProvider.create,
   ) {
-    this.#db = db;
+    this.#db = keyStoreOf(db);
     this.#makeProvider = makeProvider;
   }
 
   /** Loads the machine's keys (the crypto worker created them) and every kept domain. */
   init(): Promise<DomainView[]> {
     return this.#exclusive(async () => {
-      const identity = await this.#db.identity.get('self');
+      const identity = await this.#db.identity();
       if (!identity) throw new Error('mls: the machine identity does not exist yet (crypto init first)');
       this.#wrapping = identity.wrapping;
       const authenticate = leafAuthenticator(async (m) => this.#trustLeaves || this.#admitted.has(toHex(m)));
@@ -123,14 +123,14 @@ export class MlsService {
             : Promise.resolve(err({ type: 'SequencerUnavailable', reason: 'mls: no relay session' })),
       };
       this.#members.clear();
-      for (const record of await this.#db.secrets.where('name').startsWith('domain/').toArray()) {
+      for (const record of await this.#db.secretsUnder('domain/')) {
         this.#stored.add(record.name);
       }
-      for (const record of await this.#db.secrets.where('name').startsWith(STATE_PREFIX).toArray()) {
+      for (const record of await this.#db.secretsUnder(STATE_PREFIX)) {
         const snapshot = decodeSnapshot(await unwrapSecret(identity.wrapping, record.name, record));
         if (snapshot) this.#members.set(snapshot.domain, DomainMember.restore(this.#deps, snapshot));
       }
-      const standing = await this.#db.secrets.get(STANDING);
+      const standing = await this.#db.secret(STANDING);
       this.#standing = standing
         ? decodeOffer(decodeCbor(await unwrapSecret(identity.wrapping, STANDING, standing), OFFER_BYTES))
         : undefined;
@@ -184,7 +184,7 @@ export class MlsService {
       if (!this.#standing) {
         const offer = await offerToJoin(this.#need());
         const bytes = encodeOffer(offer);
-        await this.#db.secrets.put({ name: STANDING, ...(await wrapSecret(this.#wrap(), STANDING, bytes)) });
+        await this.#db.putSecrets([{ name: STANDING, ...(await wrapSecret(this.#wrap(), STANDING, bytes)) }]);
         this.#standing = offer;
       }
       return this.#standing.keyPackage;
@@ -214,7 +214,7 @@ export class MlsService {
         const joined = await welcomeOnly.receive(bundle);
         if (!welcomeOnly.isMember) return member ? ok('removed') : joined.ok ? ok('duplicate') : joined;
         this.#standing = undefined;
-        await this.#db.secrets.delete(STANDING);
+        await this.#db.deleteSecrets([STANDING]);
         // Generations it held before its removal stay in the key store: they are its history.
         await this.#keep(welcomeOnly);
         return joined.ok ? ok('joined') : joined;
@@ -312,7 +312,7 @@ export class MlsService {
       const gname = domainSecretName(member.domain, g.gen);
       if (!this.#stored.has(gname)) secrets.push({ name: gname, ...(await wrapSecret(this.#wrap(), gname, g.key)) });
     }
-    await this.#db.secrets.bulkPut(secrets);
+    await this.#db.putSecrets(secrets);
     for (const s of secrets) if (s.name !== name) this.#stored.add(s.name);
   }
 

@@ -28,7 +28,13 @@ import { openParquet, type ParquetFile } from '../core/parquet/read.js';
 import { ROW_ID_COLUMN, type CellValue, type ColumnSpec } from '../core/parquet/schema.js';
 import { err, ok, type Result } from '../core/result.js';
 import { isDomainName, type DomainName } from '../core/schema.js';
-import { KeyDatabase, type IdentityRecord } from '../storage/key-store.js';
+import {
+  DexieKeyStore,
+  keyStoreOf,
+  type IdentityRecord,
+  type KeyDatabase,
+  type KeyStore,
+} from '../storage/key-store.js';
 import { ObjectDatabase, objectSecretName, type PendingRecord } from '../storage/object-db.js';
 import { systemClock } from './clock.js';
 import { webPmeCipher } from './pme-cipher.js';
@@ -170,7 +176,7 @@ export function placementTag(groupSecret: Uint8Array, domain: DomainName): Uint8
 type Loaded = { identity: IdentityRecord; group: Uint8Array | undefined };
 
 export class ObjectService {
-  readonly #keys: KeyDatabase;
+  readonly #keys: KeyStore;
   readonly #db: ObjectDatabase;
   readonly #clock: Clock;
   readonly #fetch: typeof fetch | undefined;
@@ -181,12 +187,12 @@ export class ObjectService {
   #relayUrl: string | undefined;
 
   constructor(
-    keys: KeyDatabase = new KeyDatabase(),
+    keys: KeyDatabase | KeyStore = new DexieKeyStore(),
     objects: ObjectDatabase = new ObjectDatabase(),
     clock: Clock = systemClock,
     fetchImpl?: typeof fetch,
   ) {
-    this.#keys = keys;
+    this.#keys = keyStoreOf(keys);
     this.#db = objects;
     this.#clock = clock;
     this.#fetch = fetchImpl;
@@ -197,12 +203,12 @@ export class ObjectService {
    * at start and whenever the MLS worker may have stored a new generation.
    */
   async reload(relayUrl?: string): Promise<{ generations: number }> {
-    const identity = await this.#keys.identity.get('self');
+    const identity = await this.#keys.identity();
     if (!identity) throw new Error('objects: this machine has no identity yet');
-    const groupRecord = await this.#keys.secrets.get('group');
+    const groupRecord = await this.#keys.secret('group');
     const group = groupRecord ? await unwrapSecret(identity.wrapping, 'group', groupRecord) : undefined;
     this.#loaded = { identity, group };
-    for (const record of await this.#keys.secrets.where('name').startsWith('domain/').toArray()) {
+    for (const record of await this.#keys.secretsUnder('domain/')) {
       const [, domain, gen] = record.name.split('/');
       if (!domain || this.#domains.get(domain, Number(gen))) continue;
       this.#domains.add(domain, Number(gen), await unwrapSecret(identity.wrapping, record.name, record));
@@ -331,7 +337,7 @@ export class ObjectService {
       sealedManifest: formed.sealedManifest,
       formedAt: now,
     };
-    await this.#keys.secrets.put({ name: secretName, ...wrapped });
+    await this.#keys.putSecrets([{ name: secretName, ...wrapped }]);
     await this.#db.transaction('rw', this.#db.blobs, this.#db.pending, async () => {
       await this.#db.blobs.put({
         id,
@@ -369,7 +375,7 @@ export class ObjectService {
 
   async #localSecret(id: string): Promise<Uint8Array | undefined> {
     const name = objectSecretName(id);
-    const record = await this.#keys.secrets.get(name);
+    const record = await this.#keys.secret(name);
     return record && unwrapSecret(this.#id().identity.wrapping, name, record);
   }
 
@@ -393,7 +399,7 @@ export class ObjectService {
   /** The publication is durable in the state plane: the local secret is no longer needed. */
   async published(id: string): Promise<void> {
     await this.#db.pending.delete(id);
-    await this.#keys.secrets.delete(objectSecretName(id));
+    await this.#keys.deleteSecrets([objectSecretName(id)]);
   }
 
   /**
@@ -403,7 +409,7 @@ export class ObjectService {
   async refuseAll(reason: string): Promise<number> {
     const pending = await this.#db.pending.filter((p) => !p.refused).toArray();
     for (const p of pending) {
-      await this.#keys.secrets.delete(objectSecretName(p.id));
+      await this.#keys.deleteSecrets([objectSecretName(p.id)]);
       await this.#db.pending.put({ ...p, refused: reason });
     }
     return pending.length;

@@ -17,8 +17,9 @@ const buf = (bytes: Uint8Array): Uint8Array<ArrayBuffer> => new Uint8Array(bytes
 
 export type SigningIdentity = { readonly keys: CryptoKeyPair; readonly publicKey: Uint8Array };
 
-export async function generateSigningIdentity(): Promise<SigningIdentity> {
-  const keys = await crypto.subtle.generateKey({ name: 'Ed25519' }, false, ['sign', 'verify']);
+/** Non-extractable unless a key store must wrap the private key to keep it (Node: sqlite-key-store.ts). */
+export async function generateSigningIdentity(extractable = false): Promise<SigningIdentity> {
+  const keys = await crypto.subtle.generateKey({ name: 'Ed25519' }, extractable, ['sign', 'verify']);
   const publicKey = new Uint8Array(await crypto.subtle.exportKey('raw', keys.publicKey));
   return { keys, publicKey };
 }
