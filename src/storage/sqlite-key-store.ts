@@ -1,0 +1,216 @@
+/**
+ * The key store of a machine that runs in Node (headless node roles), in SQLite beside
+ * its replica. Node cannot keep a CryptoKey the way a browser's IndexedDB does, so the
+ * root of protection is a machine key file instead: 32 random bytes, created once with
+ * mode 0600 in the data directory and imported as a non-extractable AES-GCM key. Every
+ * private key is generated extractable only long enough to be exported (PKCS#8) and
+ * wrapped under it, and is imported back non-extractable for use; secrets are wrapped
+ * under it exactly as the browser wraps them under its machine key. Anyone who can read
+ * the key file and the database can read the keys: protect the data directory as the
+ * machine's identity (see README).
+ */
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { decodeCbor, encodeCbor } from '../core/cbor.js';
+import { unwrapSecret, webRandom, wrapSecret, type WrappedSecret } from '../runtime/webcrypto.js';
+import type {
+  IdentityMaker,
+  IdentityRecord,
+  InvitationRecord,
+  KeyStore,
+  ReplayRecord,
+  SecretRecord,
+} from './key-store.js';
+
+export const MACHINE_KEY_FILE = 'machine.key';
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS identity (id TEXT PRIMARY KEY, record BLOB NOT NULL);
+  CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, iv BLOB NOT NULL, ct BLOB NOT NULL);
+  CREATE TABLE IF NOT EXISTS invitations (inv TEXT PRIMARY KEY, expires_at INTEGER NOT NULL);
+  CREATE TABLE IF NOT EXISTS replay (rid TEXT PRIMARY KEY, ts INTEGER NOT NULL);
+  CREATE INDEX IF NOT EXISTS replay_ts ON replay (ts);
+`;
+
+type StoredPair = { readonly pub: Uint8Array; readonly priv: WrappedSecret };
+type StoredIdentity = {
+  readonly signing: StoredPair;
+  readonly endpoint: StoredPair;
+  readonly frame: StoredPair;
+  readonly createdAt: number;
+};
+
+const ED25519 = { name: 'Ed25519' } as const;
+const X25519 = { name: 'X25519' } as const;
+const copy = (bytes: Uint8Array): Uint8Array<ArrayBuffer> => new Uint8Array(bytes);
+
+/** Reads the machine key file, creating it (0600) on first use; refuses one others may read. */
+function machineKeyBytes(dir: string): Uint8Array {
+  const path = join(dir, MACHINE_KEY_FILE);
+  if (!existsSync(path)) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    writeFileSync(path, webRandom.bytes(32), { mode: 0o600, flag: 'wx' });
+    chmodSync(path, 0o600);
+  }
+  if ((statSync(path).mode & 0o077) !== 0) {
+    throw new Error(`key store: ${path} is readable by other users; chmod 600 it`);
+  }
+  const bytes = new Uint8Array(readFileSync(path));
+  if (bytes.length !== 32) throw new Error(`key store: ${path} is not a 32-byte machine key`);
+  return bytes;
+}
+
+export class SqliteKeyStore implements KeyStore {
+  readonly #db: Database.Database;
+  readonly #root: CryptoKey;
+  #identity: IdentityRecord | undefined;
+
+  private constructor(db: Database.Database, root: CryptoKey) {
+    this.#db = db;
+    this.#root = root;
+  }
+
+  /** Opens (or creates) `<dir>/keys.sqlite` under `<dir>/machine.key`. */
+  static async open(dir: string): Promise<SqliteKeyStore> {
+    const raw = machineKeyBytes(dir);
+    const root = await crypto.subtle.importKey('raw', copy(raw), { name: 'AES-GCM' }, false, ['encrypt', 'decrypt']);
+    raw.fill(0);
+    const db = new Database(join(dir, 'keys.sqlite'));
+    db.pragma('journal_mode = WAL');
+    db.exec(SCHEMA);
+    return new SqliteKeyStore(db, root);
+  }
+
+  close(): void {
+    this.#db.close();
+  }
+
+  async identity(): Promise<IdentityRecord | undefined> {
+    if (this.#identity) return this.#identity;
+    const row = this.#db.prepare('SELECT record FROM identity WHERE id = ?').get('self') as
+      { record: Uint8Array } | undefined;
+    if (!row) return undefined;
+    const decoded = decodeCbor(new Uint8Array(row.record), 64 * 1024);
+    if (!decoded.ok) throw new Error('key store: the identity record does not decode');
+    const stored = decoded.value as StoredIdentity;
+    let record: IdentityRecord;
+    try {
+      record = {
+        id: 'self',
+        signing: await this.#pair('signing', stored.signing, ED25519, ['sign'], ['verify']),
+        signingPublic: stored.signing.pub,
+        endpoint: await this.#pair('endpoint', stored.endpoint, ED25519, ['sign'], ['verify']),
+        endpointPublic: stored.endpoint.pub,
+        frame: await this.#pair('frame', stored.frame, X25519, ['deriveBits'], []),
+        framePublic: stored.frame.pub,
+        wrapping: this.#root,
+        createdAt: stored.createdAt,
+      };
+    } catch {
+      throw new Error('key store: the identity does not open under this machine key');
+    }
+    this.#identity = record;
+    return record;
+  }
+
+  async #pair(
+    label: string,
+    stored: StoredPair,
+    algorithm: typeof ED25519 | typeof X25519,
+    privateUsages: KeyUsage[],
+    publicUsages: KeyUsage[],
+  ): Promise<CryptoKeyPair> {
+    const pkcs8 = await unwrapSecret(this.#root, `identity/${label}`, stored.priv);
+    try {
+      return {
+        privateKey: await crypto.subtle.importKey('pkcs8', copy(pkcs8), algorithm, false, privateUsages),
+        publicKey: await crypto.subtle.importKey('raw', copy(stored.pub), algorithm, true, publicUsages),
+      };
+    } finally {
+      pkcs8.fill(0);
+    }
+  }
+
+  async ensureIdentity(make: IdentityMaker, now: number): Promise<IdentityRecord> {
+    const existing = await this.identity();
+    if (existing) return existing;
+    const keys = await make(true);
+    const store = async (label: string, pair: CryptoKeyPair): Promise<StoredPair> => {
+      const pkcs8 = new Uint8Array(await crypto.subtle.exportKey('pkcs8', pair.privateKey));
+      const pub = new Uint8Array(await crypto.subtle.exportKey('raw', pair.publicKey));
+      const priv = await wrapSecret(this.#root, `identity/${label}`, pkcs8);
+      pkcs8.fill(0);
+      return { pub, priv };
+    };
+    const stored: StoredIdentity = {
+      signing: await store('signing', keys.signing),
+      endpoint: await store('endpoint', keys.endpoint),
+      frame: await store('frame', keys.frame),
+      createdAt: now,
+    };
+    // OR IGNORE: if another process made the identity first, its identity is the one in force.
+    this.#db.prepare('INSERT OR IGNORE INTO identity (id, record) VALUES (?, ?)').run('self', encodeCbor(stored));
+    return (await this.identity())!;
+  }
+
+  async secret(name: string): Promise<SecretRecord | undefined> {
+    const row = this.#db.prepare('SELECT name, iv, ct FROM secrets WHERE name = ?').get(name) as
+      { name: string; iv: Uint8Array; ct: Uint8Array } | undefined;
+    return row && { name: row.name, iv: new Uint8Array(row.iv), ct: new Uint8Array(row.ct) };
+  }
+
+  async secretsUnder(prefix: string): Promise<SecretRecord[]> {
+    const rows = this.#db
+      .prepare('SELECT name, iv, ct FROM secrets WHERE substr(name, 1, length(?)) = ? ORDER BY name')
+      .all(prefix, prefix) as { name: string; iv: Uint8Array; ct: Uint8Array }[];
+    return rows.map((r) => ({ name: r.name, iv: new Uint8Array(r.iv), ct: new Uint8Array(r.ct) }));
+  }
+
+  async putSecrets(records: readonly SecretRecord[]): Promise<void> {
+    const put = this.#db.prepare('INSERT OR REPLACE INTO secrets (name, iv, ct) VALUES (?, ?, ?)');
+    this.#db.transaction(() => {
+      for (const r of records) put.run(r.name, r.iv, r.ct);
+    })();
+  }
+
+  async deleteSecrets(names: readonly string[]): Promise<void> {
+    const del = this.#db.prepare('DELETE FROM secrets WHERE name = ?');
+    this.#db.transaction(() => {
+      for (const n of names) del.run(n);
+    })();
+  }
+
+  async invitation(inv: string): Promise<InvitationRecord | undefined> {
+    const row = this.#db.prepare('SELECT inv, expires_at FROM invitations WHERE inv = ?').get(inv) as
+      { inv: string; expires_at: number } | undefined;
+    return row && { inv: row.inv, expiresAt: row.expires_at };
+  }
+
+  async putInvitation(record: InvitationRecord): Promise<void> {
+    this.#db
+      .prepare('INSERT OR REPLACE INTO invitations (inv, expires_at) VALUES (?, ?)')
+      .run(record.inv, record.expiresAt);
+  }
+
+  async deleteInvitation(inv: string): Promise<void> {
+    this.#db.prepare('DELETE FROM invitations WHERE inv = ?').run(inv);
+  }
+
+  async openInvitations(now: number): Promise<InvitationRecord[]> {
+    const rows = this.#db.prepare('SELECT inv, expires_at FROM invitations WHERE expires_at >= ?').all(now) as {
+      inv: string;
+      expires_at: number;
+    }[];
+    return rows.map((r) => ({ inv: r.inv, expiresAt: r.expires_at }));
+  }
+
+  async replays(before: number): Promise<ReplayRecord[]> {
+    this.#db.prepare('DELETE FROM replay WHERE ts < ?').run(before);
+    return this.#db.prepare('SELECT rid, ts FROM replay ORDER BY ts').all() as ReplayRecord[];
+  }
+
+  async putReplay(record: ReplayRecord): Promise<void> {
+    this.#db.prepare('INSERT OR REPLACE INTO replay (rid, ts) VALUES (?, ?)').run(record.rid, record.ts);
+  }
+}
