@@ -35,7 +35,14 @@ import {
   type KeyDatabase,
   type KeyStore,
 } from '../storage/key-store.js';
-import { ObjectDatabase, objectSecretName, type PendingRecord } from '../storage/object-db.js';
+import {
+  DexieObjectStore,
+  objectSecretName,
+  objectStoreOf,
+  type ObjectDatabase,
+  type ObjectStore,
+  type PendingRecord,
+} from '../storage/object-db.js';
 import { systemClock } from './clock.js';
 import { webPmeCipher } from './pme-cipher.js';
 import { httpBaseOf } from './relay-http-client.js';
@@ -177,7 +184,7 @@ type Loaded = { identity: IdentityRecord; group: Uint8Array | undefined };
 
 export class ObjectService {
   readonly #keys: KeyStore;
-  readonly #db: ObjectDatabase;
+  readonly #db: ObjectStore;
   readonly #clock: Clock;
   readonly #fetch: typeof fetch | undefined;
   readonly #verifier = webVerifier();
@@ -188,12 +195,12 @@ export class ObjectService {
 
   constructor(
     keys: KeyDatabase | KeyStore = new DexieKeyStore(),
-    objects: ObjectDatabase = new ObjectDatabase(),
+    objects: ObjectDatabase | ObjectStore = new DexieObjectStore(),
     clock: Clock = systemClock,
     fetchImpl?: typeof fetch,
   ) {
     this.#keys = keyStoreOf(keys);
-    this.#db = objects;
+    this.#db = objectStoreOf(objects);
     this.#clock = clock;
     this.#fetch = fetchImpl;
   }
@@ -338,17 +345,10 @@ export class ObjectService {
       formedAt: now,
     };
     await this.#keys.putSecrets([{ name: secretName, ...wrapped }]);
-    await this.#db.transaction('rw', this.#db.blobs, this.#db.pending, async () => {
-      await this.#db.blobs.put({
-        id,
-        bytes,
-        size: bytes.length,
-        storedAt: now,
-        domain: formed.manifest.domain,
-        uploaded: false,
-      });
-      await this.#db.pending.put(pending);
-    });
+    await this.#db.keepFormed(
+      { id, bytes, size: bytes.length, storedAt: now, domain: formed.manifest.domain, uploaded: false },
+      pending,
+    );
     return ok({ ...pending, refused: undefined, manifest: manifestView(formed.manifest) });
   }
 
@@ -357,7 +357,7 @@ export class ObjectService {
   /** Objects formed here and not yet published, with their manifests (opened with the local secret). */
   async pending(): Promise<PendingObject[]> {
     const out: PendingObject[] = [];
-    for (const p of await this.#db.pending.toArray()) {
+    for (const p of await this.#db.pendingAll()) {
       const secret = await this.#localSecret(p.id);
       const opened =
         secret &&
@@ -385,7 +385,7 @@ export class ObjectService {
    * domain's group first (seed: "sealed under the then-current generation").
    */
   async publication(id: string): Promise<Result<Publication, ObjectError>> {
-    const p = await this.#db.pending.get(id);
+    const p = await this.#db.pending(id);
     if (!p || !isStorageId(id)) return err({ type: 'UnknownObject', id });
     if (p.refused) return err({ type: 'NotPublishable', reason: p.refused });
     const secret = await this.#localSecret(id);
@@ -398,7 +398,7 @@ export class ObjectService {
 
   /** The publication is durable in the state plane: the local secret is no longer needed. */
   async published(id: string): Promise<void> {
-    await this.#db.pending.delete(id);
+    await this.#db.deletePending(id);
     await this.#keys.deleteSecrets([objectSecretName(id)]);
   }
 
@@ -407,10 +407,10 @@ export class ObjectService {
    * for good and its secret destroyed, so nothing formed here can later be unlocked.
    */
   async refuseAll(reason: string): Promise<number> {
-    const pending = await this.#db.pending.filter((p) => !p.refused).toArray();
+    const pending = (await this.#db.pendingAll()).filter((p) => !p.refused);
     for (const p of pending) {
       await this.#keys.deleteSecrets([objectSecretName(p.id)]);
-      await this.#db.pending.put({ ...p, refused: reason });
+      await this.#db.putPending({ ...p, refused: reason });
     }
     return pending.length;
   }
@@ -462,7 +462,7 @@ export class ObjectService {
     if (!bytes.ok) return bytes;
     // An object not yet published has no catalog row: its sealed manifest is the pending record's.
     const sealedManifest =
-      entry.sealedManifest.length > 0 ? entry.sealedManifest : (await this.#db.pending.get(entry.id))?.sealedManifest;
+      entry.sealedManifest.length > 0 ? entry.sealedManifest : (await this.#db.pending(entry.id))?.sealedManifest;
     if (!sealedManifest) return err({ type: 'UnknownObject', id: entry.id });
     const opened = await openObject(
       bytes.value,
@@ -485,7 +485,7 @@ export class ObjectService {
 
   /** The bytes of an object: held here, or fetched from the relay (verified) and kept. */
   async #bytes(id: string): Promise<Result<Uint8Array, ObjectError>> {
-    const held = await this.#db.blobs.get(id);
+    const held = await this.#db.blob(id);
     if (held) return ok(held.bytes);
     return this.fetchObject(id);
   }
@@ -499,7 +499,7 @@ export class ObjectService {
     if (!got.ok) return got;
     const verified = await verifyStorageId(got.value, id);
     if (!verified.ok) return verified;
-    await this.#db.blobs.put({
+    await this.#db.putBlob({
       id,
       bytes: got.value,
       size: got.value.length,
@@ -513,9 +513,7 @@ export class ObjectService {
   // ---- placement ----------------------------------------------------------------------
 
   async held(): Promise<HeldObject[]> {
-    const out: HeldObject[] = [];
-    await this.#db.blobs.each((b) => out.push({ id: b.id, size: b.size, domain: b.domain, uploaded: b.uploaded }));
-    return out;
+    return (await this.#db.held()).map((b) => ({ id: b.id, size: b.size, domain: b.domain, uploaded: b.uploaded }));
   }
 
   /** Uploads every object formed here (and published) that the relay does not hold yet. */
@@ -523,8 +521,8 @@ export class ObjectService {
     const client = this.#client();
     if (!client.ok) return client;
     const { group } = this.#id();
-    const pendingIds = new Set(await this.#db.pending.toCollection().primaryKeys());
-    const waiting = await this.#db.blobs.filter((b) => !b.uploaded && b.domain !== undefined).toArray();
+    const pendingIds = new Set((await this.#db.pendingAll()).map((p) => p.id));
+    const waiting = await this.#db.notUploaded();
     let uploaded = 0;
     for (const b of waiting) {
       if (pendingIds.has(b.id)) continue; // published first, so the catalog never names bytes nobody holds
@@ -534,7 +532,7 @@ export class ObjectService {
         b.bytes,
       );
       if (!put.ok) return put;
-      await this.#db.blobs.update(b.id, { uploaded: true });
+      await this.#db.markUploaded(b.id);
       uploaded++;
     }
     return ok({ uploaded });
@@ -555,13 +553,13 @@ export class ObjectService {
       if (!listed.ok) return listed;
       for (const o of listed.value) {
         const id = toHex(o.id);
-        if (await this.#db.blobs.get(id)) continue;
+        if (await this.#db.hasBlob(id)) continue;
         const got = await this.fetchObject(id);
         if (!got.ok) return got;
         fetched++;
       }
     }
-    return ok({ fetched, held: await this.#db.blobs.count() });
+    return ok({ fetched, held: (await this.#db.held()).length });
   }
 
   /**
@@ -573,7 +571,7 @@ export class ObjectService {
     id: string,
     access: readonly { readonly domain: DomainName; readonly gen: number; readonly wrapped: Uint8Array }[] = [],
   ): Promise<Result<{ readonly opened: true }, ObjectError>> {
-    const held = await this.#db.blobs.get(id);
+    const held = await this.#db.blob(id);
     if (!held || !isStorageId(id)) return err({ type: 'UnknownObject', id });
     const keys = this.#domains.list();
     for (const k of keys) {

@@ -1,7 +1,8 @@
 /**
  * The Parquet worker's service in Node (fake IndexedDB) on real key stores: a
- * workstation W that founds CONTROL, GENERAL and RESTRICTED, and a server S that
- * joins GENERAL only. Objects are formed, kept until publication, published under
+ * workstation W that founds CONTROL, GENERAL and RESTRICTED (IndexedDB), and a
+ * server S that joins GENERAL only and keeps its keys and objects in SQLite, as a
+ * headless machine does. Objects are formed, kept until publication, published under
  * the current generation, opened through their access records, exported
  * decrypted, and copied through a real relay's blind store to S, which stores a
  * RESTRICTED object byte for byte and opens none of it while it opens GENERAL's.
@@ -27,7 +28,9 @@ import {
 } from '../../src/runtime/object-service.js';
 import { webPmeCipher } from '../../src/runtime/pme-cipher.js';
 import { webSigner } from '../../src/runtime/webcrypto.js';
-import { KeyDatabase } from '../../src/storage/key-store.js';
+import { DexieKeyStore, KeyDatabase, type KeyStore } from '../../src/storage/key-store.js';
+import { SqliteKeyStore } from '../../src/storage/sqlite-key-store.js';
+import { SqliteObjectStore } from '../../src/storage/sqlite-object-store.js';
 import { ObjectDatabase } from '../../src/storage/object-db.js';
 import { testClock } from '../helpers/deterministic.js';
 import { joinRelay } from '../helpers/relay-client.js';
@@ -36,6 +39,7 @@ const RELAY_KEY = 'ab'.repeat(32);
 let stores = 0;
 
 type Machine = {
+  readonly keys: KeyStore;
   readonly crypto: CryptoService;
   readonly mls: MlsService;
   readonly objects: ObjectService;
@@ -45,15 +49,20 @@ type Machine = {
 
 const clock = testClock(Date.now());
 
-async function machine(): Promise<Machine> {
+/** A browser-like machine (IndexedDB), or with `sqliteDir` a Node machine (SQLite key and object stores). */
+async function machine(sqliteDir?: string): Promise<Machine> {
   const store = `object-service-${++stores}`;
-  const crypto = new CryptoService(new KeyDatabase(store), clock);
+  const keys: KeyStore = sqliteDir ? await SqliteKeyStore.open(sqliteDir) : new DexieKeyStore(new KeyDatabase(store));
+  const crypto = new CryptoService(keys, clock);
   const view = await crypto.init();
-  const mls = new MlsService(new KeyDatabase(store));
+  const mls = new MlsService(keys);
   await mls.init();
   mls.setSequencer(async () => ok(undefined));
-  const objects = new ObjectService(new KeyDatabase(store), new ObjectDatabase(`${store}-objects`), clock);
-  return { crypto, mls, objects, store, signer: view.signer };
+  const objectStore = sqliteDir
+    ? new SqliteObjectStore(join(sqliteDir, 'objects.sqlite'))
+    : new ObjectDatabase(`${store}-objects`);
+  const objects = new ObjectService(keys, objectStore, clock);
+  return { keys, crypto, mls, objects, store, signer: view.signer };
 }
 
 function expectErr(result: { ok: true; value: unknown } | { ok: false; error: ObjectError }, type: string): void {
@@ -78,8 +87,10 @@ describe('object service', () => {
   let relay: RelayHandle;
 
   beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sov-object-service-'));
     W = await machine();
-    S = await machine();
+    // The server is a Node machine: its keys and objects are in SQLite.
+    S = await machine(join(dir, 'server'));
     const keyring = { admitted: [W.signer, S.signer], admins: [W.signer] };
     W.mls.setKeyring(keyring);
     S.mls.setKeyring(keyring);
@@ -92,12 +103,11 @@ describe('object service', () => {
       const bundle = value(await W.mls.change(d, { add: [kp], history: 'full' }));
       expect(await S.mls.receive(d, S.crypto.groupIdOf(d), bundle)).toEqual(ok('joined'));
     }
-    dir = mkdtempSync(join(tmpdir(), 'sov-object-service-'));
-    relay = await startRelay({ port: 0, dataDir: dir, log: () => undefined, admission: 'open' });
+    relay = await startRelay({ port: 0, dataDir: join(dir, 'relay'), log: () => undefined, admission: 'open' });
     for (const m of [W, S]) {
       await m.objects.reload(relay.wsUrl);
       // The relay serves endpoints that authenticated once under the topic.
-      const identity = (await new KeyDatabase(m.store).identity.get('self'))!;
+      const identity = (await m.keys.identity())!;
       const signer = webSigner({ keys: identity.endpoint, publicKey: identity.endpointPublic });
       const topic = fromHex(m.crypto.view().topic!)!;
       await (await joinRelay(relay.wsUrl, topic, identity.endpointPublic, (p) => signer.sign(p))).close();
@@ -232,18 +242,13 @@ describe('object service', () => {
     // R holds no group secret: it is not in the mesh and cannot even ask the relay.
     expectErr(await R.objects.fetchObject(general.id), 'NotReady');
     // A relay that serves other bytes than the id names.
-    const liar = new ObjectService(
-      new KeyDatabase(S.store),
-      new ObjectDatabase(`liar-${stores}`),
-      clock,
-      async (input, init) => {
-        const real = await fetch(input, init);
-        if (!(input as string).endsWith('/get')) return real;
-        const body = new Uint8Array(await real.arrayBuffer());
-        body[body.length >> 1]! ^= 1; // inside the chunk: the CBOR stays well formed
-        return new Response(body, { status: real.status, headers: real.headers });
-      },
-    );
+    const liar = new ObjectService(S.keys, new ObjectDatabase(`liar-${stores}`), clock, async (input, init) => {
+      const real = await fetch(input, init);
+      if (!(input as string).endsWith('/get')) return real;
+      const body = new Uint8Array(await real.arrayBuffer());
+      body[body.length >> 1]! ^= 1; // inside the chunk: the CBOR stays well formed
+      return new Response(body, { status: real.status, headers: real.headers });
+    });
     await liar.reload(relay.wsUrl);
     expectErr(await liar.fetchObject(general.id), 'HashMismatch');
     expect(await liar.held()).toEqual([]);
