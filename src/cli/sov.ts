@@ -4,6 +4,7 @@
  * dependencies never load for another) and returns a `main(argv)` resolving to an exit code.
  *
  *   sov relay [--port N] [--host ADDR] [--data DIR] [--static DIR] [--tls-cert FILE --tls-key FILE] [--tap FILE] [--heartbeat S]
+ *   sov node --role server|archive --data DIR [--name NAME] [--join]   (cli/node.ts)
  *   sov object write --csv FILE --out DIR [...]   (cli/objects.ts)
  *   sov parquet read FILE --footer-key KEY [...]  (cli/objects.ts)
  *   sov bench ...            (bench/run.ts, maintained with the benchmarks)
@@ -36,6 +37,10 @@ const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
     usage:
       'relay [--port N] [--host ADDR] [--data DIR] [--static DIR] [--tls-cert FILE --tls-key FILE] [--tap FILE] [--heartbeat S]',
     load: () => Promise.resolve(relayMain),
+  },
+  node: {
+    usage: 'node --role server|archive --data DIR [--name NAME] [--join]   (ticket on stdin)',
+    load: async () => (await import('./node.js')).nodeMain,
   },
   object: {
     usage: OBJECT_USAGE,

@@ -24,15 +24,15 @@ import {
   type PrivacyClass,
 } from '../core/sync-manifest.js';
 import { DexieReplicaStore, NodeDatabase } from '../storage/dexie-store.js';
+import type { ReplicaStore } from '../core/store.js';
 import { systemClock } from './clock.js';
 import type { CryptoService, IdentityView, InboundMessage, JoinError, PeerAddress } from './crypto-service.js';
-import { BackgroundSync } from './background-sync.js';
 import { MeshDomains, type DomainsError } from './mesh-domains.js';
 import { MeshObjects, PLACEMENT_TABLE, type ObjectEntry, type ObjectPort } from './mesh-objects.js';
 import type { ImportProgress, ObjectError, PendingObject } from './object-service.js';
 import type { DomainView, MlsService } from './mls-service.js';
 import { RelayConnection, type RelayState } from './relay-connection.js';
-import { TabSession } from './tab-session.js';
+import { browserEnv, type BackgroundPort, type MachineEnv, type SessionPort } from './machine-env.js';
 import {
   countByReason,
   machinesView,
@@ -157,6 +157,15 @@ const REEVALUATE_MS = 30_000;
 const MAX_NOTICES = 30;
 const JOIN_RETRY_MS = 4000;
 
+/** A machine's replica store with its small durable values (IndexedDB in browsers, SQLite in Node). */
+export type MachineStore = ReplicaStore & {
+  getMeta<T>(key: string): Promise<T | undefined>;
+  setMeta(key: string, value: unknown): Promise<void>;
+  deleteMeta(key: string): Promise<void>;
+  /** Envelopes held without being readable here, oldest first. */
+  opaque(limit: number): Promise<{ readonly domain: string; readonly sealed: Uint8Array }[]>;
+};
+
 export function defaultRelayUrl(location: Location): string {
   return `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`;
 }
@@ -166,17 +175,18 @@ export class MeshNode {
   readonly #domains: MeshDomains;
   readonly #objects: MeshObjects | undefined;
   readonly #mls: Remote<MlsService>;
-  readonly #store: DexieReplicaStore;
+  readonly #store: MachineStore;
+  readonly #env: MachineEnv;
   readonly #replica: Replica;
   readonly #sync: SyncEngine;
-  readonly #tabs = new TabSession(() => void this.#otherTabChanged());
+  readonly #tabs: SessionPort;
   #identity: IdentityView;
   #meta: MeshMeta | undefined;
   #machines: Machine[] = [];
   /** Endpoints of trusted machines as last seen; undefined until the keyring was first read. */
   #trusted: Set<string> | undefined;
   #relay: RelayConnection | undefined;
-  #background: BackgroundSync | undefined;
+  #background: BackgroundPort | undefined;
   #relayState: RelayState | 'standby' = 'offline';
   #relayDetail = '';
   #lastBatchAt: number | undefined;
@@ -196,10 +206,14 @@ export class MeshNode {
     crypto: Remote<CryptoService>,
     mls: Remote<MlsService>,
     identity: IdentityView,
-    store: DexieReplicaStore,
+    store: MachineStore,
     meta: MeshMeta | undefined,
     objects: ObjectPort | undefined,
+    env: MachineEnv,
+    defaultPlacement: '*' | undefined,
   ) {
+    this.#env = env;
+    this.#tabs = env.session(() => void this.#otherTabChanged());
     this.#crypto = crypto;
     this.#mls = mls;
     this.#domains = new MeshDomains({
@@ -247,6 +261,7 @@ export class MeshNode {
         removed: () => this.#machines.some((m) => m.signer === this.#identity.signer && m.removed),
         notice: (kind, text) => this.#notice(kind, text),
         changed: () => void this.#publish(),
+        defaultPlacement,
       });
     const trust = { self: identity.signer, anchors: () => this.#meta?.anchors ?? [] };
     this.#replica = new Replica({
@@ -257,7 +272,7 @@ export class MeshNode {
       trust,
       privacy: manifestPolicy(trust, () => this.#classChoices()),
       clock: systemClock,
-      withLock: (fn) => navigator.locks.request('sov-apply', fn) as ReturnType<typeof fn>,
+      withLock: env.withLock,
     });
     this.#sync = new SyncEngine(
       this.#replica,
@@ -298,18 +313,35 @@ export class MeshNode {
     };
   }
 
-  /** `objects`: the Parquet worker; without it this machine has no object plane. */
+  /**
+   * `objects`: the Parquet worker; without it this machine has no object plane. A
+   * browser needs no options; a headless machine passes its SQLite store and `soloEnv`.
+   */
   static async open(
     crypto: Remote<CryptoService>,
     mls: Remote<MlsService>,
     objects?: ObjectPort,
-    dbName = 'sov-node',
+    options: {
+      readonly store?: MachineStore;
+      readonly env?: MachineEnv;
+      /** An archive stores every domain's objects unless a placement record says otherwise. */
+      readonly defaultPlacement?: '*';
+    } = {},
   ): Promise<MeshNode> {
     const identity = await crypto.init();
     await mls.init();
-    const store = new DexieReplicaStore(new NodeDatabase(dbName));
+    const store = options.store ?? new DexieReplicaStore(new NodeDatabase('sov-node'));
     const meta = await store.getMeta<MeshMeta>(META_KEY);
-    const node = new MeshNode(crypto, mls, identity, store, meta, objects);
+    const node = new MeshNode(
+      crypto,
+      mls,
+      identity,
+      store,
+      meta,
+      objects,
+      options.env ?? browserEnv,
+      options.defaultPlacement,
+    );
     await node.#objects?.keysChanged();
     await mls.setSequencer(proxy((bundle: Uint8Array) => node.#domains.sequence(bundle)));
     await node.#domains.refresh();
@@ -745,19 +777,21 @@ export class MeshNode {
       },
     });
     this.#relay = relay;
-    if (this.#identity.topic) {
-      this.#background = new BackgroundSync(this.#identity.topic, () => void this.#drainInbox());
+    if (this.#identity.topic && this.#env.background) {
+      this.#background = this.#env.background(this.#identity.topic, () => void this.#drainInbox());
       void this.#background.request();
       void this.#drainInbox();
     }
-    addEventListener('offline', () => {
-      relay.suspend('browser offline');
-      void this.#background?.request();
-    });
-    addEventListener('online', () => {
-      relay.resume();
-      void this.#background?.request();
-    });
+    this.#env.onNetwork(
+      () => {
+        relay.resume();
+        void this.#background?.request();
+      },
+      () => {
+        relay.suspend('browser offline');
+        void this.#background?.request();
+      },
+    );
     // Another tab may have led before: take the MLS states up from the key store, then connect.
     void this.#mls
       .init()

@@ -70,6 +70,8 @@ export type ObjectsDeps = {
   readonly removed: () => boolean;
   readonly notice: (kind: 'info' | 'warning', text: string) => void;
   readonly changed: () => void;
+  /** What this machine stores while no placement record names it (an archive: every domain). */
+  readonly defaultPlacement?: '*' | undefined;
 };
 
 export type ObjectState = 'pending' | 'refused' | 'published' | 'stored';
@@ -233,9 +235,8 @@ export class MeshObjects {
   }
 
   async #place(): Promise<void> {
-    const policy = parsePlacement(
-      (await this.#deps.rows(PLACEMENT_TABLE)).find((r) => r.row === this.#deps.self())?.cells['domains']?.value,
-    );
+    const record = (await this.#deps.rows(PLACEMENT_TABLE)).find((r) => r.row === this.#deps.self());
+    const policy = record ? parsePlacement(record.cells['domains']?.value) : this.#deps.defaultPlacement;
     if (!policy) return;
     const placed = await this.#deps.service.place(policy);
     if (!placed.ok) this.#deps.notice('warning', `objects: placement failed (${describe(placed.error)})`);

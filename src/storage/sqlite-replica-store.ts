@@ -367,6 +367,12 @@ export class SqliteReplicaStore implements ReplicaStore {
     return row && (unpack(row.value) as T);
   }
 
+  deleteMeta(key: string): Promise<void> {
+    return this.#serial(() => {
+      this.#db.prepare('DELETE FROM meta WHERE key = ?').run(key);
+    });
+  }
+
   setMeta(key: string, value: unknown): Promise<void> {
     return this.#serial(() => {
       this.#db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run(key, pack(value));

@@ -1,0 +1,181 @@
+/**
+ * `sov node`: a headless machine of the mesh, for the storage roles (DESIGN §4
+ * "Placement"): a server that stores domains it may not read, an archive that stores
+ * every object of the mesh. It is the browser machine's code — MeshNode, the crypto,
+ * MLS and object services — in one Node process, on SQLite: `<data>/replica.sqlite`,
+ * `<data>/keys.sqlite` under the machine key file `<data>/machine.key` (0600), and
+ * `<data>/objects.sqlite`.
+ *
+ *   sov node --role server|archive --data DIR [--name NAME] [--join]
+ *
+ * First run with `--join`: the pairing ticket is read from the first line of standard
+ * input (never from the command line, where other users could see it, and never
+ * logged). The node prints the pairing code and asks, on standard input, whether the
+ * inviting machine shows the same; only a `y` confirms. Afterwards it runs until SIGINT
+ * or SIGTERM, printing its state: relay session, machines, objects held and readable.
+ *
+ * Roles: both store what the admins' placement records name for them; an archive with
+ * no record stores everything. What it may read is the admins' choice (domain
+ * membership), not the role's.
+ */
+import { createInterface } from 'node:readline';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { Remote } from 'comlink';
+import { WebSocket as NodeWebSocket } from 'ws';
+import { systemClock } from '../runtime/clock.js';
+import { CryptoService } from '../runtime/crypto-service.js';
+import { soloEnv } from '../runtime/machine-env.js';
+import { MeshNode, type NodeSnapshot } from '../runtime/mesh-node.js';
+import { MlsService } from '../runtime/mls-service.js';
+import { ObjectService } from '../runtime/object-service.js';
+import { SqliteKeyStore } from '../storage/sqlite-key-store.js';
+import { SqliteObjectStore } from '../storage/sqlite-object-store.js';
+import { SqliteReplicaStore } from '../storage/sqlite-replica-store.js';
+
+export const NODE_USAGE = 'node --role server|archive --data DIR [--name NAME] [--join]   (ticket on stdin)';
+
+type Role = 'server' | 'archive';
+
+class UsageError extends Error {}
+
+function parse(argv: readonly string[]): { role: Role; data: string; name: string; join: boolean } {
+  const { values } = parseArgs({
+    args: [...argv],
+    strict: true,
+    options: {
+      role: { type: 'string' },
+      data: { type: 'string' },
+      name: { type: 'string' },
+      join: { type: 'boolean' },
+    },
+  });
+  if (values.role !== 'server' && values.role !== 'archive') throw new UsageError('--role must be server or archive');
+  if (!values.data) throw new UsageError('--data DIR is required');
+  return { role: values.role, data: values.data, name: values.name ?? values.role, join: values.join ?? false };
+}
+
+/** Lines of standard input, one at a time. */
+function stdinLines(): { next: () => Promise<string | undefined>; close: () => void } {
+  const rl = createInterface({ input: process.stdin, terminal: false });
+  const lines: string[] = [];
+  const waiting: ((line: string | undefined) => void)[] = [];
+  let closed = false;
+  rl.on('line', (line) => {
+    const next = waiting.shift();
+    if (next) next(line);
+    else lines.push(line);
+  });
+  rl.on('close', () => {
+    closed = true;
+    for (const w of waiting.splice(0)) w(undefined);
+  });
+  return {
+    next: () =>
+      new Promise((resolve) => {
+        if (lines.length > 0) resolve(lines.shift());
+        else if (closed) resolve(undefined);
+        else waiting.push(resolve);
+      }),
+    close: () => rl.close(),
+  };
+}
+
+const say = (line: string): void => void process.stdout.write(`sov node: ${line}\n`);
+
+/** One line of state whenever it changes: nothing secret, ids shortened. */
+function stateLine(s: NodeSnapshot): string {
+  const held = s.objects.filter((o) => o.held);
+  const readable = held.filter((o) => o.manifest);
+  const live = s.machines.filter((m) => !m.removed).length;
+  return `status=${s.status} relay=${s.relay} machines=${live} objects_held=${held.length} objects_readable=${readable.length}`;
+}
+
+export async function nodeMain(argv: readonly string[]): Promise<number> {
+  let args: ReturnType<typeof parse>;
+  try {
+    args = parse(argv);
+  } catch (e) {
+    if (e instanceof UsageError || (e instanceof Error && 'code' in e && String(e.code).startsWith('ERR_PARSE_ARGS'))) {
+      process.stderr.write(`sov node: ${e.message}\nusage: sov ${NODE_USAGE}\n`);
+      return 2;
+    }
+    throw e;
+  }
+  // The relay connection is the browser's code: give it a WebSocket.
+  (globalThis as { WebSocket?: unknown }).WebSocket ??= NodeWebSocket;
+
+  const keys = await SqliteKeyStore.open(args.data);
+  const replica = new SqliteReplicaStore(join(args.data, 'replica.sqlite'));
+  const objects = new SqliteObjectStore(join(args.data, 'objects.sqlite'));
+  let exitCode: number | undefined;
+  let wake: () => void = () => undefined;
+  const stopped = new Promise<void>((resolve) => (wake = resolve));
+  const stop = (code: number, why: string): void => {
+    if (exitCode !== undefined) return;
+    exitCode = code;
+    say(why);
+    wake();
+  };
+  process.once('SIGINT', () => stop(0, 'SIGINT, closing'));
+  process.once('SIGTERM', () => stop(0, 'SIGTERM, closing'));
+
+  // The services run in this process, called directly where a browser calls its workers.
+  const crypto = new CryptoService(keys, systemClock) as unknown as Remote<CryptoService>;
+  const mls = new MlsService(keys) as unknown as Remote<MlsService>;
+  const node = await MeshNode.open(crypto, mls, new ObjectService(keys, objects, systemClock), {
+    store: replica,
+    env: soloEnv(() => stop(1, 'the join was abandoned; start again with --join and a new ticket')),
+    ...(args.role === 'archive' ? { defaultPlacement: '*' as const } : {}),
+  });
+  const identity = await crypto.view();
+  say(`role ${args.role}, machine ${identity.fingerprint}, data ${args.data}`);
+
+  const input = stdinLines();
+  const readLine = input.next;
+  let asked = false;
+  let last = '';
+  let lastNotice = 0;
+  const unsubscribe = node.subscribe((s) => {
+    const line = stateLine(s);
+    if (line !== last) say((last = line));
+    if (s.status === 'joining' && s.join.sas && !s.join.answered && !asked) {
+      asked = true;
+      say(`pairing code ${s.join.sas}`);
+      process.stdout.write('Does the inviting machine show the same code? [y/N] ');
+      void readLine().then(async (answer) => {
+        const yes = answer?.trim().toLowerCase() === 'y';
+        say(yes ? 'code confirmed here; waiting for the inviting machine' : 'code declined');
+        await node.answerJoin(yes);
+      });
+    }
+    for (const n of [...s.notices].reverse()) {
+      if (n.id <= lastNotice) continue;
+      lastNotice = n.id;
+      say(`${n.kind}: ${n.text}`);
+    }
+  });
+
+  if (node.status === 'new') {
+    if (!args.join) {
+      stop(2, 'this machine is in no mesh yet: run with --join and the ticket on standard input');
+    } else {
+      const ticket = (await readLine())?.trim();
+      const joined = ticket ? await node.join(ticket, args.name) : undefined;
+      if (!joined?.ok) stop(1, `join refused: ${joined ? joined.error.type : 'no ticket on standard input'}`);
+    }
+  }
+  await stopped;
+  input.close();
+  process.stdin.destroy();
+  unsubscribe();
+  node.close();
+  // Let work already under way (a snapshot, an apply) finish before the stores close.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  replica.close();
+  objects.close();
+  keys.close();
+  // Nothing of the session may keep the process alive (reconnect timers, sockets closing).
+  setTimeout(() => process.exit(exitCode ?? 0), 1000).unref();
+  return exitCode ?? 0;
+}
