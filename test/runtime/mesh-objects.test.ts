@@ -1,0 +1,143 @@
+/**
+ * The main thread's object plane (MeshObjects) over a real ObjectService and a
+ * stand-in state plane: publication waits for a relay session and catches the
+ * domains up first; it writes the catalog and access rows under this machine's
+ * own row keys; a machine the keyring removed publishes nothing more; a catalog
+ * row naming another producer than the manifest's is shown as a typed error.
+ */
+import 'fake-indexeddb/auto';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { fromHex } from '../../src/core/bytes.js';
+import type { RowState } from '../../src/core/merge.js';
+import { ok } from '../../src/core/result.js';
+import { DOMAINS } from '../../src/core/schema.js';
+import { CryptoService } from '../../src/runtime/crypto-service.js';
+import { ACCESS_TABLE, CATALOG_TABLE, MeshObjects } from '../../src/runtime/mesh-objects.js';
+import { ObjectService } from '../../src/runtime/object-service.js';
+import { KeyDatabase } from '../../src/storage/key-store.js';
+import { ObjectDatabase } from '../../src/storage/object-db.js';
+import { testClock } from '../helpers/deterministic.js';
+import { foundDomains } from '../helpers/mls-machine.js';
+
+let stores = 0;
+const clock = testClock(Date.now());
+
+async function setUp() {
+  const name = `mesh-objects-${++stores}`;
+  const crypto = new CryptoService(new KeyDatabase(name), clock);
+  const signer = (await crypto.init()).signer;
+  expect((await crypto.createMesh()).ok).toBe(true);
+  await foundDomains(crypto, name);
+  expect(crypto.domainGenerations().map((g) => g.domain)).toEqual([...DOMAINS]);
+  const service = new ObjectService(new KeyDatabase(name), new ObjectDatabase(`${name}-objects`), clock);
+  await service.reload();
+  const rows = new Map<string, RowState>();
+  const state = { online: false, removed: false, catchUps: 0, writes: [] as string[], notices: [] as string[] };
+  const objects = new MeshObjects({
+    service,
+    self: () => signer,
+    relayUrl: () => undefined,
+    write: async (table, row, cols) => {
+      state.writes.push(`${table} ${row}`);
+      const stamp = { ms: clock.now(), counter: state.writes.length, node: fromHex(signer)! };
+      const cells = Object.fromEntries(Object.entries(cols).map(([c, value]) => [c, { value, stamp }]));
+      rows.set(`${table}\u0000${row}`, { table, row, cells });
+      return ok({ outerId: 'x', resurrections: [] });
+    },
+    rows: async (table) => [...rows.values()].filter((r) => r.table === table),
+    online: () => state.online,
+    catchUp: async () => {
+      state.catchUps++;
+    },
+    removed: () => state.removed,
+    notice: (_, text) => state.notices.push(text),
+    changed: () => undefined,
+  });
+  return { objects, signer, rows, state };
+}
+
+describe('MeshObjects', () => {
+  let t: Awaited<ReturnType<typeof setUp>>;
+  beforeEach(async () => {
+    t = await setUp();
+  });
+
+  it('keeps an object formed offline pending, then publishes it after catching up', async () => {
+    const formed = await t.objects.importSample('GENERAL', 500);
+    if (!formed.ok) throw new Error(formed.error.type);
+    const id = formed.value.id;
+    await t.objects.sync();
+    expect(t.state.writes).toEqual([]);
+    expect(t.state.notices.some((n) => n.includes('formed offline'))).toBe(true);
+    expect((await t.objects.entries()).map((e) => [e.id, e.state])).toEqual([[id, 'pending']]);
+
+    t.state.online = true;
+    await t.objects.sync();
+    expect(t.state.catchUps).toBe(1);
+    expect(t.state.writes).toEqual([
+      `${CATALOG_TABLE} GENERAL:${t.signer}:${id}`,
+      `${ACCESS_TABLE} GENERAL:${t.signer}:${id}:1`,
+    ]);
+    const [entry] = await t.objects.entries();
+    expect(entry).toMatchObject({ id, state: 'published', domain: 'GENERAL', producer: t.signer, held: true });
+    expect(entry?.manifest?.rows).toBe(500);
+    // Published once: another cycle writes nothing.
+    await t.objects.sync();
+    expect(t.state.writes).toHaveLength(2);
+    const csv = await t.objects.download(id, 'csv');
+    if (!csv.ok) throw new Error(csv.error.type);
+    expect(new TextDecoder().decode(csv.value).trimEnd().split('\n')).toHaveLength(501);
+  });
+
+  it('refuses for good what a removed machine formed and never published', async () => {
+    const formed = await t.objects.importSample('GENERAL', 10);
+    if (!formed.ok) throw new Error(formed.error.type);
+    t.state.removed = true;
+    t.state.online = true;
+    await t.objects.sync();
+    expect(t.state.writes).toEqual([]);
+    expect(t.state.notices.some((n) => n.includes('can no longer be published'))).toBe(true);
+    const [entry] = await t.objects.entries();
+    expect(entry?.state).toBe('refused');
+    t.state.removed = false;
+    await t.objects.sync();
+    expect(t.state.writes).toEqual([]);
+  });
+
+  it('shows a catalog row published under another producer as a typed error', async () => {
+    const formed = await t.objects.importSample('GENERAL', 10);
+    if (!formed.ok) throw new Error(formed.error.type);
+    t.state.online = true;
+    await t.objects.sync();
+    const id = formed.value.id;
+    const forged = 'ab'.repeat(32);
+    for (const [key, row] of [...t.rows]) {
+      t.rows.delete(key);
+      const moved = row.row.replace(t.signer, forged);
+      t.rows.set(`${row.table}\u0000${moved}`, { ...row, row: moved });
+    }
+    const fresh = await setUpReader(t.rows);
+    const [entry] = await fresh.entries();
+    expect(entry).toMatchObject({ id, state: 'published', producer: forged, manifest: undefined });
+    expect(entry?.error).toMatch(/^ProducerMismatch/);
+  });
+});
+
+/** A second MeshObjects over the same catalog rows, on the first machine's keys (it holds GENERAL). */
+async function setUpReader(rows: Map<string, RowState>): Promise<MeshObjects> {
+  const name = `mesh-objects-${stores}`;
+  const service = new ObjectService(new KeyDatabase(name), new ObjectDatabase(`${name}-objects`), clock);
+  await service.reload();
+  return new MeshObjects({
+    service,
+    self: () => 'cd'.repeat(32),
+    relayUrl: () => undefined,
+    write: async () => ok({ outerId: 'x', resurrections: [] }),
+    rows: async (table) => [...rows.values()].filter((r) => r.table === table),
+    online: () => false,
+    catchUp: async () => undefined,
+    removed: () => false,
+    notice: () => undefined,
+    changed: () => undefined,
+  });
+}
