@@ -1,0 +1,132 @@
+/**
+ * Catalog-order planning (seed 003 "Reading"): decide from decrypted manifests alone
+ * which objects can hold matching rows, before any object key is unwrapped or any byte
+ * read. An object is pruned when it belongs to another table, is superseded, or when one
+ * filter cannot match its statistics — time range, partition value, or a column's
+ * min/max/null count. The same test, on a row group's footer statistics, is the second
+ * level of pruning inside an object (execute.ts).
+ */
+import { compareStrings } from '../parquet/columns.js';
+import { boundValue, type ObjectManifest } from '../object/manifest.js';
+import type { ColumnSpec } from '../parquet/schema.js';
+import type { Bound, BoundQuery, Filter } from './query.js';
+
+/** What statistics say of one column over some rows. */
+export type Range = {
+  readonly min: Bound | undefined;
+  readonly max: Bound | undefined;
+  readonly nulls: number;
+  readonly rows: number;
+};
+
+/** Total order of bound values of one column type (strings by code point, as Parquet and DuckDB). */
+export function compareBound(a: Bound, b: Bound): number {
+  if (typeof a === 'string' && typeof b === 'string') return compareStrings(a, b);
+  if (typeof a === 'boolean' && typeof b === 'boolean') return Number(a) - Number(b);
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** False only when no row within `range` can satisfy `filter`. */
+export function mayMatch(filter: Filter<Bound>, range: Range): boolean {
+  const { min, max, nulls, rows } = range;
+  if (filter.op === 'is null') return nulls > 0;
+  if (filter.op === 'is not null') return nulls < rows;
+  if (nulls >= rows) return false; // only nulls: no comparison holds
+  if (min === undefined || max === undefined) return true;
+  const below = (v: Bound) => compareBound(v, min) < 0;
+  const above = (v: Bound) => compareBound(v, max) > 0;
+  switch (filter.op) {
+    case '=':
+      return !below(filter.value) && !above(filter.value);
+    case '!=':
+      return !(compareBound(min, max) === 0 && compareBound(min, filter.value) === 0);
+    case '<':
+      return compareBound(min, filter.value) < 0;
+    case '<=':
+      return compareBound(min, filter.value) <= 0;
+    case '>':
+      return compareBound(max, filter.value) > 0;
+    case '>=':
+      return compareBound(max, filter.value) >= 0;
+    case 'between':
+      return compareBound(max, filter.low) >= 0 && compareBound(min, filter.high) <= 0;
+    case 'in':
+      return filter.values.some((v) => !below(v) && !above(v));
+  }
+}
+
+export type Pruned = { readonly id: string; readonly reason: string };
+
+export type Plan = {
+  /** Objects of the table (superseded ones included). */
+  readonly considered: number;
+  readonly pruned: readonly Pruned[];
+  readonly scan: readonly ObjectManifest[];
+};
+
+function describe(f: Filter<Bound>): string {
+  const v = (x: Bound) => (typeof x === 'string' ? `'${x}'` : String(x));
+  switch (f.op) {
+    case 'is null':
+    case 'is not null':
+      return `${f.column} ${f.op}`;
+    case 'in':
+      return `${f.column} in (${f.values.map(v).join(', ')})`;
+    case 'between':
+      return `${f.column} between ${v(f.low)} and ${v(f.high)}`;
+    default:
+      return `${f.column} ${f.op} ${v(f.value)}`;
+  }
+}
+
+/** An object's range of one column from its manifest (the time range for its time column). */
+function manifestRange(m: ObjectManifest, spec: ColumnSpec): Range {
+  const b = m.columns[spec.name];
+  const typed = (bytes: Uint8Array | undefined) => {
+    if (!bytes) return undefined;
+    const value = boundValue(spec.type, bytes);
+    return value instanceof Uint8Array || value === null ? undefined : value;
+  };
+  return { min: typed(b?.min), max: typed(b?.max), nulls: b?.nulls ?? 0, rows: m.rows };
+}
+
+/** Why one object cannot match, or undefined when it may. */
+function pruneReason(m: ObjectManifest, q: BoundQuery): string | undefined {
+  for (const f of q.where) {
+    const spec = q.schema.get(f.column)!;
+    const part = m.partitions[f.column];
+    if (part !== undefined && f.op === '=' && typeof f.value === 'string' && f.value !== part) {
+      return `partition ${f.column}=${part}: ${describe(f)}`;
+    }
+    const own = m.schema.find((c) => c.name === f.column);
+    if (!own || own.type !== spec.type) {
+      // An object without the column holds only nulls for it.
+      if (f.op === 'is null') continue;
+      return `no column ${f.column}: ${describe(f)}`;
+    }
+    if (!mayMatch(f, manifestRange(m, own))) {
+      return m.time?.column === f.column ? `time range: ${describe(f)}` : `min/max of ${f.column}: ${describe(f)}`;
+    }
+  }
+  return undefined;
+}
+
+export function plan(manifests: readonly ObjectManifest[], q: BoundQuery): Plan {
+  const ofTable = manifests.filter((m) => m.table === q.table);
+  const superseded = new Set(ofTable.flatMap((m) => m.supersedes));
+  const pruned: Pruned[] = [];
+  const scan: ObjectManifest[] = [];
+  for (const m of ofTable) {
+    const reason = superseded.has(m.storageId) ? 'superseded' : pruneReason(m, q);
+    if (reason) pruned.push({ id: m.storageId, reason });
+    else scan.push(m);
+  }
+  return { considered: ofTable.length, pruned, scan };
+}
+
+/** The schema a table's objects share: the newest object's (columns are never redefined). */
+export function tableSchema(manifests: readonly ObjectManifest[], table: string): readonly ColumnSpec[] | undefined {
+  let newest: ObjectManifest | undefined;
+  for (const m of manifests) if (m.table === table && (!newest || m.hlc.ms > newest.hlc.ms)) newest = m;
+  return newest?.schema;
+}
