@@ -7,6 +7,7 @@ import { proxy, wrap } from 'comlink';
 import type { CryptoService } from '../runtime/crypto-service.js';
 import type { MlsService } from '../runtime/mls-service.js';
 import type { ObjectService } from '../runtime/object-service.js';
+import type { QueryResult } from '../core/query/execute.js';
 import { defaultRelayUrl, MeshNode, type NodeSnapshot } from '../runtime/mesh-node.js';
 import type { Result } from '../core/result.js';
 import type { ColumnValue } from '../core/schema.js';
@@ -19,6 +20,7 @@ export class NodeStore {
   /** The import in progress: rows written so far and the phase, or undefined. */
   importing = $state<{ rows: number; phase: string; of: number | undefined } | undefined>(undefined);
   #node: MeshNode | undefined;
+  #queryId: string | undefined;
 
   async start(): Promise<void> {
     if (!isSecureContext) {
@@ -190,6 +192,22 @@ export class NodeStore {
     return text;
   }
 
+  /** Runs SQL over this machine's catalog; the result (or the typed error) as text for the page. */
+  async query(
+    sql: string,
+    progress: (done: number, total: number) => void,
+  ): Promise<{ result?: QueryResult; error?: string; id: string }> {
+    const id = crypto.randomUUID();
+    this.#queryId = id;
+    const ran = await this.#require().query(sql, { id, progress: proxy(progress) });
+    if (this.#queryId === id) this.#queryId = undefined;
+    return ran.ok ? { result: ran.value, id } : { error: describeQueryError(ran.error), id };
+  }
+
+  async cancelQuery(): Promise<void> {
+    if (this.#queryId) await this.#require().cancelQuery(this.#queryId);
+  }
+
   async syncObjects(): Promise<void> {
     await this.#guard(() => this.#require().syncObjects());
   }
@@ -231,6 +249,13 @@ export class NodeStore {
       this.error = (e as Error).message;
     }
   }
+}
+
+function describeQueryError(error: { type: string } & Record<string, unknown>): string {
+  const detail = ['detail', 'reason', 'column', 'table', 'id']
+    .map((k) => error[k])
+    .find((v): v is string => typeof v === 'string');
+  return detail ? `${error.type}: ${detail}` : error.type;
 }
 
 function describe(error: { type: string; reason?: string }): string {

@@ -30,6 +30,7 @@ import type { CryptoService, IdentityView, InboundMessage, JoinError, PeerAddres
 import { MeshDomains, type DomainsError } from './mesh-domains.js';
 import { MeshObjects, PLACEMENT_TABLE, type ObjectEntry, type ObjectPort } from './mesh-objects.js';
 import type { ImportProgress, ObjectError, PendingObject } from './object-service.js';
+import type { QueryResult } from '../core/query/execute.js';
 import type { DomainView, MlsService } from './mls-service.js';
 import { RelayConnection, type RelayState } from './relay-connection.js';
 import { browserEnv, type BackgroundPort, type MachineEnv, type SessionPort } from './machine-env.js';
@@ -665,6 +666,19 @@ export class MeshNode {
   async tryKeysOnObject(id: string): Promise<Result<{ readonly opened: true }, ObjectError>> {
     const plane = this.#objectPlane();
     return plane.ok ? plane.value.tryEveryKey(id) : plane;
+  }
+
+  /** SQL over this machine's catalog (core/query/sql.ts); `id` lets `cancelQuery` stop it. */
+  async query(
+    sql: string,
+    options: { readonly id?: string; readonly progress?: (done: number, total: number) => void } = {},
+  ): Promise<Result<QueryResult, ObjectError>> {
+    const plane = this.#objectPlane();
+    return plane.ok ? plane.value.query(sql, options) : plane;
+  }
+
+  async cancelQuery(id: string): Promise<void> {
+    await this.#objects?.cancelQuery(id);
   }
 
   /** Publishes, uploads and places objects now rather than at the next batch cycle. */

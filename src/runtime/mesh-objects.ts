@@ -47,6 +47,8 @@ export type ObjectPort = {
       | 'uploadPending'
       | 'place'
       | 'tryEveryKey'
+      | 'query'
+      | 'cancelQuery'
   ]: (...args: Parameters<ObjectService[K]>) => Promise<Awaited<ReturnType<ObjectService[K]>>>;
 };
 
@@ -345,6 +347,18 @@ export class MeshObjects {
     const exported = await this.#deps.service.export(at, format);
     this.#deps.changed();
     return exported;
+  }
+
+  /** Runs SQL over every object of this machine's catalog (objects it cannot read are not in it). */
+  async query(
+    sql: string,
+    options: { readonly id?: string; readonly progress?: (done: number, total: number) => void } = {},
+  ): Promise<Awaited<ReturnType<ObjectService['query']>>> {
+    return this.#deps.service.query(sql, [...(await this.#catalog()).values()], options.id, options.progress);
+  }
+
+  cancelQuery(id: string): Promise<void> {
+    return this.#deps.service.cancelQuery(id);
   }
 
   /**

@@ -26,6 +26,10 @@ import { boundValue, openManifest, type ManifestError, type ObjectManifest } fro
 import type { Clock } from '../core/ports.js';
 import { openParquet, type ParquetFile } from '../core/parquet/read.js';
 import { ROW_ID_COLUMN, type CellValue, type ColumnSpec } from '../core/parquet/schema.js';
+import { execute, type ExecuteError, type QueryResult } from '../core/query/execute.js';
+import { tableSchema } from '../core/query/plan.js';
+import { bind, type QueryError } from '../core/query/query.js';
+import { parseSql } from '../core/query/sql.js';
 import { err, ok, type Result } from '../core/result.js';
 import { isDomainName, type DomainName } from '../core/schema.js';
 import {
@@ -64,7 +68,9 @@ export type ObjectError =
   /** No key this machine holds opens the object: the answer a storage-only machine expects. */
   | { readonly type: 'NoKeyOpens'; readonly keys: number; readonly records: number }
   | { readonly type: 'ProducerMismatch'; readonly detail: string }
-  | { readonly type: 'NotPublishable'; readonly reason: string };
+  | { readonly type: 'NotPublishable'; readonly reason: string }
+  | QueryError
+  | ExecuteError;
 
 /** A manifest as the UI shows it: plain values only (structured-cloneable). */
 export type ManifestView = {
@@ -189,6 +195,10 @@ export class ObjectService {
   readonly #fetch: typeof fetch | undefined;
   readonly #verifier = webVerifier();
   readonly #domains = new DomainKeyring();
+  /** Manifests opened here, by storage id (immutable, so kept). */
+  readonly #manifests = new Map<string, ObjectManifest>();
+  /** Queries running, by the id their caller gave, to cancel them. */
+  readonly #queries = new Map<string, AbortController>();
   #loaded: Loaded | undefined;
   #relay: RelayObjectClient | undefined;
   #relayUrl: string | undefined;
@@ -437,6 +447,13 @@ export class ObjectService {
 
   /** Opens a catalog entry's manifest: decrypted, signature checked, and signed by the row's writer. */
   async openManifest(entry: CatalogEntry): Promise<Result<ManifestView, ObjectError>> {
+    const opened = await this.#manifest(entry);
+    return opened.ok ? ok(manifestView(opened.value)) : opened;
+  }
+
+  async #manifest(entry: CatalogEntry): Promise<Result<ObjectManifest, ObjectError>> {
+    const cached = this.#manifests.get(entry.id);
+    if (cached && cached.producer === entry.producer && cached.domain === entry.domain) return ok(cached);
     const secret = await this.#secretOf(entry);
     if (!secret.ok) return secret;
     const manifest = await openManifest(
@@ -452,7 +469,57 @@ export class ObjectService {
     if (manifest.value.domain !== entry.domain) {
       return err({ type: 'ManifestMismatch', detail: 'the manifest names another domain than its catalog row' });
     }
-    return ok(manifestView(manifest.value));
+    this.#manifests.set(entry.id, manifest.value);
+    return manifest;
+  }
+
+  /**
+   * Runs SQL over the catalog entries this machine can read (seed 003 "Reading"): the
+   * plan is made on their manifests alone; only objects that survive it have their key
+   * unwrapped and their bytes decrypted. `id` names the query for `cancelQuery`.
+   */
+  async query(
+    sql: string,
+    entries: readonly CatalogEntry[],
+    id?: string,
+    /** A top-level argument, so comlink can hand it over as a proxy. */
+    progress?: (done: number, total: number) => void,
+  ): Promise<Result<QueryResult, ObjectError>> {
+    const options = { id, progress };
+    const parsed = parseSql(sql);
+    if (!parsed.ok) return parsed;
+    const manifests: ObjectManifest[] = [];
+    const byId = new Map<string, CatalogEntry>();
+    for (const entry of entries) {
+      const m = await this.#manifest(entry);
+      if (!m.ok) continue; // not readable here: not part of this machine's catalog
+      manifests.push(m.value);
+      byId.set(entry.id, entry);
+    }
+    const bound = bind(parsed.value, tableSchema(manifests, parsed.value.table));
+    if (!bound.ok) return bound;
+    const controller = new AbortController();
+    if (options.id) this.#queries.set(options.id, controller);
+    try {
+      return await execute(manifests, bound.value, {
+        open: async (m) => {
+          const entry = byId.get(m.storageId)!;
+          const secret = await this.#secretOf(entry);
+          if (!secret.ok) return err({ type: 'ObjectUnavailable', id: m.storageId, reason: secret.error.type });
+          const bytes = await this.#bytes(m.storageId);
+          if (!bytes.ok) return err({ type: 'ObjectUnavailable', id: m.storageId, reason: bytes.error.type });
+          return openParquet(bytes.value, { footerKey: objectKeys(secret.value).dek }, webPmeCipher);
+        },
+        signal: controller.signal,
+        ...(options.progress ? { progress: options.progress } : {}),
+      });
+    } finally {
+      if (options.id) this.#queries.delete(options.id);
+    }
+  }
+
+  async cancelQuery(id: string): Promise<void> {
+    this.#queries.get(id)?.abort();
   }
 
   async #open(entry: CatalogEntry): Promise<Result<ParquetFile, ObjectError>> {

@@ -1,0 +1,59 @@
+/**
+ * Query in the browser (issue 7): sample measurements imported in two objects, a
+ * time-bucketed average over a range one of them covers — the result table, the chart,
+ * and the explain summary saying the other object was pruned on the catalog; a bad
+ * query is a clear error and no result.
+ */
+import { expect, foundMesh, test } from './relay-process.ts';
+
+test('a time-bucketed average draws a chart and explains what was pruned', async ({ browser, relay }) => {
+  const page = await (await browser.newContext()).newPage();
+  await foundMesh(relay, page);
+  for (const rows of ['3000', '600']) {
+    await page.getByTestId('sample-rows').fill(rows);
+    await page.getByTestId('object-sample').click();
+    await expect(page.getByTestId('import-progress')).toHaveCount(0);
+  }
+  await expect(page.locator('[data-testid="object"][data-state="published"]')).toHaveCount(2);
+
+  // The builder writes the SQL: hourly average temperature.
+  await page.getByTestId('query-fn').selectOption('avg');
+  await page.getByTestId('query-measure').selectOption('temperature');
+  await page.getByTestId('query-bucket').selectOption('1 hour');
+  await page.getByTestId('query-build').click();
+  await expect(page.getByTestId('query-sql')).toHaveValue(
+    "SELECT time_bucket(INTERVAL '1 hour', time) AS bucket, avg(temperature) AS avg_temperature FROM measurements GROUP BY bucket ORDER BY bucket",
+  );
+  await page.getByTestId('query-run').click();
+  await expect(page.getByTestId('query-explain')).toBeVisible();
+  await expect(page.getByTestId('query-error')).toHaveCount(0);
+  await expect(page.getByTestId('query-explain')).toHaveAttribute('data-scanned', '2');
+  await expect(page.getByTestId('query-chart').locator('canvas')).toHaveCount(1);
+  const rows = Number(await page.getByTestId('query-results').getAttribute('data-rows'));
+  expect(rows).toBeGreaterThan(5);
+  // Virtual scrolling: far fewer rows in the page than in the result, when there are many.
+  expect(await page.getByTestId('query-row').count()).toBeLessThanOrEqual(Math.min(rows, 24));
+
+  // Both samples end now (six devices, a reading a minute each): the small one covers the last
+  // 100 minutes, the large one 500. A range 400 to 200 minutes ago cannot match the small one,
+  // which is pruned on the catalog before it is opened.
+  const sql = await page.getByTestId('query-sql').inputValue();
+  const ago = (minutes: number) => new Date(Date.now() - minutes * 60_000).toISOString();
+  await page
+    .getByTestId('query-sql')
+    .fill(
+      sql.replace(' GROUP BY', ` WHERE time >= TIMESTAMP '${ago(400)}' AND time < TIMESTAMP '${ago(200)}' GROUP BY`),
+    );
+  await page.getByTestId('query-run').click();
+  await expect(page.getByTestId('query-explain')).toContainText('2 objects considered');
+  await expect(page.getByTestId('query-explain')).toHaveAttribute('data-scanned', '1');
+  await expect(page.getByTestId('query-explain')).toHaveAttribute('data-pruned', '1');
+  await page.getByText('Why objects were pruned').click();
+  await expect(page.getByText(/time range: time < /)).toBeVisible();
+
+  // Bad input: a clear error, no result.
+  await page.getByTestId('query-sql').fill('SELECT temperature FROM measurements WHERE temperature > 1 OR device = 1');
+  await page.getByTestId('query-run').click();
+  await expect(page.getByTestId('query-error')).toContainText('UnsupportedSql: OR');
+  await expect(page.getByTestId('query-results')).toHaveCount(0);
+});
