@@ -22,6 +22,7 @@ const BENCHMARKS: Readonly<Record<string, () => Promise<Benchmark>>> = {
   transport: () => import('./transport.ts'),
   mls: () => import('./mls.ts'),
   objects: () => import('./objects.ts'),
+  query: () => import('./query.ts'),
 };
 
 const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
