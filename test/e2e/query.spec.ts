@@ -51,6 +51,14 @@ test('a time-bucketed average draws a chart and explains what was pruned', async
   await page.getByText('Why objects were pruned').click();
   await expect(page.getByText(/time range: time < /)).toBeVisible();
 
+  // The builder's filter: one device.
+  await page.getByTestId('query-filter-column').selectOption('device');
+  await page.getByTestId('query-filter-value').fill('weir');
+  await page.getByTestId('query-build').click();
+  await expect(page.getByTestId('query-sql')).toHaveValue(/WHERE device = 'weir' GROUP BY bucket/);
+  await page.getByTestId('query-run').click();
+  await expect(page.getByTestId('query-explain')).toContainText('2 scanned');
+
   // Bad input: a clear error, no result.
   await page.getByTestId('query-sql').fill('SELECT temperature FROM measurements WHERE temperature > 1 OR device = 1');
   await page.getByTestId('query-run').click();
