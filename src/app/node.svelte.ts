@@ -7,7 +7,7 @@ import { proxy, wrap } from 'comlink';
 import type { CryptoService } from '../runtime/crypto-service.js';
 import type { MlsService } from '../runtime/mls-service.js';
 import type { ObjectService } from '../runtime/object-service.js';
-import type { QueryResult } from '../core/query/execute.js';
+import type { Cell, QueryResult } from '../core/query/execute.js';
 import { defaultRelayUrl, MeshNode, type NodeSnapshot } from '../runtime/mesh-node.js';
 import type { Result } from '../core/result.js';
 import type { ColumnValue } from '../core/schema.js';
@@ -196,10 +196,11 @@ export class NodeStore {
   async query(
     sql: string,
     progress: (done: number, total: number) => void,
+    onRows: (rows: readonly (readonly Cell[])[]) => void,
   ): Promise<{ result?: QueryResult; error?: string; id: string }> {
     const id = crypto.randomUUID();
     this.#queryId = id;
-    const ran = await this.#require().query(sql, { id, progress: proxy(progress) });
+    const ran = await this.#require().query(sql, { id, progress: proxy(progress), onRows: proxy(onRows) });
     if (this.#queryId === id) this.#queryId = undefined;
     return ran.ok ? { result: ran.value, id } : { error: describeQueryError(ran.error), id };
   }

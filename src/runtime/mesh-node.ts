@@ -28,7 +28,7 @@ import type { ReplicaStore } from '../core/store.js';
 import { systemClock } from './clock.js';
 import type { CryptoService, IdentityView, InboundMessage, JoinError, PeerAddress } from './crypto-service.js';
 import { MeshDomains, type DomainsError } from './mesh-domains.js';
-import { MeshObjects, PLACEMENT_TABLE, type ObjectEntry, type ObjectPort } from './mesh-objects.js';
+import { MeshObjects, PLACEMENT_TABLE, type ObjectEntry, type ObjectPort, type QueryOptions } from './mesh-objects.js';
 import type { ImportProgress, ObjectError, PendingObject } from './object-service.js';
 import type { QueryResult } from '../core/query/execute.js';
 import type { DomainView, MlsService } from './mls-service.js';
@@ -669,10 +669,7 @@ export class MeshNode {
   }
 
   /** SQL over this machine's catalog (core/query/sql.ts); `id` lets `cancelQuery` stop it. */
-  async query(
-    sql: string,
-    options: { readonly id?: string; readonly progress?: (done: number, total: number) => void } = {},
-  ): Promise<Result<QueryResult, ObjectError>> {
+  async query(sql: string, options: QueryOptions = {}): Promise<Result<QueryResult, ObjectError>> {
     const plane = this.#objectPlane();
     return plane.ok ? plane.value.query(sql, options) : plane;
   }

@@ -20,6 +20,7 @@ import type { WriteError, WriteOutcome } from '../core/replica.js';
 import { err, ok, type Result } from '../core/result.js';
 import { isDomainName, type DomainName } from '../core/schema.js';
 import type { RowState } from '../core/merge.js';
+import type { Cell } from '../core/query/execute.js';
 import type {
   CatalogEntry,
   HeldObject,
@@ -93,6 +94,13 @@ export type ObjectEntry = {
   readonly size: number | undefined;
   readonly uploaded: boolean;
   readonly refused: string | undefined;
+};
+
+/** How a caller follows a query: `id` to cancel it, progress by object, rows as found. */
+export type QueryOptions = {
+  readonly id?: string;
+  readonly progress?: (done: number, total: number) => void;
+  readonly onRows?: (rows: readonly (readonly Cell[])[]) => void;
 };
 
 export const CATALOG_TABLE = 'object_catalog';
@@ -350,11 +358,9 @@ export class MeshObjects {
   }
 
   /** Runs SQL over every object of this machine's catalog (objects it cannot read are not in it). */
-  async query(
-    sql: string,
-    options: { readonly id?: string; readonly progress?: (done: number, total: number) => void } = {},
-  ): Promise<Awaited<ReturnType<ObjectService['query']>>> {
-    return this.#deps.service.query(sql, [...(await this.#catalog()).values()], options.id, options.progress);
+  async query(sql: string, options: QueryOptions = {}): Promise<Awaited<ReturnType<ObjectService['query']>>> {
+    const entries = [...(await this.#catalog()).values()];
+    return this.#deps.service.query(sql, entries, options.id, options.progress, options.onRows);
   }
 
   cancelQuery(id: string): Promise<void> {

@@ -26,7 +26,7 @@ import { boundValue, openManifest, type ManifestError, type ObjectManifest } fro
 import type { Clock } from '../core/ports.js';
 import { openParquet, type ParquetFile } from '../core/parquet/read.js';
 import { ROW_ID_COLUMN, type CellValue, type ColumnSpec } from '../core/parquet/schema.js';
-import { execute, type ExecuteError, type QueryResult } from '../core/query/execute.js';
+import { execute, type Cell, type ExecuteError, type QueryResult } from '../core/query/execute.js';
 import { tableSchema } from '../core/query/plan.js';
 import { bind, type QueryError } from '../core/query/query.js';
 import { parseSql } from '../core/query/sql.js';
@@ -482,10 +482,11 @@ export class ObjectService {
     sql: string,
     entries: readonly CatalogEntry[],
     id?: string,
-    /** A top-level argument, so comlink can hand it over as a proxy. */
+    /** Top-level arguments, so comlink can hand them over as proxies. */
     progress?: (done: number, total: number) => void,
+    onRows?: (rows: readonly (readonly Cell[])[]) => void,
   ): Promise<Result<QueryResult, ObjectError>> {
-    const options = { id, progress };
+    const options = { id, progress, onRows };
     const parsed = parseSql(sql);
     if (!parsed.ok) return parsed;
     const manifests: ObjectManifest[] = [];
@@ -512,6 +513,7 @@ export class ObjectService {
         },
         signal: controller.signal,
         ...(options.progress ? { progress: options.progress } : {}),
+        ...(options.onRows ? { onRows: options.onRows } : {}),
       });
     } finally {
       if (options.id) this.#queries.delete(options.id);

@@ -189,6 +189,32 @@ describe('query against DuckDB on the same encrypted objects', () => {
   ];
 
   const pairs = battery.map((b): readonly [string, string] => [b[0], b[1] ?? b[0]]);
+  it('hands out rows as it scans when nothing reorders them, the same rows the result holds', async () => {
+    const manifests = objects.map((o) => o.manifest);
+    const byId = new Map(objects.map((o) => [o.storageId, o]));
+    const open = async (m: ObjectManifest) => {
+      const o = byId.get(m.storageId)!;
+      return openParquet(o.bytes, { footerKey: objectKeys(o.secret).dek }, webPmeCipher);
+    };
+    const streamedFor = async (sql: string) => {
+      const parsed = parseSql(sql);
+      if (!parsed.ok) throw new Error(parsed.error.type);
+      const bound = bind(parsed.value, COLUMNS);
+      if (!bound.ok) throw new Error(bound.error.type);
+      const batches: (readonly unknown[])[][] = [];
+      const result = await execute(manifests, bound.value, { open, onRows: (rows) => batches.push([...rows]) });
+      if (!result.ok) throw new Error(result.error.type);
+      return { batches, rows: result.value.rows };
+    };
+    const projection = await streamedFor("SELECT ts, temp FROM readings WHERE device = 'weir'");
+    expect(projection.batches.length).toBeGreaterThan(1);
+    expect(projection.batches.flat()).toEqual(projection.rows);
+    const grouped = await streamedFor('SELECT device, count(*) AS n FROM readings GROUP BY device');
+    expect(grouped.batches).toEqual([]);
+    const ordered = await streamedFor('SELECT ts FROM readings ORDER BY ts');
+    expect(ordered.batches).toEqual([]);
+  });
+
   it.each(pairs)(
     '%s',
     async (sql, duck) => {

@@ -46,6 +46,11 @@ export type ExecuteOptions = {
   readonly keepRow?: (rowId: Uint8Array) => boolean;
   readonly signal?: AbortSignal;
   readonly progress?: (objectsDone: number, objectsTotal: number) => void;
+  /**
+   * Result rows as they are found, for queries whose rows need no later step (no
+   * grouping, no ORDER BY); the final result holds the same rows in the same order.
+   */
+  readonly onRows?: (rows: readonly (readonly Cell[])[]) => void;
 };
 
 type AggState = { n: number; sum: number | bigint; best: Cell };
@@ -120,14 +125,24 @@ class Collector {
     return !q.grouped && q.orderBy.length === 0 && q.limit !== undefined && this.#rows.length >= q.limit;
   }
 
-  add(columns: Readonly<Record<string, ArrayLike<unknown>>>, selected: Uint8Array, count: number): void {
+  /** Whether rows can be handed out as they are found (nothing reorders or folds them). */
+  get streams(): boolean {
+    return !this.#q.grouped && this.#q.orderBy.length === 0;
+  }
+
+  /** Adds a row group's selected rows; returns the projected rows it added (none when grouping). */
+  add(columns: Readonly<Record<string, ArrayLike<unknown>>>, selected: Uint8Array, count: number): Cell[][] {
     const q = this.#q;
     if (!q.grouped) {
       const exprs = q.select as Extract<SelectItem, { kind: 'expr' }>[];
+      const added: Cell[][] = [];
       for (let i = 0; i < count && !this.isFull(); i++) {
-        if (selected[i]) this.#rows.push(exprs.map((s) => evaluate(s.expr, columns[s.expr.column]![i])));
+        if (!selected[i]) continue;
+        const row = exprs.map((s) => evaluate(s.expr, columns[s.expr.column]![i]));
+        this.#rows.push(row);
+        added.push(row);
       }
-      return;
+      return added;
     }
     const keyColumns = q.groupBy.map((e) => columns[e.column]!);
     const aggColumns = this.#aggs.map((a) => (a.column === '*' ? undefined : columns[a.column]!));
@@ -161,6 +176,7 @@ class Collector {
         }
       }
     }
+    return [];
   }
 
   finish(): Cell[][] {
@@ -259,7 +275,8 @@ export async function execute(
         const values = columns.value[f.column]!;
         for (let i = 0; i < count; i++) if (selected[i] && !passes(f, values[i])) selected[i] = 0;
       }
-      collector.add(columns.value, selected, count);
+      const added = collector.add(columns.value, selected, count);
+      if (options.onRows && collector.streams && added.length > 0) options.onRows(added);
     }
     options.progress?.(++done, planned.scan.length);
   }
