@@ -4,10 +4,11 @@
  * and the explain summary saying the other object was pruned on the catalog; a bad
  * query is a clear error and no result.
  */
+import { readFileSync } from 'node:fs';
 import { expect, foundMesh, test } from './relay-process.ts';
 
 test('a time-bucketed average draws a chart and explains what was pruned', async ({ browser, relay }) => {
-  const page = await (await browser.newContext()).newPage();
+  const page = await (await browser.newContext({ acceptDownloads: true })).newPage();
   await foundMesh(relay, page);
   for (const rows of ['3000', '600']) {
     await page.getByTestId('sample-rows').fill(rows);
@@ -33,6 +34,17 @@ test('a time-bucketed average draws a chart and explains what was pruned', async
   expect(rows).toBeGreaterThan(5);
   // Virtual scrolling: far fewer rows in the page than in the result, when there are many.
   expect(await page.getByTestId('query-row').count()).toBeLessThanOrEqual(Math.min(rows, 24));
+
+  // Export of the result, as CSV.
+  const download = page.waitForEvent('download');
+  await page.getByTestId('query-export-csv').click();
+  const saved = await download;
+  const csv = readFileSync(await saved.path(), 'utf8')
+    .trimEnd()
+    .split('\n');
+  expect(csv[0]).toBe('bucket,avg_temperature');
+  expect(csv).toHaveLength(rows + 1);
+  expect(csv[1]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:00:00\.000Z,-?\d+(\.\d+)?$/);
 
   // Both samples end now (six devices, a reading a minute each): the small one covers the last
   // 100 minutes, the large one 500. A range 400 to 200 minutes ago cannot match the small one,
