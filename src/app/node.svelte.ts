@@ -4,6 +4,7 @@
  * its methods; they never reach the worker or the database themselves.
  */
 import { proxy, wrap } from 'comlink';
+import { saveFile } from './save.js';
 import type { CryptoService } from '../runtime/crypto-service.js';
 import type { MlsService } from '../runtime/mls-service.js';
 import type { ObjectService } from '../runtime/object-service.js';
@@ -167,12 +168,7 @@ export class NodeStore {
       const bytes = await this.#require().downloadObject(id, format);
       if (bytes.ok) {
         const type = format === 'csv' ? 'text/csv' : 'application/vnd.apache.parquet';
-        const url = URL.createObjectURL(new Blob([new Uint8Array(bytes.value)], { type }));
-        const a = document.createElement('a');
-        a.href = url;
-        a.download = `${name}.${format}`;
-        a.click();
-        setTimeout(() => URL.revokeObjectURL(url), 60_000);
+        saveFile(new Blob([new Uint8Array(bytes.value)], { type }), `${name}.${format}`);
       }
       return bytes;
     });
