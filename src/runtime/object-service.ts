@@ -13,7 +13,7 @@
  * it is wrapped under the domain's then-current generation, so a producer that formed
  * objects offline is never stranded on a stale key. Nothing here logs or returns a key.
  */
-import { fromBase64Url, toHex } from '../core/bytes.js';
+import { bytesEqual, fromBase64Url, toHex } from '../core/bytes.js';
 import { encodeCbor } from '../core/cbor.js';
 import { DomainKeyring } from '../core/domain-keys.js';
 import { blake3 } from '../core/hash.js';
@@ -195,8 +195,8 @@ export class ObjectService {
   readonly #fetch: typeof fetch | undefined;
   readonly #verifier = webVerifier();
   readonly #domains = new DomainKeyring();
-  /** Manifests opened here, by storage id (immutable, so kept). */
-  readonly #manifests = new Map<string, ObjectManifest>();
+  /** Manifests opened here, by storage id, with the sealed bytes they were opened from. */
+  readonly #manifests = new Map<string, { sealed: Uint8Array; manifest: ObjectManifest }>();
   /** Queries running, by the id their caller gave, to cancel them. */
   readonly #queries = new Map<string, AbortController>();
   #loaded: Loaded | undefined;
@@ -452,8 +452,16 @@ export class ObjectService {
   }
 
   async #manifest(entry: CatalogEntry): Promise<Result<ObjectManifest, ObjectError>> {
+    // A manifest never changes: other sealed bytes for the same id are opened (and refused) afresh.
     const cached = this.#manifests.get(entry.id);
-    if (cached && cached.producer === entry.producer && cached.domain === entry.domain) return ok(cached);
+    if (
+      cached &&
+      bytesEqual(cached.sealed, entry.sealedManifest) &&
+      cached.manifest.producer === entry.producer &&
+      cached.manifest.domain === entry.domain
+    ) {
+      return ok(cached.manifest);
+    }
     const secret = await this.#secretOf(entry);
     if (!secret.ok) return secret;
     const manifest = await openManifest(
@@ -469,7 +477,7 @@ export class ObjectService {
     if (manifest.value.domain !== entry.domain) {
       return err({ type: 'ManifestMismatch', detail: 'the manifest names another domain than its catalog row' });
     }
-    this.#manifests.set(entry.id, manifest.value);
+    this.#manifests.set(entry.id, { sealed: entry.sealedManifest.slice(), manifest: manifest.value });
     return manifest;
   }
 
