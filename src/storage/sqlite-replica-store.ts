@@ -4,10 +4,10 @@
  * (test/storage/replica-store.test.ts runs both). One file per machine, WAL journal.
  *
  * `transact` is one SQLite transaction (BEGIN IMMEDIATE … COMMIT, ROLLBACK when the
- * callback throws). better-sqlite3 is synchronous, so between the callback's awaits no
- * other statement runs on the connection except through this class, which queues every
- * transaction and every read behind the one in progress: a read never sees a
- * transaction's uncommitted writes, as with IndexedDB.
+ * callback throws) on the writing connection; transactions and writes outside them are
+ * queued one behind the other. Reads outside a transaction go to a second, read-only
+ * connection (WAL): they see only committed state, as with IndexedDB, and never wait
+ * for a transaction — so a transaction's callback may read the store without deadlock.
  *
  * Records are stored as canonical CBOR (core/cbor.ts) next to the columns they are
  * looked up by; absent optional fields are simply not in the map.
@@ -94,6 +94,8 @@ function logEntry(row: LogRow): LogEntry {
 
 export class SqliteReplicaStore implements ReplicaStore {
   readonly #db: Database.Database;
+  /** Committed state only (a second connection); the writer itself for ':memory:', which has no file to share. */
+  readonly #reader: Database.Database;
   #queue: Promise<unknown> = Promise.resolve();
 
   /** `path`: a file, or ':memory:' for tests. */
@@ -102,9 +104,11 @@ export class SqliteReplicaStore implements ReplicaStore {
     this.#db.pragma('journal_mode = WAL');
     this.#db.pragma('synchronous = NORMAL');
     this.#db.exec(SCHEMA);
+    this.#reader = path === ':memory:' ? this.#db : new Database(path, { readonly: true, fileMustExist: true });
   }
 
   close(): void {
+    if (this.#reader !== this.#db) this.#reader.close();
     this.#db.close();
   }
 
@@ -261,11 +265,11 @@ export class SqliteReplicaStore implements ReplicaStore {
   }
 
   #all<T>(sql: string, ...params: unknown[]): Promise<T[]> {
-    return this.#serial(() => this.#db.prepare(sql).all(...params) as T[]);
+    return Promise.resolve(this.#reader.prepare(sql).all(...params) as T[]);
   }
 
   #one<T>(sql: string, ...params: unknown[]): Promise<T | undefined> {
-    return this.#serial(() => this.#db.prepare(sql).get(...params) as T | undefined);
+    return Promise.resolve(this.#reader.prepare(sql).get(...params) as T | undefined);
   }
 
   async entriesAfter(after: number, limit: number): Promise<LogEntry[]> {

@@ -595,10 +595,18 @@ describe('SQLite store on disk', () => {
         }),
       ).rejects.toThrow('cut short');
       await first.setMeta('mesh', { status: 'member', anchors: ['a'], note: undefined });
+      // A read from inside a transaction's callback neither waits for it nor sees its writes.
+      const seen = await first.transact(async (tx) => {
+        await tx.append(entry({ seq: 3 }));
+        return first.lastPos();
+      });
+      expect(seen).toBe(1);
+      expect(await first.lastPos()).toBe(2);
       first.close();
 
       const again = new SqliteReplicaStore(path);
-      expect(plain(await again.entriesAfter(0, 10))).toEqual(plain([{ ...kept, pos: 1 }]));
+      expect((await again.entriesAfter(0, 10)).map((e) => e.pos)).toEqual([1, 2]);
+      expect(plain((await again.entriesAfter(0, 1))[0])).toEqual(plain({ ...kept, pos: 1 }));
       expect(await again.transact((tx) => tx.getHlc())).toEqual({ ms: 5, counter: 1 });
       expect(await again.getMeta('mesh')).toEqual({ status: 'member', anchors: ['a'] });
       again.close();
