@@ -145,6 +145,7 @@ export class MeshObjects {
   readonly #opened = new Map<string, ManifestView>();
   readonly #failed = new Map<string, string>();
   #cycle: Promise<void> = Promise.resolve();
+  #uploadFailure: string | undefined;
 
   constructor(deps: ObjectsDeps) {
     this.#deps = deps;
@@ -215,7 +216,12 @@ export class MeshObjects {
       for (const p of waiting) await this.#publishOne(p.id);
     }
     const uploaded = await service.uploadPending();
-    if (!uploaded.ok) this.#deps.notice('warning', `objects: upload to the relay failed (${describe(uploaded.error)})`);
+    const failure = uploaded.ok ? undefined : describe(uploaded.error);
+    // Retried every cycle: said once per reason, not every 15 seconds.
+    if (failure && failure !== this.#uploadFailure) {
+      this.#deps.notice('warning', `objects: upload to the relay failed (${failure}); retrying`);
+    }
+    this.#uploadFailure = failure;
     await this.#place();
     this.#deps.changed();
   }

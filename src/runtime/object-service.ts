@@ -197,6 +197,8 @@ export class ObjectService {
   readonly #domains = new DomainKeyring();
   /** Manifests opened here, by storage id, with the sealed bytes they were opened from. */
   readonly #manifests = new Map<string, { sealed: Uint8Array; manifest: ObjectManifest }>();
+  /** Manifests of objects formed here, opened for the page while they wait for publication. */
+  readonly #pendingViews = new Map<string, ManifestView>();
   /** Queries running, by the id their caller gave, to cancel them. */
   readonly #queries = new Map<string, AbortController>();
   #loaded: Loaded | undefined;
@@ -364,21 +366,22 @@ export class ObjectService {
 
   // ---- publication --------------------------------------------------------------------
 
-  /** Objects formed here and not yet published, with their manifests (opened with the local secret). */
+  /**
+   * Objects formed here and not yet published, with their manifests (opened with the
+   * local secret once: the page asks on every change).
+   */
   async pending(): Promise<PendingObject[]> {
     const out: PendingObject[] = [];
     for (const p of await this.#db.pendingAll()) {
-      const secret = await this.#localSecret(p.id);
-      const opened =
-        secret &&
-        (await openManifest(p.sealedManifest, p.id as StorageId, objectKeys(secret).manifestKey, this.#verifier));
-      out.push({
-        id: p.id,
-        domain: p.domain,
-        table: p.table,
-        refused: p.refused,
-        manifest: opened?.ok ? manifestView(opened.value) : undefined,
-      });
+      let view = this.#pendingViews.get(p.id);
+      if (!view && !p.refused) {
+        const secret = await this.#localSecret(p.id);
+        const opened =
+          secret &&
+          (await openManifest(p.sealedManifest, p.id as StorageId, objectKeys(secret).manifestKey, this.#verifier));
+        if (opened?.ok) this.#pendingViews.set(p.id, (view = manifestView(opened.value)));
+      }
+      out.push({ id: p.id, domain: p.domain, table: p.table, refused: p.refused, manifest: view });
     }
     return out;
   }
@@ -408,6 +411,7 @@ export class ObjectService {
 
   /** The publication is durable in the state plane: the local secret is no longer needed. */
   async published(id: string): Promise<void> {
+    this.#pendingViews.delete(id);
     await this.#db.deletePending(id);
     await this.#keys.deleteSecrets([objectSecretName(id)]);
   }
