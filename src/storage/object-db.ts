@@ -31,13 +31,30 @@ export type PendingRecord = {
   readonly refused?: string;
 };
 
+type BlobMeta = Omit<BlobRecord, 'bytes'>;
+
 export class ObjectDatabase extends Dexie {
-  blobs!: Table<BlobRecord, string>;
+  /** What is held, without the bytes: listing it (every snapshot of the page) reads no object. */
+  blobs!: Table<BlobMeta, string>;
+  bytes!: Table<{ readonly id: string; readonly bytes: Uint8Array }, string>;
   pending!: Table<PendingRecord, string>;
 
   constructor(name = 'sov-objects') {
     super(name);
     this.version(1).stores({ blobs: 'id', pending: 'id' });
+    // v2: bytes apart from their metadata.
+    this.version(2)
+      .stores({ blobs: 'id', bytes: 'id', pending: 'id' })
+      .upgrade(async (tx) => {
+        const blobs = tx.table<{ id: string; bytes?: Uint8Array }, string>('blobs');
+        const held = await blobs.toArray();
+        await tx
+          .table<{ id: string; bytes: Uint8Array }, string>('bytes')
+          .bulkPut(held.flatMap((r) => (r.bytes ? [{ id: r.id, bytes: r.bytes }] : [])));
+        await blobs.toCollection().modify((r) => {
+          delete r.bytes;
+        });
+      });
   }
 }
 
@@ -69,8 +86,9 @@ export class DexieObjectStore implements ObjectStore {
     this.db = db;
   }
 
-  blob(id: string): Promise<BlobRecord | undefined> {
-    return this.db.blobs.get(id);
+  async blob(id: string): Promise<BlobRecord | undefined> {
+    const [meta, bytes] = await Promise.all([this.db.blobs.get(id), this.db.bytes.get(id)]);
+    return meta && bytes && { ...meta, bytes: bytes.bytes };
   }
 
   async hasBlob(id: string): Promise<boolean> {
@@ -78,34 +96,35 @@ export class DexieObjectStore implements ObjectStore {
   }
 
   async putBlob(record: BlobRecord): Promise<void> {
-    await this.db.blobs.put(record);
+    await this.db.transaction('rw', this.db.blobs, this.db.bytes, () => this.#putBlob(record));
+  }
+
+  async #putBlob({ bytes, ...meta }: BlobRecord): Promise<void> {
+    await this.db.bytes.put({ id: meta.id, bytes });
+    await this.db.blobs.put(meta);
   }
 
   async markUploaded(id: string): Promise<void> {
     await this.db.blobs.update(id, { uploaded: true });
   }
 
-  async held(): Promise<Omit<BlobRecord, 'bytes'>[]> {
-    const out: Omit<BlobRecord, 'bytes'>[] = [];
-    await this.db.blobs.each((b) =>
-      out.push({
-        id: b.id,
-        size: b.size,
-        storedAt: b.storedAt,
-        uploaded: b.uploaded,
-        ...(b.domain ? { domain: b.domain } : {}),
-      }),
-    );
+  held(): Promise<BlobMeta[]> {
+    return this.db.blobs.toArray();
+  }
+
+  async notUploaded(): Promise<BlobRecord[]> {
+    const waiting = await this.db.blobs.filter((b) => !b.uploaded && b.domain !== undefined).toArray();
+    const out: BlobRecord[] = [];
+    for (const meta of waiting) {
+      const bytes = await this.db.bytes.get(meta.id);
+      if (bytes) out.push({ ...meta, bytes: bytes.bytes });
+    }
     return out;
   }
 
-  notUploaded(): Promise<BlobRecord[]> {
-    return this.db.blobs.filter((b) => !b.uploaded && b.domain !== undefined).toArray();
-  }
-
   async keepFormed(blob: BlobRecord, pending: PendingRecord): Promise<void> {
-    await this.db.transaction('rw', this.db.blobs, this.db.pending, async () => {
-      await this.db.blobs.put(blob);
+    await this.db.transaction('rw', this.db.blobs, this.db.bytes, this.db.pending, async () => {
+      await this.#putBlob(blob);
       await this.db.pending.put(pending);
     });
   }

@@ -447,6 +447,22 @@ const BAD_INPUT: readonly BadInput[] = [
     reason: 'NotAuthorized',
   },
   {
+    name: 'a catalog row naming another producer after its domain (final)',
+    envelope: (f) =>
+      sealFor(
+        f,
+        byB(f, {
+          domain: 'GENERAL',
+          table: 'object_catalog',
+          row: `GENERAL:${f.c.id}:${'ab'.repeat(32)}`,
+          cols: { manifest: 'x' },
+        }),
+        f.b.signer,
+      ),
+    outcome: 'Rejected',
+    reason: 'NotAuthorized',
+  },
+  {
     name: 'an admin removing itself (final)',
     envelope: (f) =>
       sealFor(f, { ...f.next, domain: 'CONTROL', table: 'keyring', row: f.a.id, op: 'remove', cols: { hwm: 0 } }),
@@ -676,6 +692,19 @@ describe('local writes', () => {
     });
     expect(await snapshot(f.b, [f.b.id])).toEqual(before);
     expect(await f.b.store.lastPos()).toBe(0);
+  });
+
+  it("catalog rows must name their writer after the domain: another machine's is NotAuthorized", async () => {
+    const f = await fixture();
+    const id = 'cd'.repeat(32);
+    expect(await f.b.replica.write('object_access', `GENERAL:${f.c.id}:${id}:1`, { wrapped: 'x' })).toEqual({
+      ok: false,
+      error: { type: 'NotAuthorized', table: 'object_access', reason: 'row must name the writer after its domain' },
+    });
+    expect(await f.b.store.lastPos()).toBe(0);
+    // The longest row key the schema forms fits a row name.
+    const own = await f.b.replica.write('object_access', `GENERAL:${f.b.id}:${id}:4294967295`, { wrapped: 'x' });
+    expect(own.ok).toBe(true);
   });
 
   it('local writes to unknown tables or with bad columns are typed errors', async () => {

@@ -134,7 +134,7 @@ test('a headless server pairs, stores the objects it is placed, and reads only w
         open.onerror = () => reject(new Error(String(open.error)));
       });
       const record = await new Promise<{ bytes: Uint8Array }>((resolve, reject) => {
-        const get = db.transaction('blobs').objectStore('blobs').get(id);
+        const get = db.transaction('bytes').objectStore('bytes').get(id);
         get.onsuccess = () => resolve(get.result as { bytes: Uint8Array });
         get.onerror = () => reject(new Error(String(get.error)));
       });

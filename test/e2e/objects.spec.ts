@@ -11,6 +11,8 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from '@playwright/test';
+import { openParquet } from '../../src/core/parquet/read.ts';
+import { webPmeCipher } from '../../src/runtime/pme-cipher.ts';
 import { expect, pair, pairAnother, test } from './relay-process.ts';
 
 const object = (page: Page, table: string) => page.locator(`[data-testid="object"][data-table="${table}"]`);
@@ -35,7 +37,7 @@ async function heldDigest(page: Page, id: string): Promise<string> {
       open.onerror = () => reject(new Error(String(open.error)));
     });
     const record = await new Promise<{ bytes: Uint8Array } | undefined>((resolve, reject) => {
-      const get = db.transaction('blobs').objectStore('blobs').get(objectId);
+      const get = db.transaction('bytes').objectStore('bytes').get(objectId);
       get.onsuccess = () => resolve(get.result as { bytes: Uint8Array } | undefined);
       get.onerror = () => reject(new Error(String(get.error)));
     });
@@ -100,6 +102,16 @@ test('a CSV imported on the collector reaches the workstation readable and the s
   expect(lines).toHaveLength(501);
   expect(lines[0]).toBe('time,core,depth_m,intact,note,_row_id');
   expect(lines[43]).toMatch(new RegExp(`^2026-11-15T02:00:00.000Z,42,10.5,false,${CANARY},[0-9a-f]{32}$`));
+
+  // And as a plaintext Parquet file any reader opens without a key.
+  const parquetDownload = ws.waitForEvent('download');
+  await object(ws, 'drill_cores').getByTestId('download-parquet').click();
+  const parquet = await openParquet(
+    new Uint8Array(readFileSync(await (await parquetDownload).path())),
+    {},
+    webPmeCipher,
+  );
+  expect(parquet.ok && parquet.value.rowCount).toBe(500);
 
   // The server copies both objects' bytes from the relay (placement), readable or not.
   await expect(async () => {
