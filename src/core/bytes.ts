@@ -26,13 +26,48 @@ for (let i = 0; i < 16; i++) {
  * concatenation builds a rope of ~2 nodes per byte, and ids are kept by the million.
  */
 export function toHex(bytes: Uint8Array): string {
-  const codes = new Uint8Array(bytes.length * 2);
+  return hexThen(bytes, '');
+}
+
+/** Digit codes of hex strings being built; reused, since a decoder call copies them into the string. */
+let hexScratch = new Uint8Array(256);
+
+/** `toHex(bytes) + suffix`, built as one flat string (no rope to keep alive next to it). */
+export function hexThen(bytes: Uint8Array, suffix: string): string {
+  const length = bytes.length * 2 + suffix.length;
+  if (length > hexScratch.length) hexScratch = new Uint8Array(length);
+  const codes = hexScratch;
   for (let i = 0; i < bytes.length; i++) {
     const b = bytes[i]!;
     codes[2 * i] = HEX_CODES[2 * b]!;
     codes[2 * i + 1] = HEX_CODES[2 * b + 1]!;
   }
-  return decoder.decode(codes);
+  for (let i = 0; i < suffix.length; i++) {
+    const code = suffix.charCodeAt(i);
+    // One code per character holds for ASCII only; anything else is appended as a string.
+    if (code > 127) return decoder.decode(codes.subarray(0, 2 * bytes.length)) + suffix;
+    codes[2 * bytes.length + i] = code;
+  }
+  return decoder.decode(codes.subarray(0, length));
+}
+
+/** The last few distinct values `internedHex` returned (a ring: the oldest is replaced). */
+const interned: { readonly bytes: Uint8Array; readonly hex: string }[] = [];
+const INTERNED = 16;
+let internedNext = 0;
+
+/**
+ * `toHex` of a value seen over and over (a signer key: a batch has a few
+ * signers and thousands of events): the same string object each time while it
+ * is among the last INTERNED distinct values, so it is built and hashed once,
+ * not once per event.
+ */
+export function internedHex(bytes: Uint8Array): string {
+  for (const seen of interned) if (bytesEqual(seen.bytes, bytes)) return seen.hex;
+  const hex = toHex(bytes);
+  interned[internedNext] = { bytes: bytes.slice(), hex };
+  internedNext = (internedNext + 1) % INTERNED;
+  return hex;
 }
 
 const nibble = (code: number): number => (code < 128 ? NIBBLES[code]! : -1);

@@ -46,6 +46,9 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
 /** Deeper nesting than any message of ours needs; refused before recursion can exhaust the stack. */
 const MAX_DEPTH = 32;
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+/** Text up to this many bytes is read through `shortCodes`, one code per ASCII byte. */
+const SHORT_TEXT = 64;
+const shortCodes: number[] = [];
 
 class NotCanonical extends Error {}
 
@@ -158,21 +161,27 @@ class CanonicalReader {
 
   #text(length: number): string {
     const at = this.#take(length);
-    const end = at + length;
     const b = this.bytes;
-    let ascii = '';
-    for (let i = at; i < end; i++) {
-      const c = b[i]!;
-      if (c >= 0x80) {
-        try {
-          return strictUtf8.decode(b.subarray(at, end));
-        } catch {
-          return this.#fail('invalid UTF-8');
-        }
+    if (length <= SHORT_TEXT) {
+      // Short ASCII (names, keys, most values) in one flat string: neither a rope
+      // built a character at a time (garbage, flattened again when hashed) nor a decoder call.
+      for (let i = 0; i < length; i++) {
+        const c = b[at + i]!;
+        if (c >= 0x80) return this.#utf8(at, length);
+        shortCodes[i] = c;
       }
-      ascii += String.fromCharCode(c);
+      shortCodes.length = length;
+      return String.fromCharCode.apply(null, shortCodes);
     }
-    return ascii;
+    return this.#utf8(at, length);
+  }
+
+  #utf8(at: number, length: number): string {
+    try {
+      return strictUtf8.decode(this.bytes.subarray(at, at + length));
+    } catch {
+      return this.#fail('invalid UTF-8');
+    }
   }
 
   /** Keys are text and ascend strictly in bytewise order of their encodings (which refuses duplicates too). */

@@ -20,19 +20,23 @@
  * batch and rejected by one that sees it alone; only that signer's own key can
  * do this (as it can fork its chain), and removal is the answer to both.
  */
-import { bytesEqual, toHex } from './bytes.js';
-import { verifyEvent, type SignedEvent } from './event.js';
+import { bytesEqual, internedHex } from './bytes.js';
+import { eventIdOf, verifyEvent, type SignedEvent } from './event.js';
 import type { Verifier } from './ports.js';
 
 /** Indices of one signer's distinct events in seq order, then cut into linked runs. */
-function runsOf(events: readonly (SignedEvent | undefined)[], firstOfId: Map<string, number>): number[][] {
+function runsOf(
+  events: readonly (SignedEvent | undefined)[],
+  ids: readonly string[],
+  firstOfId: Map<string, number>,
+): number[][] {
   const bySigner = new Map<string, number[]>();
   events.forEach((event, i) => {
     if (!event) return;
-    const id = toHex(event.id);
+    const id = ids[i]!;
     if (firstOfId.has(id)) return;
     firstOfId.set(id, i);
-    const signer = toHex(event.body.signer);
+    const signer = internedHex(event.body.signer);
     const list = bySigner.get(signer);
     if (list) list.push(i);
     else bySigner.set(signer, [i]);
@@ -73,14 +77,16 @@ async function verifyRun(run: readonly number[], events: readonly (SignedEvent |
 export async function verifyChains(
   events: readonly (SignedEvent | undefined)[],
   verifier: Verifier,
+  /** Each event's `eventIdOf`, when the caller has them already. */
+  ids: readonly string[] = events.map((event) => (event ? eventIdOf(event) : '')),
 ): Promise<boolean[]> {
   const firstOfId = new Map<string, number>();
-  const runs = runsOf(events, firstOfId);
+  const runs = runsOf(events, ids, firstOfId);
   const results = await Promise.all(runs.map((run) => verifyRun(run, events, verifier)));
   const good: boolean[] = events.map(() => false);
   runs.forEach((run, r) => run.forEach((i, k) => (good[i] = results[r]![k]!)));
   events.forEach((event, i) => {
-    if (event) good[i] = good[firstOfId.get(toHex(event.id))!]!;
+    if (event) good[i] = good[firstOfId.get(ids[i]!)!]!;
   });
   return good;
 }

@@ -23,7 +23,7 @@
  * as the exact signed bytes; decoding refuses anything non-canonical, so an event
  * has one byte string, one id and one signature.
  */
-import { concat, isBytes, utf8 } from './bytes.js';
+import { concat, isBytes, toHex, utf8 } from './bytes.js';
 import { decodeCbor, encodeCbor, isRecord } from './cbor.js';
 import { blake3 } from './hash.js';
 import { isHlc, type Hlc } from './hlc.js';
@@ -161,6 +161,11 @@ export async function signEvent(body: EventBody, signer: Signer): Promise<Signed
 }
 
 /** Decodes and checks shape only; the signature is checked by `verifyEvent`. */
+/** The event id (BLAKE3 of the signed event) in hex, as replicas index it. */
+export function eventIdOf(event: SignedEvent): string {
+  return toHex(event.id);
+}
+
 export function decodeEvent(bytes: Uint8Array): Result<SignedEvent, EventError> {
   const outer = decodeCbor(bytes, MAX_EVENT_BYTES + 128);
   if (!outer.ok) return malformed(outer.error.reason);

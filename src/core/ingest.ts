@@ -21,11 +21,11 @@
  * must be exactly the one withheld (same outer id, so same event id), and it is
  * materialised by the same order-free merge as any other.
  */
-import { bytesEqual, fromHex, toHex } from './bytes.js';
+import { bytesEqual, fromHex, internedHex, toHex } from './bytes.js';
 import type { EventBody, SignedEvent } from './event.js';
 import { ZERO_HASH } from './event.js';
 import { recordEvent } from './materialize.js';
-import { envelopeId, type SealedEvent } from './seal.js';
+import { namesOf, type EnvelopeNames, type OpenedEnvelope } from './opened.js';
 import type { ParkReason, ReplicaTx, Resurrection, WithheldRecord } from './store.js';
 import { chainKey, type Lane, type PrivacyPolicy } from './sync-manifest.js';
 import { authorize, type TrustContext } from './trust.js';
@@ -55,11 +55,7 @@ export type Admission =
   | { readonly type: 'Rejected'; readonly error: FinalRejection }
   | { readonly type: 'Withheld'; readonly record: WithheldRecord; readonly error: PrivacyRefusal };
 
-export type OpenedEnvelope = {
-  readonly sealed: SealedEvent;
-  readonly bytes: Uint8Array;
-  readonly event: SignedEvent;
-};
+export { namesOf, type EnvelopeNames, type OpenedEnvelope };
 
 /**
  * Whether this machine may hold an envelope of `lane` at all, judged without
@@ -95,12 +91,17 @@ export function withheldRecord(
   };
 }
 
-async function checkChain(tx: ReplicaTx, event: SignedEvent, signer: string): Promise<Admission | undefined> {
+async function checkChain(
+  tx: ReplicaTx,
+  event: SignedEvent,
+  signer: string,
+  eventId: string,
+): Promise<Admission | undefined> {
   const { lane, domain } = event.body;
   const head = (await tx.head(chainKey(signer, lane, domain))) ?? { seq: 0, eventId: toHex(ZERO_HASH) };
   const { seq, prev } = event.body;
   if (seq <= head.seq) {
-    if (await tx.hasEventId(toHex(event.id))) return { type: 'Duplicate' };
+    if (await tx.hasEventId(eventId)) return { type: 'Duplicate' };
     return { type: 'Rejected', error: { type: 'ChainFork', signer, seq } };
   }
   if (seq > head.seq + 1) {
@@ -123,15 +124,14 @@ export async function admitEvent(
   /** The log position of this envelope held opaque, now readable: it is filled there, not appended. */
   fill?: number,
 ): Promise<Admission> {
-  const { sealed, bytes, event } = opened;
-  const outerId = envelopeId(sealed);
+  const { event } = opened;
+  const { outerId, eventId } = namesOf(opened);
   if (fill === undefined && (await tx.hasOuterId(outerId))) return { type: 'Duplicate' };
   if (await tx.isRejected(outerId)) return { type: 'Duplicate' };
-  if (fill !== undefined && (await tx.hasEventId(toHex(event.id)))) return { type: 'Duplicate' };
+  if (fill !== undefined && (await tx.hasEventId(eventId))) return { type: 'Duplicate' };
   const slot = await tx.withheldRecord(outerId);
   const body = event.body;
-  const signer = toHex(body.signer);
-  const eventId = toHex(event.id);
+  const signer = internedHex(body.signer);
   const lane = await laneRefusal(tx, body.lane, privacy, body.table);
   if (lane)
     return slot ? { type: 'Duplicate' } : { type: 'Withheld', record: withheldRecord(outerId, lane, now), error: lane };
@@ -148,7 +148,7 @@ export async function admitEvent(
   // A slot this event already links keeps its place in the chain: it is filled, not re-linked.
   const linked = slot !== undefined && slot.chain !== '';
   if (!linked) {
-    const chain = await checkChain(tx, event, signer);
+    const chain = await checkChain(tx, event, signer, eventId);
     if (chain) return chain;
   }
   const held = await privacy.classOf(tx, body.table);
@@ -163,6 +163,6 @@ export async function admitEvent(
   }
   if (slot) await tx.release(outerId);
   const revoked = verdict.type === 'Revoked';
-  const recorded = await recordEvent(tx, sealed, bytes, event, revoked, trust, now, fill);
+  const recorded = await recordEvent(tx, opened, revoked, trust, now, fill);
   return { type: 'Applied', pos: recorded.pos, body, revoked, resurrections: recorded.resurrections };
 }

@@ -17,12 +17,12 @@
  * Everything here is a function of the set of logged events, never of their
  * order, which is what makes replicas converge byte for byte.
  */
-import { bytesEqual, toHex } from './bytes.js';
+import { bytesEqual, internedHex } from './bytes.js';
 import { encodeCbor } from './cbor.js';
-import type { EventBody, SignedEvent } from './event.js';
+import type { EventBody } from './event.js';
 import { compareHlc, compareStamps, type Hlc, type Stamp } from './hlc.js';
 import { applyChange, type RowChange, type RowState } from './merge.js';
-import { envelopeId, type SealedEvent } from './seal.js';
+import { namesOf, type OpenedEnvelope } from './opened.js';
 import { chainKey, parseDomainMarks } from './sync-manifest.js';
 import { authorize, type TrustContext } from './trust.js';
 import { rowKeyOf, type LogEntry, type NewLogEntry, type ReplicaTx, type Resurrection } from './store.js';
@@ -53,21 +53,20 @@ const isControlRow = (table: string): boolean => table === 'keyring' || table ==
 /** Appends an opened event and applies its effects; returns its log position and new resurrections. */
 export async function recordEvent(
   tx: ReplicaTx,
-  sealed: SealedEvent,
-  sealedBytes: Uint8Array,
-  event: SignedEvent,
+  opened: OpenedEnvelope,
   revoked: boolean,
   trust: TrustContext,
   now: number,
   /** The position of the opaque entry this event fills (it was held before it could be read). */
   fill?: number,
 ): Promise<{ pos: number; resurrections: Resurrection[] }> {
+  const { sealed, bytes: sealedBytes, event } = opened;
   const body = event.body;
-  const signer = toHex(body.signer);
-  const eventId = toHex(event.id);
+  const signer = internedHex(body.signer);
+  const { outerId, eventId } = namesOf(opened);
   const rowKey = rowKeyOf(body.table, body.row);
   const entry: NewLogEntry = {
-    outerId: envelopeId(sealed),
+    outerId,
     domain: sealed.domain,
     sealed: sealedBytes,
     eventId,

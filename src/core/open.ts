@@ -11,7 +11,8 @@
  * Every result is plain data (objects, strings, numbers, byte arrays), so an
  * `EnvelopeOpener` may open a batch in worker threads and post the results back.
  */
-import { decodeEvent, type EventError, type SignedEvent } from './event.js';
+import { decodeEvent, eventIdOf, type EventError, type SignedEvent } from './event.js';
+import type { EnvelopeNames } from './ingest.js';
 import { err, type Result } from './result.js';
 import type { DomainName } from './schema.js';
 import { decodeSealed, envelopeId, undecodableId, type SealedEvent, type SealError } from './seal.js';
@@ -32,7 +33,13 @@ export type LaneMismatch = {
 export type OpenError = SealError | EventError | DomainMismatch | LaneMismatch;
 
 export type Opening =
-  | { readonly kind: 'event'; readonly sealed: SealedEvent; readonly bytes: Uint8Array; readonly event: SignedEvent }
+  | {
+      readonly kind: 'event';
+      readonly sealed: SealedEvent;
+      readonly bytes: Uint8Array;
+      readonly event: SignedEvent;
+      readonly names: EnvelopeNames;
+    }
   | { readonly kind: 'opaque'; readonly sealed: SealedEvent; readonly bytes: Uint8Array }
   | { readonly kind: 'rejected'; readonly outerId: string; readonly error: OpenError };
 
@@ -50,17 +57,16 @@ function decoded(bytes: Uint8Array): Result<SealedEvent, Opening> {
 }
 
 function opened(bytes: Uint8Array, sealed: SealedEvent, plain: Result<Uint8Array, SealError>): Opening {
-  const outerId = envelopeId(sealed);
   if (!plain.ok) {
     if (plain.error.type === 'DomainKeyMissing') return { kind: 'opaque', sealed, bytes };
-    return { kind: 'rejected', outerId, error: plain.error };
+    return { kind: 'rejected', outerId: envelopeId(sealed), error: plain.error };
   }
   const event = decodeEvent(plain.value);
-  if (!event.ok) return { kind: 'rejected', outerId, error: event.error };
+  if (!event.ok) return { kind: 'rejected', outerId: envelopeId(sealed), error: event.error };
   if (event.value.body.domain !== sealed.domain) {
     return {
       kind: 'rejected',
-      outerId,
+      outerId: envelopeId(sealed),
       error: { type: 'DomainMismatch', envelope: sealed.domain, event: event.value.body.domain },
     };
   }
@@ -68,11 +74,12 @@ function opened(bytes: Uint8Array, sealed: SealedEvent, plain: Result<Uint8Array
   if (lane !== (sealed.lane ?? 'public')) {
     return {
       kind: 'rejected',
-      outerId,
+      outerId: envelopeId(sealed),
       error: { type: 'LaneMismatch', envelope: sealed.lane ?? 'public', event: lane },
     };
   }
-  return { kind: 'event', sealed, bytes, event: event.value };
+  const names = { outerId: envelopeId(sealed), eventId: eventIdOf(event.value) };
+  return { kind: 'event', sealed, bytes, event: event.value, names };
 }
 
 /** Opens one envelope through the (possibly asynchronous) envelope port. */

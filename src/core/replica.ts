@@ -15,7 +15,7 @@
  * Parked envelopes are kept opened (signature already checked), so a retry needs
  * no crypto and stays inside the transaction.
  */
-import { fromHex, toHex } from './bytes.js';
+import { fromHex, internedHex, toHex } from './bytes.js';
 import { verifyChains } from './chain-verify.js';
 import {
   decodeEvent,
@@ -29,6 +29,7 @@ import {
 import { DEFAULT_MAX_SKEW_MS, HLC_ZERO, receive, tick, type ClockSkewError } from './hlc.js';
 import {
   admitEvent,
+  namesOf,
   laneRefusal,
   withheldRecord,
   type FinalRejection,
@@ -222,7 +223,7 @@ export class Replica {
       const sealedBytes = encodeSealed(sealed);
       const recorded = await store.transact(async (tx) => {
         if (((await tx.head(chainKey(this.#self, body.lane, domain)))?.seq ?? 0) !== body.seq - 1) return undefined;
-        return recordEvent(tx, sealed, sealedBytes, event, false, trust, clock.now());
+        return recordEvent(tx, { sealed, bytes: sealedBytes, event }, false, trust, clock.now());
       });
       if (recorded) return ok({ outerId: envelopeId(sealed), resurrections: recorded.resurrections });
     }
@@ -330,13 +331,13 @@ export class Replica {
         return { type: 'StoredOpaque', outerId };
       }
       case 'skewed': {
-        const outerId = envelopeId(item.opened.sealed);
+        const { outerId } = namesOf(item.opened);
         if ((await tx.isParked(outerId)) || (await tx.hasOuterId(outerId))) return { type: 'Duplicate', outerId };
         const detail = `${item.error.remoteMs - item.error.localMs} ms ahead (bound ${item.error.maxSkewMs} ms)`;
         return this.#park(tx, peer, item.opened, 'ClockSkew', detail);
       }
       case 'event': {
-        const outerId = envelopeId(item.sealed);
+        const { outerId } = namesOf(item);
         if (await tx.isParked(outerId)) return { type: 'Duplicate', outerId };
         const admission = await admitEvent(tx, item, this.#deps.trust, this.#deps.privacy, now);
         switch (admission.type) {
@@ -371,7 +372,7 @@ export class Replica {
     reason: ParkReason,
     detail: string,
   ): Promise<IngestOutcome> {
-    const outerId = envelopeId(opened.sealed);
+    const { outerId } = namesOf(opened);
     if ((await tx.parkedCount()) >= (this.#deps.maxParked ?? DEFAULT_MAX_PARKED)) {
       return this.#reject(tx, peer, outerId, { type: 'ParkingFull' });
     }
@@ -382,7 +383,7 @@ export class Replica {
       reason,
       detail,
       parkedAt: this.#deps.clock.now(),
-      signer: toHex(opened.event.body.signer),
+      signer: internedHex(opened.event.body.signer),
       seq: opened.event.body.seq,
     });
     return { type: 'Parked', outerId, reason, detail };
@@ -420,13 +421,14 @@ export class Replica {
     const good = await verifyChains(
       openings.map((o) => (o.kind === 'event' ? o.event : undefined)),
       verifier,
+      openings.map((o) => (o.kind === 'event' ? o.names.eventId : '')),
     );
     const now = clock.now();
     const maxSkew = this.#deps.maxSkewMs ?? DEFAULT_MAX_SKEW_MS;
     return openings.map((o, i): Opened => {
       if (o.kind !== 'event') return o;
-      const opened = { sealed: o.sealed, bytes: o.bytes, event: o.event };
-      if (!good[i]) return { kind: 'rejected', outerId: envelopeId(o.sealed), error: { type: 'SignatureInvalid' } };
+      const opened = { sealed: o.sealed, bytes: o.bytes, event: o.event, names: o.names };
+      if (!good[i]) return { kind: 'rejected', outerId: o.names.outerId, error: { type: 'SignatureInvalid' } };
       const skew = receive(HLC_ZERO, o.event.body.hlc, now, maxSkew);
       return skew.ok ? { kind: 'event', ...opened } : { kind: 'skewed', opened, error: skew.error };
     });

@@ -18,7 +18,7 @@
  * domain or lane.
  */
 import { gcm } from '@noble/ciphers/aes.js';
-import { bytesEqual, concat, isBytes, toHex, utf8 } from './bytes.js';
+import { bytesEqual, concat, hexThen, isBytes, toHex, utf8 } from './bytes.js';
 import { decodeCbor, encodeCbor, isRecord } from './cbor.js';
 import { MAX_EVENT_BYTES } from './event.js';
 import { blake3 } from './hash.js';
@@ -81,8 +81,8 @@ export function sealEvent(
  * a hash of its canonical bytes would, without hashing them again.)
  */
 export function envelopeId(sealed: SealedEvent): string {
-  const name = `${toHex(sealed.id)}.${sealed.domain}.${sealed.gen}`;
-  return sealed.lane ? `${name}.${sealed.lane}` : name;
+  // One flat string, not a concatenation: a replica keeps millions of these names.
+  return hexThen(sealed.id, `.${sealed.domain}.${sealed.gen}${sealed.lane ? `.${sealed.lane}` : ''}`);
 }
 
 /** The name of bytes that do not even decode as an envelope. */

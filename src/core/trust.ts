@@ -14,7 +14,7 @@
  * trusts before any control record: the founder, and whoever admitted it.
  */
 import type { EventBody } from './event.js';
-import { toHex } from './bytes.js';
+import { internedHex } from './bytes.js';
 import { isBuiltInDomain, isRole, tableSpec, type Role } from './schema.js';
 import { chainSuffix } from './sync-manifest.js';
 import type { ReplicaTx } from './store.js';
@@ -48,7 +48,7 @@ async function roleOf(tx: ReplicaTx, signer: string, trust: TrustContext): Promi
 
 /** The verdict for one event body, from the control records this replica holds now. */
 export async function authorize(tx: ReplicaTx, body: EventBody, trust: TrustContext): Promise<Verdict> {
-  const signer = toHex(body.signer);
+  const signer = internedHex(body.signer);
   const removed = (await tx.getRow('keyring', signer))?.removed;
   if (removed) {
     // Local-lane events never leave their writer, so no removal mark can speak for them.

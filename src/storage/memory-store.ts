@@ -2,6 +2,12 @@
  * In-memory `ReplicaStore` for tests, benchmarks and short-lived headless use.
  * Transactions run one at a time and keep an undo log, so a callback that
  * throws leaves the store exactly as it was, like the durable adapters.
+ *
+ * A replica holds millions of entries, so what each one keeps alive is kept
+ * small (the garbage collector walks all of it): sealed bytes are copied into
+ * shared arena chunks instead of one buffer each, every entry of a row shares
+ * one row key string and one slot holding the row's state and its per-op
+ * positions, and every entry of a signer shares one copy of its id and key.
  */
 import { bytesEqual } from '../core/bytes.js';
 import type { EventOp } from '../core/event.js';
@@ -21,16 +27,31 @@ import {
   type WithheldRecord,
 } from '../core/store.js';
 
+/**
+ * One row: its materialised state and the log positions of its entries, all of
+ * them and per op (so a put finds its row's deletes without scanning its edits).
+ * Slots are never removed (an empty one changes no value), so rollback leaves them.
+ */
+type RowSlot = {
+  /** `rowKeyOf(table, row)`, shared by every entry of the row. */
+  readonly key: string;
+  state: RowState | undefined;
+  readonly all: number[];
+  readonly put: number[];
+  readonly del: number[];
+  readonly remove: number[];
+};
+
 type State = {
   log: LogEntry[];
   outerIds: Set<string>;
   eventIds: Set<string>;
-  byRow: Map<string, number[]>;
-  /** `${rowKey}\u0000${op}` → positions, so a put finds its row's deletes without scanning its edits. */
-  byRowOp: Map<string, number[]>;
+  /** Row key → slot, and table → row → the same slot (a lookup by table and row builds no key). */
+  slots: Map<string, RowSlot>;
+  slotsByTable: Map<string, Map<string, RowSlot>>;
   bySigner: Map<string, number[]>;
   heads: Map<string, ChainHead>;
-  rows: Map<string, RowState>;
+  arena: Arena;
   parked: Map<string, ParkedEnvelope>;
   rejected: Map<string, RejectionRecord>;
   resurrections: Map<string, Resurrection>;
@@ -46,11 +67,11 @@ function newState(): State {
     log: [],
     outerIds: new Set(),
     eventIds: new Set(),
-    byRow: new Map(),
-    byRowOp: new Map(),
+    slots: new Map(),
+    slotsByTable: new Map(),
     bySigner: new Map(),
     heads: new Map(),
-    rows: new Map(),
+    arena: new Arena(),
     parked: new Map(),
     rejected: new Map(),
     resurrections: new Map(),
@@ -61,25 +82,98 @@ function newState(): State {
   };
 }
 
-const rowOpKey = (rowKey: string, op: EventOp): string => `${rowKey}\u0000${op}`;
+/** Copies of small byte strings packed into shared chunks: one buffer per chunk, not per entry. */
+class Arena {
+  static readonly CHUNK = 1 << 20;
+  #chunk = new Uint8Array(Arena.CHUNK);
+  #used = 0;
+
+  /** A copy of `bytes` (a view into a chunk, or its own buffer when large). */
+  copy(bytes: Uint8Array): Uint8Array {
+    if (bytes.length > Arena.CHUNK / 16) return bytes.slice();
+    if (this.#used + bytes.length > Arena.CHUNK) {
+      this.#chunk = new Uint8Array(Arena.CHUNK);
+      this.#used = 0;
+    }
+    const view = this.#chunk.subarray(this.#used, this.#used + bytes.length);
+    view.set(bytes);
+    this.#used += bytes.length;
+    return view;
+  }
+}
+
+function splitRowKey(rowKey: string): [string, string] {
+  const at = rowKey.indexOf('\u0000');
+  return [rowKey.slice(0, at), rowKey.slice(at + 1)];
+}
+
+function slotAt(s: State, table: string, row: string, rowKey?: string): RowSlot {
+  let rows = s.slotsByTable.get(table);
+  if (!rows) s.slotsByTable.set(table, (rows = new Map<string, RowSlot>()));
+  let slot = rows.get(row);
+  if (!slot) {
+    const key = rowKey ?? rowKeyOf(table, row);
+    slot = { key, state: undefined, all: [], put: [], del: [], remove: [] };
+    rows.set(row, slot);
+    s.slots.set(key, slot);
+  }
+  return slot;
+}
+
+const findSlot = (s: State, table: string, row: string): RowSlot | undefined => s.slotsByTable.get(table)?.get(row);
+
+function slotOfKey(s: State, rowKey: string): RowSlot {
+  const slot = s.slots.get(rowKey);
+  if (slot) return slot;
+  const [table, row] = splitRowKey(rowKey);
+  return slotAt(s, table, row, rowKey);
+}
 
 type SignerCopy = { readonly id: string; readonly key: Uint8Array };
 
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
 /**
- * A few signers write millions of entries: every entry of one signer shares one
- * copy of its id and its key bytes (same values, so nothing a reader sees changes).
+ * The entry as kept: sealed bytes (and the body's `prev`) copied into the arena,
+ * the row key and the signer's id and key bytes shared with every other entry
+ * of the row and of the signer — same values, so nothing a reader sees changes.
  */
-function shareSigner(signers: Map<string, SignerCopy>, entry: NewLogEntry): Partial<NewLogEntry> {
-  if (entry.signer === undefined) return {};
-  let copy = signers.get(entry.signer);
+function keptEntry(s: State, pos: number, entry: NewLogEntry, slot: RowSlot | undefined): LogEntry {
+  const kept: Mutable<LogEntry> = {
+    pos,
+    outerId: entry.outerId,
+    domain: entry.domain,
+    sealed: s.arena.copy(entry.sealed),
+  };
+  if (entry.eventId !== undefined) kept.eventId = entry.eventId;
+  if (entry.signer !== undefined) kept.signer = entry.signer;
+  if (entry.seq !== undefined) kept.seq = entry.seq;
+  if (entry.body !== undefined) kept.body = entry.body;
+  if (entry.rowKey !== undefined) kept.rowKey = slot?.key ?? entry.rowKey;
+  if (entry.op !== undefined) kept.op = entry.op;
+  if (entry.revoked) kept.revoked = true;
+  if (entry.lane !== undefined) kept.lane = entry.lane;
+  if (entry.signer === undefined || entry.body === undefined) return kept;
+  let copy = s.signers.get(entry.signer);
   if (!copy) {
-    if (!entry.body) return {};
     copy = { id: entry.signer, key: entry.body.signer };
-    signers.set(copy.id, copy);
+    s.signers.set(copy.id, copy);
   }
+  kept.signer = copy.id;
+  const key = bytesEqual(entry.body.signer, copy.key) ? copy.key : entry.body.signer;
+  kept.body = { ...entry.body, signer: key, prev: s.arena.copy(entry.body.prev) };
+  return kept;
+}
+
+/** The row slot an entry belongs to, if it names a row. */
+function slotOfEntry(s: State, entry: NewLogEntry): RowSlot | undefined {
+  if (entry.rowKey === undefined) return undefined;
   const body = entry.body;
-  if (!body || body.signer === copy.key || !bytesEqual(body.signer, copy.key)) return { signer: copy.id };
-  return { signer: copy.id, body: { ...body, signer: copy.key } };
+  if (body) {
+    const slot = slotAt(s, body.table, body.row, entry.rowKey);
+    if (slot.key === entry.rowKey) return slot;
+  }
+  return slotOfKey(s, entry.rowKey);
 }
 
 /** Writes that remember how to undo themselves. */
@@ -108,41 +202,76 @@ class Undoable {
 }
 
 /** Appends in place (copying would make a long index quadratic); undo pops it again. */
-function index(map: Map<string, number[]>, key: string, pos: number, undo: Undoable): void {
-  const positions = map.get(key);
-  if (!positions) return undo.set(map, key, [pos]);
+function index(positions: number[], pos: number, undo: Undoable): void {
   positions.push(pos);
   undo.steps.push(() => positions.pop());
 }
 
 /** Like `index`, for a position that may be older than the newest indexed (a filled entry). */
-function indexInOrder(map: Map<string, number[]>, key: string, pos: number, undo: Undoable): void {
-  const positions = map.get(key);
-  if (!positions) return undo.set(map, key, [pos]);
+function indexInOrder(positions: number[], pos: number, undo: Undoable): void {
   const at = positions.findIndex((p) => p > pos);
   const i = at < 0 ? positions.length : at;
   positions.splice(i, 0, pos);
   undo.steps.push(() => positions.splice(i, 1));
 }
 
+/** Indexes an entry under its row (all and per op) and its signer. */
+function indexEntry(
+  s: State,
+  entry: NewLogEntry,
+  slot: RowSlot | undefined,
+  pos: number,
+  undo: Undoable,
+  place: typeof index,
+): void {
+  if (slot) {
+    place(slot.all, pos, undo);
+    if (entry.op) place(slot[entry.op], pos, undo);
+  }
+  if (entry.signer === undefined) return;
+  const positions = s.bySigner.get(entry.signer);
+  if (positions) place(positions, pos, undo);
+  else undo.set(s.bySigner, entry.signer, [pos]);
+}
+
+function setState(slot: RowSlot, state: RowState | undefined, undo: Undoable): void {
+  const old = slot.state;
+  slot.state = state;
+  undo.steps.push(() => (slot.state = old));
+}
+
+/*
+ * The hottest lookups answer with a settled promise instead of running an async
+ * function: the same result for the caller's `await`, without the async frame.
+ */
+const YES = Promise.resolve(true);
+const NO = Promise.resolve(false);
+const NOTHING: Promise<undefined> = Promise.resolve(undefined);
+const answer = (yes: boolean): Promise<boolean> => (yes ? YES : NO);
+const settled = <T>(value: T | undefined): Promise<T | undefined> =>
+  value === undefined ? NOTHING : Promise.resolve(value);
+
 function txOver(s: State, undo: Undoable): ReplicaTx {
   const entries = (positions: readonly number[] | undefined): LogEntry[] =>
     (positions ?? []).map((pos) => s.log[pos - 1]!);
   return {
-    getHlc: async () => s.hlc,
+    getHlc: () => settled(s.hlc),
     setHlc: async (hlc) => {
       const old = s.hlc;
       undo.steps.push(() => (s.hlc = old));
       s.hlc = hlc;
     },
-    head: async (signer) => s.heads.get(signer),
-    setHead: async (signer, head) => undo.set(s.heads, signer, head),
-    hasOuterId: async (id) => s.outerIds.has(id),
-    hasEventId: async (id) => s.eventIds.has(id),
+    head: (signer) => settled(s.heads.get(signer)),
+    setHead: (signer, head) => {
+      undo.set(s.heads, signer, head);
+      return NOTHING;
+    },
+    hasOuterId: (id) => answer(s.outerIds.has(id)),
+    hasEventId: (id) => answer(s.eventIds.has(id)),
     append: async (entry: NewLogEntry) => {
       const pos = s.log.length + 1;
-      // Object.assign, not `{ ...entry, pos }`: V8 gives every spread-plus-field object its own hidden class.
-      s.log.push(Object.assign({ pos }, entry, shareSigner(s.signers, entry)));
+      const slot = slotOfEntry(s, entry);
+      s.log.push(keptEntry(s, pos, entry, slot));
       s.outerIds.add(entry.outerId);
       if (entry.eventId) s.eventIds.add(entry.eventId);
       undo.steps.push(() => {
@@ -150,9 +279,7 @@ function txOver(s: State, undo: Undoable): ReplicaTx {
         s.outerIds.delete(entry.outerId);
         if (entry.eventId) s.eventIds.delete(entry.eventId);
       });
-      if (entry.rowKey) index(s.byRow, entry.rowKey, pos, undo);
-      if (entry.rowKey && entry.op) index(s.byRowOp, rowOpKey(entry.rowKey, entry.op), pos, undo);
-      if (entry.signer) index(s.bySigner, entry.signer, pos, undo);
+      indexEntry(s, entry, slot, pos, undo, index);
       return pos;
     },
     opaqueAfter: async (after, limit) =>
@@ -165,18 +292,19 @@ function txOver(s: State, undo: Undoable): ReplicaTx {
       if (!old || old.eventId !== undefined || old.outerId !== entry.outerId) {
         throw new Error('memory-store: fill names no opaque entry of that outer id');
       }
-      s.log[pos - 1] = Object.assign({ pos }, entry, shareSigner(s.signers, entry));
+      const slot = slotOfEntry(s, entry);
+      s.log[pos - 1] = keptEntry(s, pos, entry, slot);
       if (entry.eventId) s.eventIds.add(entry.eventId);
       undo.steps.push(() => {
         s.log[pos - 1] = old;
         if (entry.eventId) s.eventIds.delete(entry.eventId);
       });
-      if (entry.rowKey) indexInOrder(s.byRow, entry.rowKey, pos, undo);
-      if (entry.rowKey && entry.op) indexInOrder(s.byRowOp, rowOpKey(entry.rowKey, entry.op), pos, undo);
-      if (entry.signer) indexInOrder(s.bySigner, entry.signer, pos, undo);
+      indexEntry(s, entry, slot, pos, undo, indexInOrder);
     },
-    rowEntries: async (rowKey, op?: EventOp) =>
-      entries(op === undefined ? s.byRow.get(rowKey) : s.byRowOp.get(rowOpKey(rowKey, op))),
+    rowEntries: async (rowKey, op?: EventOp) => {
+      const slot = s.slots.get(rowKey);
+      return entries(op === undefined ? slot?.all : slot?.[op]);
+    },
     signerEntriesAbove: async (signer, seq) => entries(s.bySigner.get(signer)).filter((e) => (e.seq ?? 0) > seq),
     setRevoked: async (pos, revoked) => {
       const old = s.log[pos - 1]!;
@@ -185,12 +313,18 @@ function txOver(s: State, undo: Undoable): ReplicaTx {
       s.log[pos - 1] = revoked ? { ...rest, revoked: true } : rest;
       undo.steps.push(() => (s.log[pos - 1] = old));
     },
-    getRow: async (table, row) => s.rows.get(rowKeyOf(table, row)),
-    putRow: async (state) => undo.set(s.rows, rowKeyOf(state.table, state.row), state),
-    deleteRow: async (table, row) => undo.delete(s.rows, rowKeyOf(table, row)),
+    getRow: (table, row) => settled(findSlot(s, table, row)?.state),
+    putRow: (state) => {
+      setState(slotAt(s, state.table, state.row), state, undo);
+      return NOTHING;
+    },
+    deleteRow: async (table, row) => {
+      const slot = findSlot(s, table, row);
+      if (slot?.state) setState(slot, undefined, undo);
+    },
     park: async (envelope) => undo.set(s.parked, envelope.outerId, envelope),
     unpark: async (outerId) => undo.delete(s.parked, outerId),
-    isParked: async (outerId) => s.parked.has(outerId),
+    isParked: (outerId) => answer(s.parked.has(outerId)),
     parkedAll: async () => [...s.parked.values()],
     parkedCount: async () => s.parked.size,
     recordRejection: async (record) => {
@@ -200,12 +334,15 @@ function txOver(s: State, undo: Undoable): ReplicaTx {
         undo.delete(s.rejected, oldest);
       }
     },
-    isRejected: async (outerId) => s.rejected.has(outerId),
+    isRejected: (outerId) => answer(s.rejected.has(outerId)),
     rejectionReason: async (outerId) => s.rejected.get(outerId)?.reason,
     withhold: async (record) => undo.set(s.withheld, record.outerId, record),
-    withheldRecord: async (outerId) => s.withheld.get(outerId),
+    withheldRecord: (outerId) => settled(s.withheld.get(outerId)),
     release: async (outerId) => undo.delete(s.withheld, outerId),
-    addResurrection: async (r) => undo.set(s.resurrections, r.key, r),
+    addResurrection: (r) => {
+      undo.set(s.resurrections, r.key, r);
+      return NOTHING;
+    },
     hasResurrection: async (key) => s.resurrections.has(key),
     dropResurrectionsOf: async (eventId) => {
       for (const r of [...s.resurrections.values()]) {
@@ -269,11 +406,12 @@ export class MemoryReplicaStore implements ReplicaStore {
   }
 
   async rows(table: string): Promise<RowState[]> {
-    return [...this.#state.rows.values()].filter((r) => r.table === table);
+    const slots = this.#state.slotsByTable.get(table);
+    return slots ? [...slots.values()].flatMap((slot) => (slot.state ? [slot.state] : [])) : [];
   }
 
   async row(table: string, row: string): Promise<RowState | undefined> {
-    return this.#state.rows.get(rowKeyOf(table, row));
+    return findSlot(this.#state, table, row)?.state;
   }
 
   async parked(limit: number): Promise<ParkedEnvelope[]> {
