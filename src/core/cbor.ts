@@ -10,8 +10,10 @@
  * has exactly one byte string and one hash. It accepts exactly what "cborg
  * decodes it strictly and re-encoding gives the same bytes" accepts, and yields
  * the same values (a differential property test holds it to that). Byte strings
- * are copied out, never views of the input. Every decode is bounded by
- * `maxBytes` before anything is allocated.
+ * are copied out, never views of the input — unless the caller asks for views
+ * (`{ views: true }`) of bytes it only reads and never keeps or stores: a view
+ * keeps, and a structured clone (IndexedDB, postMessage) serializes, the whole
+ * input buffer. Every decode is bounded by `maxBytes` before anything is allocated.
  */
 import { encode, rfc8949EncodeOptions } from 'cborg';
 import { bytesEqual } from './bytes.js';
@@ -23,12 +25,17 @@ export function encodeCbor(value: unknown): Uint8Array {
   return encode(value, rfc8949EncodeOptions);
 }
 
-export function decodeCbor(bytes: Uint8Array, maxBytes: number): Result<unknown, CborError> {
+export type DecodeOptions = {
+  /** Byte strings as views of the input instead of copies (see above: only for bytes that are not kept). */
+  readonly views?: boolean;
+};
+
+export function decodeCbor(bytes: Uint8Array, maxBytes: number, options?: DecodeOptions): Result<unknown, CborError> {
   if (bytes.length > maxBytes) {
     return err({ type: 'MalformedCbor', reason: `cbor: ${bytes.length} bytes exceeds ${maxBytes}` });
   }
   try {
-    const reader = new CanonicalReader(bytes);
+    const reader = new CanonicalReader(bytes, options?.views === true);
     const value = reader.item(0);
     reader.end();
     return ok(value);
@@ -57,7 +64,10 @@ class CanonicalReader {
   #pos = 0;
   readonly #view: DataView;
 
-  constructor(private readonly bytes: Uint8Array) {
+  constructor(
+    private readonly bytes: Uint8Array,
+    private readonly views: boolean,
+  ) {
     this.#view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
 
@@ -120,8 +130,13 @@ class CanonicalReader {
         return -1 - arg;
       case 2: {
         const at = this.#take(arg);
-        // A fresh Uint8Array even when the input is a Node Buffer (whose slice() is a view).
-        return new Uint8Array(this.bytes.subarray(at, at + arg));
+        // Built with the constructor, not subarray() (which looks up a species constructor, and is
+        // a Node Buffer's own view when the input is one); a copy is a fresh, exact Uint8Array.
+        const view = new Uint8Array(this.bytes.buffer, this.bytes.byteOffset + at, arg);
+        if (this.views) return view;
+        const copy = new Uint8Array(arg);
+        copy.set(view);
+        return copy;
       }
       case 3:
         return this.#text(arg);

@@ -167,7 +167,8 @@ export function eventIdOf(event: SignedEvent): string {
 }
 
 export function decodeEvent(bytes: Uint8Array): Result<SignedEvent, EventError> {
-  const outer = decodeCbor(bytes, MAX_EVENT_BYTES + 128);
+  // Views: the body bytes and signature are read (decoded, verified), never stored; the body's own fields are copies.
+  const outer = decodeCbor(bytes, MAX_EVENT_BYTES + 128, { views: true });
   if (!outer.ok) return malformed(outer.error.reason);
   const pair = outer.value;
   if (!Array.isArray(pair) || pair.length !== 2 || !isBytes(pair[0]) || !isBytes(pair[1], 64)) {

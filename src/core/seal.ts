@@ -97,7 +97,8 @@ export function encodeSealed(sealed: SealedEvent): Uint8Array {
 
 /** Decodes an envelope and checks its outer id; needs no key. */
 export function decodeSealed(bytes: Uint8Array): Result<SealedEvent, SealError> {
-  const decoded = decodeCbor(bytes, MAX_SEALED_BYTES);
+  // Views: the id and ciphertext are read (hashed, decrypted), never kept apart from the envelope bytes.
+  const decoded = decodeCbor(bytes, MAX_SEALED_BYTES, { views: true });
   if (!decoded.ok) return err({ type: 'MalformedEnvelope', reason: decoded.error.reason });
   const m = decoded.value;
   const fields = isRecord(m) ? Object.keys(m).length : 0;

@@ -82,7 +82,11 @@ function newState(): State {
   };
 }
 
-/** Copies of small byte strings packed into shared chunks: one buffer per chunk, not per entry. */
+/**
+ * Copies of small byte strings packed into shared chunks: one buffer per chunk,
+ * not per entry. (Entries read back are views of a chunk: fine to read and send,
+ * not to hand to a structured clone, which would copy the whole chunk.)
+ */
 class Arena {
   static readonly CHUNK = 1 << 20;
   #chunk = new Uint8Array(Arena.CHUNK);
@@ -95,7 +99,8 @@ class Arena {
       this.#chunk = new Uint8Array(Arena.CHUNK);
       this.#used = 0;
     }
-    const view = this.#chunk.subarray(this.#used, this.#used + bytes.length);
+    // The constructor, not subarray() (which looks up a species constructor on every call).
+    const view = new Uint8Array(this.#chunk.buffer, this.#used, bytes.length);
     view.set(bytes);
     this.#used += bytes.length;
     return view;
