@@ -161,11 +161,11 @@ function keptEntry(s: State, pos: number, entry: NewLogEntry, slot: RowSlot | un
   if (entry.signer === undefined || entry.body === undefined) return kept;
   let copy = s.signers.get(entry.signer);
   if (!copy) {
-    copy = { id: entry.signer, key: entry.body.signer };
+    copy = { id: entry.signer, key: entry.body.signer.slice() };
     s.signers.set(copy.id, copy);
   }
   kept.signer = copy.id;
-  const key = bytesEqual(entry.body.signer, copy.key) ? copy.key : entry.body.signer;
+  const key = bytesEqual(entry.body.signer, copy.key) ? copy.key : s.arena.copy(entry.body.signer);
   kept.body = { ...entry.body, signer: key, prev: s.arena.copy(entry.body.prev) };
   return kept;
 }

@@ -131,6 +131,39 @@ describe('canonical CBOR decoding', () => {
     expect(b.buffer.byteLength).toBe(3);
   });
 
+  it('with { views: true }, returns byte strings as views of the input, copying nothing', () => {
+    const input = encodeCbor({ a: new Uint8Array(200).fill(7), b: Uint8Array.of(1, 2) });
+    const result = decodeCbor(input, LIMIT, { views: true });
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    const { a, b } = result.value as { a: Uint8Array; b: Uint8Array };
+    expect(a.buffer).toBe(input.buffer);
+    expect(b.buffer).toBe(input.buffer);
+    expect(a).toEqual(new Uint8Array(200).fill(7));
+    expect(b).toEqual(Uint8Array.of(1, 2));
+    // The default copies: changing the input afterwards changes nothing decoded.
+    const copied = decodeCbor(input, LIMIT);
+    input.fill(0);
+    expect(copied.ok && (copied.value as { a: Uint8Array }).a).toEqual(new Uint8Array(200).fill(7));
+  });
+
+  it('decodes text on both sides of the short-text path, and refuses invalid UTF-8 on both', () => {
+    const texts = ['', 'a', 'x'.repeat(64), 'y'.repeat(65), `${'z'.repeat(63)}é`, 'ünïcode', `${'w'.repeat(70)}😀`];
+    for (const text of texts) {
+      const result = decodeCbor(encodeCbor(text), LIMIT);
+      expect(result.ok && result.value).toBe(text);
+    }
+    // Text heads (major 3) over a lone continuation byte, short and long.
+    for (const length of [3, 80]) {
+      const body = new Uint8Array(length).fill(0x61);
+      body[length - 1] = 0x80;
+      const head = length < 24 ? [0x60 + length] : [0x78, length];
+      const result = decodeCbor(Uint8Array.from([...head, ...body]), LIMIT);
+      expect(result.ok).toBe(false);
+      if (!result.ok) expect(result.error.reason).toMatch(/invalid UTF-8/);
+    }
+  });
+
   it('keeps a "__proto__" key as data, never as a prototype', () => {
     const result = decodeCbor(encodeCbor(JSON.parse('{"__proto__": {"polluted": 1}}')), LIMIT);
     expect(result.ok).toBe(true);

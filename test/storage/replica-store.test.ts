@@ -137,6 +137,23 @@ function replicaStoreSuite(name: string, create: () => ReplicaStore): void {
       expect(toHex(all[0]!.sealed)).toBe(toHex(entries[0]!.sealed));
     });
 
+    it('keeps its own copy of the bytes it is given: changing them after the append changes nothing stored', async () => {
+      const store = create();
+      const given = { ...entry(), ...opened('device_profiles', 'r', 'put') };
+      const before = plain(given);
+      await store.transact(async (tx) => {
+        await tx.append(given);
+        // Still inside the transaction: what was appended is already the store's own.
+        given.sealed.fill(0);
+        given.body!.prev.fill(1);
+        given.body!.signer.fill(2);
+      });
+      const [kept] = await store.entriesAfter(0, 1);
+      expect(plain({ ...kept, pos: undefined })).toEqual(before);
+      const [byRow] = await store.transact((tx) => tx.rowEntries(rowKeyOf('device_profiles', 'r')));
+      expect(plain(byRow!.body)).toEqual((before as { body: unknown }).body);
+    });
+
     it('answers outer id and event id lookups; an opaque entry has no event id', async () => {
       const store = create();
       const known = entry();
