@@ -4,7 +4,6 @@
  * WebSocket side. Every refusal is one row of a table: its code and status, and afterwards
  * the recipient's mailbox holds exactly what it held before.
  */
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -23,7 +22,6 @@ import {
   decodeMailboxResponse,
   encodeAuthHeader,
   encodeMailboxBody,
-  httpSigningPayload,
   type HttpAuth,
   type MailboxResponse,
   type MailboxRoute,
@@ -31,43 +29,8 @@ import {
 } from '../../src/core/relay-http.js';
 import { MAX_ACK_IDS, MAX_FRAME_BODY, MAX_RELAY_MESSAGE } from '../../src/core/relay-wire.js';
 import { startRelay, type RelayHandle, type RelayOptions } from '../../src/relay/server.js';
-import { bytes, joinRelay, key, text, type Key, type RelayTestClient } from '../helpers/relay-client.js';
-
-const ALICE = key(1);
-const BOB = key(2);
-const CAROL = key(3);
-const DAVE = key(4);
-const TOPIC = new Uint8Array(32).fill(0xa1);
-const OTHER_TOPIC = new Uint8Array(32).fill(0xb2);
-
-/** Ways to get a request wrong on purpose; the defaults sign it correctly. */
-interface Signing {
-  readonly topic?: Uint8Array;
-  readonly signedTopic?: Uint8Array;
-  readonly ts?: number;
-  readonly nonce?: Uint8Array;
-  readonly signer?: Key;
-  readonly signedMethod?: string;
-  readonly signedPath?: string;
-  readonly signedBody?: Uint8Array;
-}
-
-function authHeader(who: Key, route: MailboxRoute, body: Uint8Array, s: Signing = {}): string {
-  const topic = s.topic ?? TOPIC;
-  const ts = s.ts ?? Date.now();
-  const nonce = s.nonce ?? new Uint8Array(randomBytes(16));
-  const payload = httpSigningPayload(
-    s.signedMethod ?? 'POST',
-    s.signedPath ?? MAILBOX_ROUTES[route],
-    ts,
-    nonce,
-    s.signedBody ?? body,
-    s.signedTopic ?? topic,
-    who.id,
-  );
-  const sig = ed25519.sign(payload, (s.signer ?? who).secret);
-  return encodeAuthHeader({ topic, endpoint: who.id, ts, nonce, sig });
-}
+import { bytes, joinRelay, text, type Key, type RelayTestClient } from '../helpers/relay-client.js';
+import { ALICE, authHeader, BOB, CAROL, DAVE, OTHER_TOPIC, TOPIC, type Signing } from '../helpers/relay-http.js';
 
 type Answer = { readonly status: number; readonly body: Uint8Array };
 
@@ -86,7 +49,7 @@ type Req = { readonly path: string; readonly body: Uint8Array; readonly headers:
 /** A correctly signed request as raw parts, for cases that break one of them. */
 function signed(who: Key, route: MailboxRoute, value: unknown, s: Signing = {}): Req {
   const body = encodeCbor(value);
-  const headers = { 'Content-Type': CBOR_CONTENT_TYPE, [AUTH_HEADER]: authHeader(who, route, body, s) };
+  const headers = { 'Content-Type': CBOR_CONTENT_TYPE, [AUTH_HEADER]: authHeader(who, MAILBOX_ROUTES[route], body, s) };
   return { path: MAILBOX_ROUTES[route], body, headers };
 }
 
@@ -282,7 +245,7 @@ describe('relay HTTP mailbox API', () => {
     const raw = (who: Key, route: MailboxRoute, body: Uint8Array): Req => ({
       path: MAILBOX_ROUTES[route],
       body,
-      headers: { 'Content-Type': CBOR_CONTENT_TYPE, [AUTH_HEADER]: authHeader(who, route, body) },
+      headers: { 'Content-Type': CBOR_CONTENT_TYPE, [AUTH_HEADER]: authHeader(who, MAILBOX_ROUTES[route], body) },
     });
     const withHeader = (r: Req, value: string | undefined): Req => {
       const headers: Record<string, string> = { 'Content-Type': CBOR_CONTENT_TYPE };

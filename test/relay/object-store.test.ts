@@ -14,7 +14,6 @@
  *     throw a RangeError instead of returning BadResponse. The decoder now bounds it by
  *     MAX_OBJECT_BYTES, like the request side.
  */
-import { randomBytes } from 'node:crypto';
 import {
   existsSync,
   mkdirSync,
@@ -38,9 +37,7 @@ import {
   AUTH_HEADER,
   CBOR_CONTENT_TYPE,
   decodeErrorBody,
-  encodeAuthHeader,
   encodeMailboxBody,
-  httpSigningPayload,
   type RelayHttpErrorCode,
 } from '../../src/core/relay-http.js';
 import {
@@ -58,14 +55,9 @@ import {
 import { startRelay, type RelayHandle, type RelayOptions } from '../../src/relay/server.js';
 import { RelayObjectClient, type ObjectClientError } from '../../src/runtime/relay-objects-client.js';
 import { seededRandom } from '../helpers/deterministic.js';
-import { joinRelay, key, type Key } from '../helpers/relay-client.js';
+import { joinRelay, type Key } from '../helpers/relay-client.js';
+import { ALICE, authHeader, BOB, CAROL, DAVE, OTHER_TOPIC, TOPIC, type Signing } from '../helpers/relay-http.js';
 
-const ALICE = key(1);
-const BOB = key(2);
-const CAROL = key(3);
-const DAVE = key(4);
-const TOPIC = new Uint8Array(32).fill(0xa1);
-const OTHER_TOPIC = new Uint8Array(32).fill(0xb2);
 const TAG = new Uint8Array(32).fill(0x11);
 const OTHER_TAG = new Uint8Array(32).fill(0x22);
 const CHUNK = 1000;
@@ -76,25 +68,6 @@ type StoredObject = { readonly id: Uint8Array; readonly bytes: Uint8Array };
 function object(size: number, seed: string): StoredObject {
   const bytes = seededRandom(`objects/${seed}`).bytes(size);
   return { id: blake3(bytes), bytes };
-}
-
-/** Ways to get a request wrong on purpose; the defaults sign it correctly. */
-interface Signing {
-  readonly topic?: Uint8Array;
-  readonly signedTopic?: Uint8Array;
-  readonly ts?: number;
-  readonly nonce?: Uint8Array;
-  readonly signer?: Key;
-  readonly signedPath?: string;
-}
-
-function authHeader(who: Key, path: string, body: Uint8Array, s: Signing = {}): string {
-  const topic = s.topic ?? TOPIC;
-  const ts = s.ts ?? Date.now();
-  const nonce = s.nonce ?? new Uint8Array(randomBytes(16));
-  const payload = httpSigningPayload('POST', s.signedPath ?? path, ts, nonce, body, s.signedTopic ?? topic, who.id);
-  const sig = ed25519.sign(payload, (s.signer ?? who).secret);
-  return encodeAuthHeader({ topic, endpoint: who.id, ts, nonce, sig });
 }
 
 type Answer = { readonly status: number; readonly body: Uint8Array };
