@@ -8,7 +8,7 @@ import { saveFile } from './save.js';
 import type { CryptoService } from '../runtime/crypto-service.js';
 import type { MlsService } from '../runtime/mls-service.js';
 import type { ObjectService } from '../runtime/object-service.js';
-import type { Cell, QueryResult } from '../core/query/execute.js';
+import type { QueryResult, RowsFound } from '../core/query/execute.js';
 import { defaultRelayUrl, MeshNode, type NodeSnapshot } from '../runtime/mesh-node.js';
 import type { Result } from '../core/result.js';
 import type { ColumnValue } from '../core/schema.js';
@@ -192,7 +192,7 @@ export class NodeStore {
   async query(
     sql: string,
     progress: (done: number, total: number) => void,
-    onRows: (rows: readonly (readonly Cell[])[]) => void,
+    onRows: RowsFound,
   ): Promise<{ result?: QueryResult; error?: string; id: string }> {
     const id = crypto.randomUUID();
     this.#queryId = id;

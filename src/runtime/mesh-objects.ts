@@ -20,7 +20,7 @@ import type { WriteError, WriteOutcome } from '../core/replica.js';
 import { err, ok, type Result } from '../core/result.js';
 import { isDomainName, type DomainName } from '../core/schema.js';
 import type { RowState } from '../core/merge.js';
-import type { Cell } from '../core/query/execute.js';
+import type { RowsFound } from '../core/query/execute.js';
 import type {
   CatalogEntry,
   HeldObject,
@@ -100,7 +100,7 @@ export type ObjectEntry = {
 export type QueryOptions = {
   readonly id?: string;
   readonly progress?: (done: number, total: number) => void;
-  readonly onRows?: (rows: readonly (readonly Cell[])[]) => void;
+  readonly onRows?: RowsFound;
 };
 
 export const CATALOG_TABLE = 'object_catalog';

@@ -26,7 +26,7 @@ import { boundValue, openManifest, type ManifestError, type ObjectManifest } fro
 import type { Clock } from '../core/ports.js';
 import { openParquet, type ParquetFile } from '../core/parquet/read.js';
 import { ROW_ID_COLUMN, type CellValue, type ColumnSpec } from '../core/parquet/schema.js';
-import { execute, type Cell, type ExecuteError, type QueryResult } from '../core/query/execute.js';
+import { execute, type ExecuteError, type QueryResult, type RowsFound } from '../core/query/execute.js';
 import { tableSchema } from '../core/query/plan.js';
 import { bind, type QueryError } from '../core/query/query.js';
 import { parseSql } from '../core/query/sql.js';
@@ -496,7 +496,7 @@ export class ObjectService {
     id?: string,
     /** Top-level arguments, so comlink can hand them over as proxies. */
     progress?: (done: number, total: number) => void,
-    onRows?: (rows: readonly (readonly Cell[])[]) => void,
+    onRows?: RowsFound,
   ): Promise<Result<QueryResult, ObjectError>> {
     const options = { id, progress, onRows };
     const parsed = parseSql(sql);

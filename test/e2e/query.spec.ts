@@ -1,8 +1,8 @@
 /**
  * Query in the browser (issue 7): sample measurements imported in two objects, a
  * time-bucketed average over a range one of them covers — the result table, the chart,
- * and the explain summary saying the other object was pruned on the catalog; a bad
- * query is a clear error and no result.
+ * and the explain summary saying the other object was pruned on the catalog; a
+ * streaming query's rows shown while it runs; a bad query is a clear error and no result.
  */
 import { readFileSync } from 'node:fs';
 import { expect, foundMesh, test } from './relay-process.ts';
@@ -70,6 +70,26 @@ test('a time-bucketed average draws a chart and explains what was pruned', async
   await expect(page.getByTestId('query-sql')).toHaveValue(/WHERE device = 'weir' GROUP BY bucket/);
   await page.getByTestId('query-run').click();
   await expect(page.getByTestId('query-explain')).toContainText('2 scanned');
+
+  // A query whose rows need no later step hands them out as it scans: the table shows them
+  // while it runs (seen by an observer installed before the run), then the whole result.
+  await page.evaluate(() => {
+    const seen = { live: 0 };
+    (window as unknown as { seenLive: typeof seen }).seenLive = seen;
+    new MutationObserver(() => {
+      const live = document.querySelector('[data-testid="query-results"][data-live="true"]');
+      if (live) seen.live = Math.max(seen.live, Number(live.getAttribute('data-rows')));
+    }).observe(document.body, { subtree: true, childList: true, attributes: true });
+  });
+  await page.getByTestId('query-sql').fill("SELECT time, device, temperature FROM measurements WHERE device = 'weir'");
+  await page.getByTestId('query-run').click();
+  await expect(page.getByTestId('query-explain')).toBeVisible();
+  const final = Number(await page.getByTestId('query-results').getAttribute('data-rows'));
+  expect(final).toBe(600); // a sixth of the 3,600 sample rows
+  const seenLive = await page.evaluate(() => (window as unknown as { seenLive: { live: number } }).seenLive.live);
+  expect(seenLive).toBeGreaterThan(0);
+  expect(seenLive).toBeLessThanOrEqual(final);
+  await expect(page.getByTestId('query-results')).not.toHaveAttribute('data-live', 'true');
 
   // Bad input: a clear error, no result.
   await page.getByTestId('query-sql').fill('SELECT temperature FROM measurements WHERE temperature > 1 OR device = 1');

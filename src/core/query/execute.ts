@@ -35,6 +35,9 @@ export type QueryResult = {
   readonly explain: Explain;
 };
 
+/** Rows found so far, with the result's columns (known before the first row), for a page to show as they come. */
+export type RowsFound = (rows: readonly (readonly Cell[])[], columns: readonly ResultColumn[]) => void;
+
 export type ExecuteError =
   | ParquetError
   | { readonly type: 'Cancelled' }
@@ -50,7 +53,7 @@ export type ExecuteOptions = {
    * Result rows as they are found, for queries whose rows need no later step (no
    * grouping, no ORDER BY); the final result holds the same rows in the same order.
    */
-  readonly onRows?: (rows: readonly (readonly Cell[])[]) => void;
+  readonly onRows?: RowsFound;
 };
 
 type AggState = { n: number; sum: number | bigint; best: Cell };
@@ -276,7 +279,7 @@ export async function execute(
         for (let i = 0; i < count; i++) if (selected[i] && !passes(f, values[i])) selected[i] = 0;
       }
       const added = collector.add(columns.value, selected, count);
-      if (options.onRows && collector.streams && added.length > 0) options.onRows(added);
+      if (options.onRows && collector.streams && added.length > 0) options.onRows(added, q.columns);
     }
     options.progress?.(++done, planned.scan.length);
   }
