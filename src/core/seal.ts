@@ -51,10 +51,24 @@ export type SealError =
 /** Looks up the key bytes of one generation of one domain, if this machine holds it. */
 export type DomainKeyLookup = (domain: DomainName, gen: number) => Uint8Array | undefined;
 
-/** Associated data binding an envelope's domain and generation (exported for native AEAD adapters). */
+/**
+ * Associated data binding an envelope's domain and generation (exported for native AEAD adapters).
+ * The same few headers recur for every envelope, so each is encoded once; callers only read it.
+ */
 export function sealAad(domain: DomainName, gen: number, lane?: SealLane): Uint8Array {
-  return concat(AAD_LABEL, encodeCbor(lane ? [domain, gen, lane] : [domain, gen]));
+  const name = `${domain}.${gen}.${lane ?? ''}`;
+  let aad = aads.get(name);
+  if (!aad) {
+    aad = concat(AAD_LABEL, encodeCbor(lane ? [domain, gen, lane] : [domain, gen]));
+    if (aads.size >= MAX_AADS) aads.clear();
+    aads.set(name, aad);
+  }
+  return aad;
 }
+
+/** Encoded headers by `domain.gen.lane`; bounded, since envelopes name whatever header they like. */
+const aads = new Map<string, Uint8Array>();
+const MAX_AADS = 256;
 
 export function sealEvent(
   signedEvent: Uint8Array,
