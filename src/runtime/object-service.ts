@@ -499,21 +499,23 @@ export class ObjectService {
     onRows?: RowsFound,
   ): Promise<Result<QueryResult, ObjectError>> {
     const options = { id, progress, onRows };
-    const parsed = parseSql(sql);
-    if (!parsed.ok) return parsed;
-    const manifests: ObjectManifest[] = [];
-    const byId = new Map<string, CatalogEntry>();
-    for (const entry of entries) {
-      const m = await this.#manifest(entry);
-      if (!m.ok) continue; // not readable here: not part of this machine's catalog
-      manifests.push(m.value);
-      byId.set(entry.id, entry);
-    }
-    const bound = bind(parsed.value, tableSchema(manifests, parsed.value.table));
-    if (!bound.ok) return bound;
+    // Cancellable from the first moment: opening the manifests of a large catalog takes a while too.
     const controller = new AbortController();
     if (options.id) this.#queries.set(options.id, controller);
     try {
+      const parsed = parseSql(sql);
+      if (!parsed.ok) return parsed;
+      const manifests: ObjectManifest[] = [];
+      const byId = new Map<string, CatalogEntry>();
+      for (const entry of entries) {
+        if (controller.signal.aborted) return err({ type: 'Cancelled' });
+        const m = await this.#manifest(entry);
+        if (!m.ok) continue; // not readable here: not part of this machine's catalog
+        manifests.push(m.value);
+        byId.set(entry.id, entry);
+      }
+      const bound = bind(parsed.value, tableSchema(manifests, parsed.value.table));
+      if (!bound.ok) return bound;
       return await execute(manifests, bound.value, {
         open: async (m) => {
           const entry = byId.get(m.storageId)!;
@@ -528,7 +530,7 @@ export class ObjectService {
         ...(options.onRows ? { onRows: options.onRows } : {}),
       });
     } finally {
-      if (options.id) this.#queries.delete(options.id);
+      if (options.id && this.#queries.get(options.id) === controller) this.#queries.delete(options.id);
     }
   }
 

@@ -142,6 +142,38 @@ describe('object service', () => {
     expect(view).toEqual(sample.manifest);
   });
 
+  it('queries the catalog, handing out rows with their columns as it scans, and cancels at once', async () => {
+    const entry = entryOf(general, W.signer);
+    const batches: number[] = [];
+    const names = new Set<string>();
+    const done: [number, number][] = [];
+    const ran = value(
+      await W.objects.query(
+        'SELECT time, temperature FROM measurements',
+        [entry],
+        'q1',
+        (d, total) => done.push([d, total]),
+        (rows, columns) => {
+          batches.push(rows.length);
+          for (const c of columns) names.add(c.name);
+        },
+      ),
+    );
+    expect(ran.rows).toHaveLength(12_000);
+    expect(batches.reduce((a, b) => a + b, 0)).toBe(12_000);
+    expect([...names]).toEqual(['time', 'temperature']);
+    expect(done.at(-1)).toEqual([1, 1]);
+    // Cancelled before its first await is over (manifests still opening): it stops, typed.
+    const pending = W.objects.query('SELECT time FROM measurements', [entry, entry, entry], 'q2');
+    await W.objects.cancelQuery('q2');
+    expectErr(await pending, 'Cancelled');
+    // A cancel for a query that ended, or never ran, changes nothing for the next one.
+    await W.objects.cancelQuery('q1');
+    expect(value(await W.objects.query('SELECT count(*) AS n FROM measurements', [entry], 'q1')).rows).toEqual([
+      [12_000],
+    ]);
+  });
+
   it('imports a CSV file by streaming it, types inferred, table named after the file', async () => {
     const csv = [
       'time,probe,depth_m,ok,note',
