@@ -139,6 +139,18 @@ const SAMPLE_COLUMNS: readonly ColumnSpec[] = [
 ];
 const SAMPLE_GROUP_ROWS = 50_000;
 
+/** How many query ids the service remembers as cancelled early, or as ended. */
+const QUERY_IDS_KEPT = 256;
+
+function keepNewest(ids: Set<string>, id: string): void {
+  ids.delete(id);
+  ids.add(id);
+  for (const oldest of ids) {
+    if (ids.size <= QUERY_IDS_KEPT) break;
+    ids.delete(oldest);
+  }
+}
+
 /** Reads a Blob's text in chunks (ReadableStream async iteration is not everywhere yet). */
 function blobText(blob: Blob): () => AsyncIterable<string> {
   return async function* () {
@@ -201,6 +213,13 @@ export class ObjectService {
   readonly #pendingViews = new Map<string, ManifestView>();
   /** Queries running, by the id their caller gave, to cancel them. */
   readonly #queries = new Map<string, AbortController>();
+  /**
+   * Ids cancelled before their query reached this service (the caller gathers the
+   * catalog first): the query stops as it arrives. A cancel for a query that has
+   * ended already (`#ended`) is no early cancel. Both keep only the newest QUERY_IDS_KEPT.
+   */
+  readonly #cancelledEarly = new Set<string>();
+  readonly #ended = new Set<string>();
   #loaded: Loaded | undefined;
   #relay: RelayObjectClient | undefined;
   #relayUrl: string | undefined;
@@ -502,13 +521,17 @@ export class ObjectService {
     // Cancellable from the first moment: opening the manifests of a large catalog takes a while too.
     const controller = new AbortController();
     if (options.id) this.#queries.set(options.id, controller);
+    if (options.id && this.#cancelledEarly.delete(options.id)) controller.abort();
+    // A function, not the property: a cancel lands between awaits.
+    const cancelled = (): boolean => controller.signal.aborted;
     try {
+      if (cancelled()) return err({ type: 'Cancelled' });
       const parsed = parseSql(sql);
       if (!parsed.ok) return parsed;
       const manifests: ObjectManifest[] = [];
       const byId = new Map<string, CatalogEntry>();
       for (const entry of entries) {
-        if (controller.signal.aborted) return err({ type: 'Cancelled' });
+        if (cancelled()) return err({ type: 'Cancelled' });
         const m = await this.#manifest(entry);
         if (!m.ok) continue; // not readable here: not part of this machine's catalog
         manifests.push(m.value);
@@ -530,12 +553,17 @@ export class ObjectService {
         ...(options.onRows ? { onRows: options.onRows } : {}),
       });
     } finally {
-      if (options.id && this.#queries.get(options.id) === controller) this.#queries.delete(options.id);
+      if (options.id && this.#queries.get(options.id) === controller) {
+        this.#queries.delete(options.id);
+        keepNewest(this.#ended, options.id);
+      }
     }
   }
 
   async cancelQuery(id: string): Promise<void> {
-    this.#queries.get(id)?.abort();
+    const running = this.#queries.get(id);
+    if (running) return running.abort();
+    if (!this.#ended.has(id)) keepNewest(this.#cancelledEarly, id);
   }
 
   async #open(entry: CatalogEntry): Promise<Result<ParquetFile, ObjectError>> {

@@ -2,7 +2,8 @@
  * Query in the browser (issue 7): sample measurements imported in two objects, a
  * time-bucketed average over a range one of them covers — the result table, the chart,
  * and the explain summary saying the other object was pruned on the catalog; a
- * streaming query's rows shown while it runs; a bad query is a clear error and no result.
+ * streaming query's rows shown while it runs; a cancelled query stops; a bad query is a
+ * clear error and no result.
  */
 import { readFileSync } from 'node:fs';
 import { expect, foundMesh, test } from './relay-process.ts';
@@ -90,6 +91,25 @@ test('a time-bucketed average draws a chart and explains what was pruned', async
   expect(seenLive).toBeGreaterThan(0);
   expect(seenLive).toBeLessThanOrEqual(final);
   await expect(page.getByTestId('query-results')).not.toHaveAttribute('data-live', 'true');
+
+  // Cancel, pressed as soon as it shows: the query stops with a typed error and no result.
+  await page.getByTestId('query-sql').fill('SELECT time, device, temperature FROM measurements');
+  const cancelled = await page.evaluate(async () => {
+    (document.querySelector('[data-testid="query-run"]') as HTMLButtonElement).click();
+    for (let i = 0; i < 10; i++) {
+      const cancel = document.querySelector<HTMLButtonElement>('[data-testid="query-cancel"]');
+      if (cancel) {
+        cancel.click();
+        return true;
+      }
+      await Promise.resolve();
+    }
+    return false;
+  });
+  expect(cancelled).toBe(true);
+  await expect(page.getByTestId('query-error')).toHaveText('Cancelled');
+  await expect(page.getByTestId('query-explain')).toHaveCount(0);
+  await expect(page.getByTestId('query-run')).toBeEnabled();
 
   // Bad input: a clear error, no result.
   await page.getByTestId('query-sql').fill('SELECT temperature FROM measurements WHERE temperature > 1 OR device = 1');

@@ -167,7 +167,10 @@ describe('object service', () => {
     const pending = W.objects.query('SELECT time FROM measurements', [entry, entry, entry], 'q2');
     await W.objects.cancelQuery('q2');
     expectErr(await pending, 'Cancelled');
-    // A cancel for a query that ended, or never ran, changes nothing for the next one.
+    // Cancelled before it reached the service at all (its caller was still gathering the catalog).
+    await W.objects.cancelQuery('q3');
+    expectErr(await W.objects.query('SELECT time FROM measurements', [entry], 'q3'), 'Cancelled');
+    // A cancel for a query that ended changes nothing for the next one of that id.
     await W.objects.cancelQuery('q1');
     expect(value(await W.objects.query('SELECT count(*) AS n FROM measurements', [entry], 'q1')).rows).toEqual([
       [12_000],
