@@ -51,9 +51,22 @@ export const DEFAULT_MAILBOX_LIMITS: MailboxLimits = { maxFrames: 10_000, maxByt
 /** Largest page `pending` returns, whatever the caller asks for. */
 export const MAX_PENDING_PAGE = 1000;
 
+/** A frame to store: under (topic, recipient), from sender. */
+export type NewFrame = {
+  readonly topic: Uint8Array;
+  readonly recipient: Uint8Array;
+  readonly sender: Uint8Array;
+  readonly body: Uint8Array;
+};
+
 export interface MailboxStore {
   /** Stores a frame durably; the id is returned only once the frame is persisted. */
   enqueue(topic: Uint8Array, recipient: Uint8Array, sender: Uint8Array, body: Uint8Array): Result<number, MailboxError>;
+  /**
+   * `enqueue` of each frame in order, all persisted together (one durable commit for
+   * the lot, as a relay under load batches the frames of one turn): the results in order.
+   */
+  enqueueAll(frames: readonly NewFrame[]): Result<number, MailboxError>[];
   /** Up to `limit` frames with id > `afterId`, ascending. */
   pending(topic: Uint8Array, recipient: Uint8Array, afterId: number, limit: number): readonly MailboxFrame[];
   /** Deletes the listed frames of this mailbox; returns how many existed. Unknown ids are ignored. */
@@ -142,6 +155,10 @@ export class MemoryMailboxStore implements MailboxStore {
     box.frames.push({ id, sender: sender.slice(), body: body.slice() });
     box.bytes += body.length;
     return ok(id);
+  }
+
+  enqueueAll(frames: readonly NewFrame[]): Result<number, MailboxError>[] {
+    return frames.map((f) => this.enqueue(f.topic, f.recipient, f.sender, f.body));
   }
 
   pending(topic: Uint8Array, recipient: Uint8Array, afterId: number, limit: number): readonly MailboxFrame[] {

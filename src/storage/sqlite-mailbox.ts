@@ -33,6 +33,7 @@ import {
   type MailboxFrame,
   type MailboxLimits,
   type MailboxStore,
+  type NewFrame,
 } from '../relay/mailbox.js';
 
 export const RELAY_DB_FILE = 'relay.sqlite';
@@ -150,6 +151,7 @@ export class SqliteMailboxStore implements MailboxStore {
   readonly #sql: Statements;
   readonly #limits: MailboxLimits;
   readonly #enqueueTx: (t: Uint8Array, r: Uint8Array, s: Uint8Array, b: Uint8Array) => Result<number, MailboxError>;
+  readonly #enqueueAllTx: (frames: readonly NewFrame[]) => Result<number, MailboxError>[];
   readonly #ackTx: (t: Uint8Array, r: Uint8Array, ids: readonly number[]) => number;
   readonly #dropTx: (t: Uint8Array, e: Uint8Array) => number;
 
@@ -159,6 +161,9 @@ export class SqliteMailboxStore implements MailboxStore {
     this.#sql = prepareStatements(db);
     this.#enqueueTx = db.transaction((t: Uint8Array, r: Uint8Array, s: Uint8Array, b: Uint8Array) =>
       this.#enqueueInTx(t, r, s, b),
+    ).immediate;
+    this.#enqueueAllTx = db.transaction((frames: readonly NewFrame[]) =>
+      frames.map((f) => this.#enqueueInTx(f.topic, f.recipient, f.sender, f.body)),
     ).immediate;
     this.#ackTx = db.transaction((t: Uint8Array, r: Uint8Array, ids: readonly number[]) =>
       this.#ackInTx(t, r, ids),
@@ -187,6 +192,15 @@ export class SqliteMailboxStore implements MailboxStore {
     checkId(recipient, 'recipient');
     checkId(sender, 'sender');
     return this.#enqueueTx(topic, recipient, sender, body);
+  }
+
+  enqueueAll(frames: readonly NewFrame[]): Result<number, MailboxError>[] {
+    for (const f of frames) {
+      checkId(f.topic, 'topic');
+      checkId(f.recipient, 'recipient');
+      checkId(f.sender, 'sender');
+    }
+    return frames.length === 0 ? [] : this.#enqueueAllTx(frames);
   }
 
   pending(topic: Uint8Array, recipient: Uint8Array, afterId: number, limit: number): readonly MailboxFrame[] {

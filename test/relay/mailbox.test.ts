@@ -143,6 +143,31 @@ function mailboxStoreSuite(name: string, factory: Factory, durable: boolean): vo
       }
     });
 
+    it('enqueues a batch as one: in order, each within the bounds, a full mailbox refused alone', () => {
+      const small = factory({ maxFrames: 2, maxBytes: 1000 });
+      try {
+        const frame = (recipient: Uint8Array, t: string) => ({ topic: T1, recipient, sender: ALICE, body: body(t) });
+        const results = small.store.enqueueAll([
+          frame(BOB, 'b1'),
+          frame(CAROL, 'c1'),
+          frame(BOB, 'b2'),
+          frame(BOB, 'b3 over the bound'),
+          frame(CAROL, 'c2'),
+        ]);
+        expect(results.map((r) => r.ok)).toEqual([true, true, true, false, true]);
+        expect(results[3]).toMatchObject({ ok: false, error: { type: 'MailboxFull', frames: 2 } });
+        const ids = results.flatMap((r) => (r.ok ? [r.value] : []));
+        expect(ids).toEqual([...ids].sort((x, y) => x - y));
+        expect(small.store.pending(T1, BOB, 0, 10).map((f) => text(f.body))).toEqual(['b1', 'b2']);
+        expect(small.store.pending(T1, CAROL, 0, 10).map((f) => text(f.body))).toEqual(['c1', 'c2']);
+        expect(small.store.enqueueAll([])).toEqual([]);
+        expect(() => small.store.enqueueAll([frame(new Uint8Array(31), 'x')])).toThrow(/32 bytes/);
+        expect(small.store.countFor(T1, CAROL)).toBe(2);
+      } finally {
+        small.dispose();
+      }
+    });
+
     if (!durable) return;
     it('survives reopen with frames, counters, members and id order intact', () => {
       const a = store.enqueue(T1, BOB, ALICE, body('kept'));

@@ -186,6 +186,24 @@ describe('relay server', () => {
       expect(logs.some((l) => l.includes('hi bob'))).toBe(false);
     });
 
+    it('stores a burst of sends together and forwards them live, in the order they were sent', async () => {
+      const relay = await start();
+      const alice = await track(joinAs(relay, ALICE));
+      const bob = await track(joinAs(relay, BOB));
+      const sent = Array.from({ length: 40 }, (_, i) => `burst ${i}`);
+      for (const t of sent) alice.sendTo(BOB, bytes(t));
+      const got: string[] = [];
+      const ids: number[] = [];
+      while (got.length < sent.length) {
+        const frame = await bob.expect('frame');
+        got.push(text(frame.body));
+        ids.push(frame.id);
+      }
+      expect(got).toEqual(sent);
+      expect(ids).toEqual([...ids].sort((a, b) => a - b));
+      expect((await presence(relay, BOB)).pending).toBe(40);
+    });
+
     it('stores a frame for an offline recipient and delivers it after ready', async () => {
       const relay = await start();
       await (await joinAs(relay, BOB)).close();
