@@ -160,12 +160,12 @@ export async function signEvent(body: EventBody, signer: Signer): Promise<Signed
   return { body, bodyBytes, sig, bytes, id: blake3(bytes) };
 }
 
-/** Decodes and checks shape only; the signature is checked by `verifyEvent`. */
 /** The event id (BLAKE3 of the signed event) in hex, as replicas index it. */
 export function eventIdOf(event: SignedEvent): string {
   return toHex(event.id);
 }
 
+/** Decodes and checks shape only; the signature is checked by `verifyEvent`. */
 export function decodeEvent(bytes: Uint8Array): Result<SignedEvent, EventError> {
   // Views: the body bytes and signature are read (decoded, verified), never stored; the body's own fields are copies.
   const outer = decodeCbor(bytes, MAX_EVENT_BYTES + 128, { views: true });

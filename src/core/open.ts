@@ -12,7 +12,7 @@
  * `EnvelopeOpener` may open a batch in worker threads and post the results back.
  */
 import { decodeEvent, eventIdOf, type EventError, type SignedEvent } from './event.js';
-import type { EnvelopeNames } from './ingest.js';
+import type { EnvelopeNames } from './opened.js';
 import { err, type Result } from './result.js';
 import type { DomainName } from './schema.js';
 import { decodeSealed, envelopeId, undecodableId, type SealedEvent, type SealError } from './seal.js';

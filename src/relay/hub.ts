@@ -73,6 +73,7 @@ import {
 } from '../core/relay-wire.js';
 import { err, type Result } from '../core/result.js';
 import type { BlindSequencer, SequencerStore } from '../core/mls/sequencer.js';
+import { GroupCommit } from './group-commit.js';
 import type { MailboxStore, NewFrame } from './mailbox.js';
 import { RateLimiter, type RateLimitOptions } from './rate-limit.js';
 
@@ -180,14 +181,26 @@ export class RelayHub {
   readonly #refused = new Map<string, number>();
   #serial = 0;
   #closing = false;
-  /**
-   * WebSocket sends of this turn of the event loop, stored together at its end: one
-   * durable commit (one fsync) for all of them instead of one each (group commit).
-   */
-  #sends: { readonly c: Connection; readonly frame: NewFrame }[] = [];
+  /** WebSocket sends of this turn of the event loop, stored together at its end (group-commit.ts). */
+  readonly #sends: GroupCommit<{ readonly c: Connection; readonly frame: NewFrame }>;
 
   constructor(options: HubOptions) {
     this.#opts = options;
+    this.#sends = new GroupCommit({
+      store: (frames) => options.store.enqueueAll(frames),
+      stored: ({ c, frame }, result) => {
+        if (!result.ok) return this.#reject(c, 'mailbox-full', result.error.reason);
+        this.#forward(frame, result.value);
+      },
+      failed: (sends, e) => {
+        // As for any internal error of a message: its connection ends; the sender offers it again.
+        this.#opts.log(`relay: storing ${sends.length} frames failed: ${(e as Error).message}`);
+        for (const c of new Set(sends.map((s) => s.c))) {
+          c.endReason = 'internal error';
+          this.#close(c, CLOSE_INTERNAL, 'internal error');
+        }
+      },
+    });
   }
 
   sessionCount(): number {
@@ -267,7 +280,7 @@ export class RelayHub {
   /** Closes every connection (1001); sockets that do not finish the handshake in time are cut. */
   async closeAll(graceMs = 1000): Promise<void> {
     // What was received is stored before the store goes away.
-    this.#storeSends();
+    this.#sends.flush();
     this.#closing = true;
     const closed = [...this.#connections].map(
       (c) => new Promise<void>((resolve) => c.ws.once('close', () => resolve())),
@@ -497,27 +510,8 @@ export class RelayHub {
     }
     const refused = this.#refusedRecipient(peer.topic, msg.to);
     if (refused) return this.#reject(c, refused.code, refused.message);
-    if (
-      this.#sends.push({
-        c,
-        frame: { topic: peer.topic, recipient: msg.to, sender: peer.endpoint, body: msg.body },
-      }) === 1
-    ) {
-      setImmediate(() => this.#storeSends());
-    }
-  }
-
-  /** Stores the sends of the turn in one commit, then forwards each (or says why it was not stored). */
-  #storeSends(): void {
-    const sends = this.#sends;
-    if (sends.length === 0) return;
-    this.#sends = [];
-    const stored = this.#opts.store.enqueueAll(sends.map((s) => s.frame));
-    stored.forEach((result, i) => {
-      const { c, frame } = sends[i]!;
-      if (!result.ok) return this.#reject(c, 'mailbox-full', result.error.reason);
-      this.#forward(frame, result.value);
-    });
+    const frame = { topic: peer.topic, recipient: msg.to, sender: peer.endpoint, body: msg.body };
+    this.#sends.add({ c, frame }, frame);
   }
 
   #refusedRecipient(topic: Uint8Array, to: Uint8Array): SubmitError | undefined {
@@ -546,7 +540,7 @@ export class RelayHub {
     const refused = this.#refusedRecipient(topic, to);
     if (refused) return err(refused);
     // Sends that came in before this one are stored before it, as they arrived.
-    this.#storeSends();
+    this.#sends.flush();
     const stored = this.#opts.store.enqueue(topic, to, from, body);
     if (!stored.ok) return err({ code: 'mailbox-full', message: stored.error.reason });
     this.#forward({ topic, recipient: to, sender: from, body }, stored.value);

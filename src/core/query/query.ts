@@ -7,7 +7,7 @@
  * with like; everything it cannot do is a typed error before any object is opened.
  */
 import { parseTimestamp } from '../csv.js';
-import type { ColumnSpec, ColumnType } from '../parquet/schema.js';
+import { COLUMN_TYPES, type ColumnSpec, type ColumnType } from '../parquet/schema.js';
 import { err, ok, type Result } from '../result.js';
 
 export type Literal = number | string | boolean | null;
@@ -69,15 +69,8 @@ export type BoundQuery = Omit<Query, 'where'> & {
 };
 
 const NUMERIC: ReadonlySet<ColumnType> = new Set(['int32', 'int64', 'float', 'double']);
-const ORDERED: ReadonlySet<ColumnType> = new Set([
-  'int32',
-  'int64',
-  'float',
-  'double',
-  'string',
-  'timestamp',
-  'boolean',
-]);
+/** Every column type compares (min, max, range filters) but the opaque row id. */
+const ORDERED: ReadonlySet<ColumnType> = new Set(COLUMN_TYPES.filter((t) => t !== 'rowid'));
 
 export const exprName = (e: Expr): string =>
   e.kind === 'column' ? e.column : `time_bucket(${e.widthMs}ms, ${e.column})`;
