@@ -24,7 +24,8 @@
  * pre-verified events carry stand-in ids (unique pseudo-random 32-byte values in
  * place of BLAKE3 digests; the apply path treats ids as opaque), stand-in
  * sealed bytes of the measured sealed size, and — like decoded events — their
- * own copy of the signer key. Events are built batch by batch outside the timed
+ * own copy of the signer key, their signed body bytes, and the names the opener
+ * builds for every envelope (`open.ts`: outer id and event id). Events are built batch by batch outside the timed
  * region. Loro runs first: its state lives in WASM memory, so ours then starts
  * on a clean JS heap and loro never pays for collecting our garbage.
  *
@@ -34,8 +35,10 @@
 import { everyTablePublic } from '../src/core/sync-manifest.js';
 import { LoroDoc, LoroMap } from 'loro-crdt';
 import { toHex } from '../src/core/bytes.js';
-import type { EventBody, SignedEvent } from '../src/core/event.js';
-import { admitEvent, type OpenedEnvelope } from '../src/core/ingest.js';
+import { encodeCbor } from '../src/core/cbor.js';
+import { eventIdOf, type EventBody, type SignedEvent } from '../src/core/event.js';
+import { envelopeId } from '../src/core/seal.js';
+import { admitEvent, namesOf, type OpenedEnvelope } from '../src/core/ingest.js';
 import { MAX_EVENTS_PER_FRAME } from '../src/core/peer-wire.js';
 import type { ColumnValue } from '../src/core/schema.js';
 import type { TrustContext } from '../src/core/trust.js';
@@ -114,7 +117,8 @@ class EventSource {
 
   #bytes(n: number): Uint8Array {
     const out = new Uint8Array(n);
-    for (let i = 0; i < n; i += 4) new DataView(out.buffer).setUint32(i, this.#next());
+    const view = new DataView(out.buffer);
+    for (let i = 0; i < n; i += 4) view.setUint32(i, this.#next());
     return out;
   }
 
@@ -143,9 +147,11 @@ class EventSource {
     };
     const id = this.#bytes(32);
     this.#heads[s] = { seq: body.seq, id };
-    const event: SignedEvent = { body, bodyBytes: new Uint8Array(0), sig: this.#sig, bytes: new Uint8Array(0), id };
+    // As decoded: the signed body bytes (the body decodes from them) and, as the opener builds them, the names.
+    const event: SignedEvent = { body, bodyBytes: encodeCbor(body), sig: this.#sig, bytes: new Uint8Array(0), id };
     const sealed = { domain: 'GENERAL' as const, gen: 1, id: this.#bytes(32), ct: new Uint8Array(0) };
-    return { sealed, bytes: new Uint8Array(SEALED_BYTES), event };
+    const names = { outerId: envelopeId(sealed), eventId: eventIdOf(event) };
+    return { sealed, bytes: new Uint8Array(SEALED_BYTES), event, names };
   }
 }
 
@@ -165,7 +171,7 @@ async function applyOurs(script: Script): Promise<Ours> {
     resurrections += await store.transact(async (tx) => {
       let found = 0;
       for (const opened of batch) {
-        if (await tx.isParked(toHex(opened.sealed.id))) throw new Error('bench merge: parked');
+        if (await tx.isParked(namesOf(opened).outerId)) throw new Error('bench merge: parked');
         const admission = await admitEvent(tx, opened, trust, everyTablePublic, now);
         if (admission.type !== 'Applied') throw new Error(`bench merge: admission gave ${admission.type}`);
         found += admission.resurrections.length;

@@ -55,6 +55,15 @@ export function hexThen(bytes: Uint8Array, suffix: string): string {
 const interned: { readonly bytes: Uint8Array; readonly hex: string }[] = [];
 const INTERNED = 16;
 let internedNext = 0;
+/** The entry found last. */
+let lastInterned: { readonly bytes: Uint8Array; readonly hex: string } = { bytes: new Uint8Array(0), hex: '' };
+
+/** Equality of public byte strings, stopping at the first difference. */
+function samePublicBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
 
 /**
  * `toHex` of a value seen over and over (a signer key: a batch has a few
@@ -63,9 +72,16 @@ let internedNext = 0;
  * not once per event.
  */
 export function internedHex(bytes: Uint8Array): string {
-  for (const seen of interned) if (bytesEqual(seen.bytes, bytes)) return seen.hex;
+  // Keys are public, so comparisons may stop at the first difference; the last one found is tried first.
+  if (samePublicBytes(lastInterned.bytes, bytes)) return lastInterned.hex;
+  for (const seen of interned) {
+    if (samePublicBytes(seen.bytes, bytes)) {
+      lastInterned = seen;
+      return seen.hex;
+    }
+  }
   const hex = toHex(bytes);
-  interned[internedNext] = { bytes: bytes.slice(), hex };
+  interned[internedNext] = lastInterned = { bytes: bytes.slice(), hex };
   internedNext = (internedNext + 1) % INTERNED;
   return hex;
 }
@@ -116,6 +132,20 @@ export function concatAll(parts: readonly Uint8Array[]): Uint8Array {
     at += p.length;
   }
   return out;
+}
+
+/**
+ * Whether `hex` (lowercase or uppercase) spells exactly `bytes`, without
+ * building either from the other. For public values (chain links).
+ */
+export function hexEqualsBytes(hex: string, bytes: Uint8Array): boolean {
+  if (hex.length !== 2 * bytes.length) return false;
+  for (let i = 0; i < bytes.length; i++) {
+    const hi = nibble(hex.charCodeAt(2 * i));
+    const lo = nibble(hex.charCodeAt(2 * i + 1));
+    if (hi < 0 || lo < 0 || ((hi << 4) | lo) !== bytes[i]) return false;
+  }
+  return true;
 }
 
 export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {

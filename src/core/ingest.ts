@@ -21,14 +21,16 @@
  * must be exactly the one withheld (same outer id, so same event id), and it is
  * materialised by the same order-free merge as any other.
  */
-import { bytesEqual, fromHex, internedHex, toHex } from './bytes.js';
+import { hexEqualsBytes, internedHex, toHex } from './bytes.js';
 import type { EventBody, SignedEvent } from './event.js';
 import { ZERO_HASH } from './event.js';
 import { recordEvent } from './materialize.js';
 import { namesOf, type EnvelopeNames, type OpenedEnvelope } from './opened.js';
-import type { ParkReason, ReplicaTx, Resurrection, WithheldRecord } from './store.js';
+import type { ChainHead, ParkReason, ReplicaTx, Resurrection, WithheldRecord } from './store.js';
 import { chainKey, type Lane, type PrivacyPolicy } from './sync-manifest.js';
 import { authorize, type TrustContext } from './trust.js';
+
+const ZERO_HEX = toHex(ZERO_HASH);
 
 /** Refusals by privacy class (sync-manifest.ts). */
 export type PrivacyRefusal =
@@ -91,27 +93,31 @@ export function withheldRecord(
   };
 }
 
-async function checkChain(
-  tx: ReplicaTx,
+/**
+ * The chain check against the head this replica holds for the event's chain:
+ * undefined when the event is the next link; a verdict otherwise. An event at
+ * or below the head is a duplicate when its id is logged, which the caller
+ * asks the store (`AtOrBelowHead`).
+ */
+function chainVerdict(
   event: SignedEvent,
   signer: string,
-  eventId: string,
-): Promise<Admission | undefined> {
-  const { lane, domain } = event.body;
-  const head = (await tx.head(chainKey(signer, lane, domain))) ?? { seq: 0, eventId: toHex(ZERO_HASH) };
+  head: ChainHead | undefined,
+): Admission | { readonly type: 'AtOrBelowHead' } | undefined {
   const { seq, prev } = event.body;
-  if (seq <= head.seq) {
-    if (await tx.hasEventId(eventId)) return { type: 'Duplicate' };
-    return { type: 'Rejected', error: { type: 'ChainFork', signer, seq } };
+  const at = head ?? { seq: 0, eventId: ZERO_HEX };
+  if (seq <= at.seq) return { type: 'AtOrBelowHead' };
+  if (seq > at.seq + 1) {
+    return { type: 'Parked', reason: 'ChainGap', detail: `waiting for seq ${at.seq + 1} of ${signer.slice(0, 8)}` };
   }
-  if (seq > head.seq + 1) {
-    return { type: 'Parked', reason: 'ChainGap', detail: `waiting for seq ${head.seq + 1} of ${signer.slice(0, 8)}` };
-  }
-  const expectedPrev = fromHex(head.eventId);
-  if (!expectedPrev || !bytesEqual(prev, expectedPrev)) {
-    return { type: 'Rejected', error: { type: 'ChainBroken', signer, seq } };
-  }
+  if (!hexEqualsBytes(at.eventId, prev)) return { type: 'Rejected', error: { type: 'ChainBroken', signer, seq } };
   return undefined;
+}
+
+/** An event at or below its chain's head: a duplicate when its id is logged, else a fork. */
+async function atOrBelowHead(tx: ReplicaTx, signer: string, seq: number, eventId: string): Promise<Admission> {
+  if (await tx.hasEventId(eventId)) return { type: 'Duplicate' };
+  return { type: 'Rejected', error: { type: 'ChainFork', signer, seq } };
 }
 
 /** Admits an event this machine opened and verified; the sealed bytes are what get stored and forwarded. */
@@ -132,7 +138,8 @@ export async function admitEvent(
   const slot = await tx.withheldRecord(outerId);
   const body = event.body;
   const signer = internedHex(body.signer);
-  const lane = await laneRefusal(tx, body.lane, privacy, body.table);
+  // The public lane (no `lane`) is held everywhere: nothing to ask the store.
+  const lane = body.lane === undefined ? undefined : await laneRefusal(tx, body.lane, privacy, body.table);
   if (lane)
     return slot ? { type: 'Duplicate' } : { type: 'Withheld', record: withheldRecord(outerId, lane, now), error: lane };
   const verdict = await authorize(tx, body, trust);
@@ -148,7 +155,10 @@ export async function admitEvent(
   // A slot this event already links keeps its place in the chain: it is filled, not re-linked.
   const linked = slot !== undefined && slot.chain !== '';
   if (!linked) {
-    const chain = await checkChain(tx, event, signer, eventId);
+    // The common case (the next link) costs one store read and no further call.
+    const head = await tx.head(chainKey(signer, body.lane, body.domain));
+    const chain = chainVerdict(event, signer, head);
+    if (chain?.type === 'AtOrBelowHead') return atOrBelowHead(tx, signer, body.seq, eventId);
     if (chain) return chain;
   }
   const held = await privacy.classOf(tx, body.table);

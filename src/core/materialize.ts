@@ -20,7 +20,7 @@
 import { bytesEqual, internedHex } from './bytes.js';
 import { encodeCbor } from './cbor.js';
 import type { EventBody } from './event.js';
-import { compareHlc, compareStamps, type Hlc, type Stamp } from './hlc.js';
+import { compareHlc, compareStamps, type Stamp } from './hlc.js';
 import { applyChange, type RowChange, type RowState } from './merge.js';
 import { namesOf, type OpenedEnvelope } from './opened.js';
 import { chainKey, parseDomainMarks } from './sync-manifest.js';
@@ -78,27 +78,30 @@ export async function recordEvent(
     ...(body.lane ? { lane: body.lane } : {}),
   };
   const stored = revoked ? { ...entry, revoked: true as const } : entry;
-  const pos = fill ?? (await tx.append(stored));
-  if (fill !== undefined) await tx.fill(fill, stored);
+  const pos = fill ?? (await tx.append(stored, event.bodyBytes));
+  if (fill !== undefined) await tx.fill(fill, stored, event.bodyBytes);
   // A withheld slot filled later sits below the head it once moved: heads only go forward.
   const chain = chainKey(signer, body.lane, body.domain);
   const head = await tx.head(chain);
   if (!head || body.seq > head.seq) await tx.setHead(chain, { seq: body.seq, eventId });
-  await advanceClock(tx, body.hlc);
+  const clock = await tx.getHlc();
+  if (!clock || compareHlc(body.hlc, clock) > 0) await tx.setHlc(body.hlc);
   if (revoked) return { pos, resurrections: [] };
   const before = await tx.getRow(body.table, body.row);
   const after = applyChange(before, changeOf(body));
   if (after !== before) await tx.putRow(after);
-  const resurrections = await newPairs(tx, rowKey, { eventId, body }, now);
+  const resurrections: Resurrection[] = [];
+  if (body.op === 'put' || body.op === 'del') {
+    const opposite = await tx.rowEntries(rowKey, body.op === 'put' ? 'del' : 'put');
+    for (const pair of newPairs(openedOf(opposite), { eventId, body }, now)) {
+      await tx.addResurrection(pair);
+      resurrections.push(pair);
+    }
+  }
   if (isControlRow(body.table) && after !== before) {
     resurrections.push(...(await recountRevocations(tx, [body.row], trust, now)));
   }
   return { pos, resurrections };
-}
-
-async function advanceClock(tx: ReplicaTx, seen: Hlc): Promise<void> {
-  const local = await tx.getHlc();
-  if (!local || compareHlc(seen, local) > 0) await tx.setHlc(seen);
 }
 
 type Opened = { readonly eventId: string; readonly body: EventBody };
@@ -119,18 +122,13 @@ function livePairs(entries: readonly Opened[]): Map<string, { del: Opened; put: 
 const openedOf = (entries: readonly LogEntry[]): Opened[] =>
   entries.flatMap((e) => (e.body && e.eventId && !e.revoked ? [{ eventId: e.eventId, body: e.body }] : []));
 
-/** Pairs the new event forms with the row's surviving history. */
-async function newPairs(tx: ReplicaTx, rowKey: string, event: Opened, now: number): Promise<Resurrection[]> {
-  if (event.body.op !== 'put' && event.body.op !== 'del') return [];
-  const opposite = event.body.op === 'put' ? 'del' : 'put';
-  const others = openedOf(await tx.rowEntries(rowKey, opposite));
+/** The pairs the new event forms with `others`, the row's surviving entries of the opposite op. */
+function newPairs(others: readonly Opened[], event: Opened, now: number): Resurrection[] {
   const found: Resurrection[] = [];
   for (const other of others) {
     const [del, put] = event.body.op === 'put' ? [other, event] : [event, other];
     if (compareStamps(stampOf(put.body), stampOf(del.body)) <= 0) continue;
-    const resurrection = toResurrection(del, put, now);
-    await tx.addResurrection(resurrection);
-    found.push(resurrection);
+    found.push(toResurrection(del, put, now));
   }
   return found;
 }

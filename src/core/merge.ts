@@ -55,14 +55,13 @@ export type RowChange =
       readonly stamp: Stamp;
     };
 
-/** Orders two writes of one cell: rank first for ranked columns, then stamp. */
-function cellWins(table: string, column: string, incoming: Cell, existing: Cell): boolean {
-  const ranks = tableSpec(table)?.ranked?.[column];
+/** Orders two writes of one cell: rank first for ranked columns (`ranks`), then stamp. */
+function cellWins(ranks: readonly string[] | undefined, value: ColumnValue, stamp: Stamp, existing: Cell): boolean {
   if (ranks) {
-    const diff = ranks.indexOf(incoming.value as string) - ranks.indexOf(existing.value as string);
+    const diff = ranks.indexOf(value as string) - ranks.indexOf(existing.value as string);
     if (diff !== 0) return diff > 0;
   }
-  return compareStamps(incoming.stamp, existing.stamp) > 0;
+  return compareStamps(stamp, existing.stamp) > 0;
 }
 
 function empty(table: string, row: string): RowState {
@@ -94,13 +93,16 @@ export function applyChange(current: RowState | undefined, change: RowChange): R
   const base = current ?? empty(change.table, change.row);
   switch (change.op) {
     case 'put': {
+      // The hottest path of a replica: no entry arrays, no cell built before it wins.
+      const { cols, stamp } = change;
+      const ranked = tableSpec(change.table)?.ranked;
       let cells: Record<string, Cell> | undefined;
-      for (const [column, value] of Object.entries(change.cols)) {
-        const incoming = { value, stamp: change.stamp };
+      for (const column of Object.keys(cols)) {
+        const value = cols[column]!;
         const existing = base.cells[column];
-        if (existing && !cellWins(change.table, column, incoming, existing)) continue;
+        if (existing && !cellWins(ranked?.[column], value, stamp, existing)) continue;
         cells ??= { ...base.cells };
-        cells[column] = incoming;
+        cells[column] = { value, stamp };
       }
       return cells ? { ...base, cells } : (current ?? base);
     }

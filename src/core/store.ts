@@ -113,11 +113,16 @@ export interface ReplicaTx {
   setHead(chain: string, head: ChainHead): Promise<void>;
   hasOuterId(outerId: string): Promise<boolean>;
   hasEventId(eventId: string): Promise<boolean>;
-  append(entry: NewLogEntry): Promise<number>;
+  /**
+   * Appends an entry; `bodyBytes`, when given, are the signed encoding of its
+   * body (which decodes to exactly `entry.body`), for a store that keeps bodies
+   * as bytes. Stores that keep the body as a record ignore them.
+   */
+  append(entry: NewLogEntry, bodyBytes?: Uint8Array): Promise<number>;
   /** Entries held opaque (no event id: a domain this machine had no key for) with pos > `after`, in order. */
   opaqueAfter(after: number, limit: number): Promise<LogEntry[]>;
   /** Fills an opaque entry in place with the event it turned out to hold (same outer id, same position). */
-  fill(pos: number, entry: NewLogEntry): Promise<void>;
+  fill(pos: number, entry: NewLogEntry, bodyBytes?: Uint8Array): Promise<void>;
   /** Opened entries of one row (revoked ones included), optionally of one op, in log order. */
   rowEntries(rowKey: string, op?: EventOp): Promise<LogEntry[]>;
   /** Opened entries of one signer with seq > `seq`, in log order. */

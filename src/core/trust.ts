@@ -38,8 +38,8 @@ export type Verdict =
       readonly final: boolean;
     };
 
-async function roleOf(tx: ReplicaTx, signer: string, trust: TrustContext): Promise<Role | undefined> {
-  if (trust.anchors().includes(signer)) return 'admin';
+/** The role of a signer that is not an anchor, from the control records. */
+async function grantedRole(tx: ReplicaTx, signer: string, trust: TrustContext): Promise<Role | undefined> {
   const granted = (await tx.getRow('roles', signer))?.cells['role']?.value;
   if (isRole(granted)) return granted;
   const known = (await tx.getRow('keyring', signer)) !== undefined;
@@ -64,7 +64,8 @@ export async function authorize(tx: ReplicaTx, body: EventBody, trust: TrustCont
             : removed.trustedHwm;
     if (body.seq > hwm) return { type: 'Revoked', signer, seq: body.seq, hwm };
   }
-  const role = await roleOf(tx, signer, trust);
+  // Anchors are admins before any control record (and most events of a small mesh are theirs).
+  const role = trust.anchors().includes(signer) ? 'admin' : await grantedRole(tx, signer, trust);
   if (!role) return { type: 'UnknownSigner', signer };
   const denied = (reason: string, final = false): Verdict => ({
     type: 'NotAuthorized',

@@ -3,13 +3,10 @@
  * Transactions run one at a time and keep an undo log, so a callback that
  * throws leaves the store exactly as it was, like the durable adapters.
  *
- * A replica holds millions of entries, so what each one keeps alive is kept
- * small (the garbage collector walks all of it): sealed bytes are copied into
- * shared arena chunks instead of one buffer each, every entry of a row shares
- * one row key string and one slot holding the row's state and its per-op
- * positions, and every entry of a signer shares one copy of its id and key.
+ * A replica holds millions of entries, so the log is kept in columns
+ * (memory-log.ts): no object per entry. Every entry of a row shares one slot
+ * holding the row's state and its per-op positions.
  */
-import { bytesEqual } from '../core/bytes.js';
 import type { EventOp } from '../core/event.js';
 import type { Hlc } from '../core/hlc.js';
 import type { RowState } from '../core/merge.js';
@@ -26,85 +23,66 @@ import {
   type Resurrection,
   type WithheldRecord,
 } from '../core/store.js';
+import { CompactLog } from './memory-log.js';
 
 /**
- * One row: its materialised state and the log positions of its entries, all of
- * them and per op (so a put finds its row's deletes without scanning its edits).
- * Slots are never removed (an empty one changes no value), so rollback leaves them.
+ * One row: its materialised state and the newest log position of its entries,
+ * of any op and per op; older ones are linked from there through the log's
+ * link columns (so a put finds its row's deletes without scanning its edits,
+ * and an append touches no per-row array). Slots are never removed (an empty
+ * one changes no value), so rollback leaves them.
  */
 type RowSlot = {
+  /** Index in `State.slotList`, kept in the log's slot column. */
+  readonly index: number;
   /** `rowKeyOf(table, row)`, shared by every entry of the row. */
   readonly key: string;
   state: RowState | undefined;
-  readonly all: number[];
-  readonly put: number[];
-  readonly del: number[];
-  readonly remove: number[];
+  /** Newest position of any op, and of each op; 0 when none. */
+  all: number;
+  put: number;
+  del: number;
+  remove: number;
 };
 
 type State = {
-  log: LogEntry[];
-  outerIds: Set<string>;
-  eventIds: Set<string>;
+  readonly log: CompactLog;
   /** Row key → slot, and table → row → the same slot (a lookup by table and row builds no key). */
-  slots: Map<string, RowSlot>;
-  slotsByTable: Map<string, Map<string, RowSlot>>;
-  bySigner: Map<string, number[]>;
-  heads: Map<string, ChainHead>;
-  arena: Arena;
-  parked: Map<string, ParkedEnvelope>;
-  rejected: Map<string, RejectionRecord>;
-  resurrections: Map<string, Resurrection>;
-  withheld: Map<string, WithheldRecord>;
-  watermarks: Map<string, number>;
+  readonly slots: Map<string, RowSlot>;
+  readonly slotsByTable: Map<string, Map<string, RowSlot>>;
+  readonly slotList: RowSlot[];
+  readonly bySigner: Map<string, number[]>;
+  readonly heads: Map<string, ChainHead>;
+  readonly parked: Map<string, ParkedEnvelope>;
+  readonly rejected: Map<string, RejectionRecord>;
+  readonly resurrections: Map<string, Resurrection>;
+  readonly withheld: Map<string, WithheldRecord>;
+  readonly watermarks: Map<string, number>;
   hlc: Hlc | undefined;
-  /** Shared copies of signer ids and keys (not undone on rollback: sharing changes no value). */
-  signers: Map<string, SignerCopy>;
+  /**
+   * The slot looked up last, by the names it was asked for: one event asks for
+   * its row four times (append, getRow, putRow, rowEntries), with the same
+   * string objects, which compare by identity before content.
+   */
+  last: { table: string; row: string; key: string; slot: RowSlot | undefined };
 };
 
 function newState(): State {
   return {
-    log: [],
-    outerIds: new Set(),
-    eventIds: new Set(),
+    log: new CompactLog(),
     slots: new Map(),
     slotsByTable: new Map(),
+    slotList: [],
     bySigner: new Map(),
     heads: new Map(),
-    arena: new Arena(),
     parked: new Map(),
     rejected: new Map(),
     resurrections: new Map(),
     withheld: new Map(),
     watermarks: new Map(),
     hlc: undefined,
-    signers: new Map(),
+    last: { table: '', row: '', key: '', slot: undefined },
   };
-}
-
-/**
- * Copies of small byte strings packed into shared chunks: one buffer per chunk,
- * not per entry. (Entries read back are views of a chunk: fine to read and send,
- * not to hand to a structured clone, which would copy the whole chunk.)
- */
-class Arena {
-  static readonly CHUNK = 1 << 20;
-  #chunk = new Uint8Array(Arena.CHUNK);
-  #used = 0;
-
-  /** A copy of `bytes` (a view into a chunk, or its own buffer when large). */
-  copy(bytes: Uint8Array): Uint8Array {
-    if (bytes.length > Arena.CHUNK / 16) return bytes.slice();
-    if (this.#used + bytes.length > Arena.CHUNK) {
-      this.#chunk = new Uint8Array(Arena.CHUNK);
-      this.#used = 0;
-    }
-    // The constructor, not subarray() (which looks up a species constructor on every call).
-    const view = new Uint8Array(this.#chunk.buffer, this.#used, bytes.length);
-    view.set(bytes);
-    this.#used += bytes.length;
-    return view;
-  }
 }
 
 function splitRowKey(rowKey: string): [string, string] {
@@ -113,61 +91,45 @@ function splitRowKey(rowKey: string): [string, string] {
 }
 
 function slotAt(s: State, table: string, row: string, rowKey?: string): RowSlot {
+  const last = s.last;
+  if (last.slot && row === last.row && table === last.table) return last.slot;
+  const slot = newOrFoundSlot(s, table, row, rowKey);
+  // The caller's own key string when it names this slot (compared once here, then by identity).
+  s.last = { table, row, key: rowKey !== undefined && rowKey === slot.key ? rowKey : slot.key, slot };
+  return slot;
+}
+
+function newOrFoundSlot(s: State, table: string, row: string, rowKey?: string): RowSlot {
   let rows = s.slotsByTable.get(table);
   if (!rows) s.slotsByTable.set(table, (rows = new Map<string, RowSlot>()));
   let slot = rows.get(row);
   if (!slot) {
     const key = rowKey ?? rowKeyOf(table, row);
-    slot = { key, state: undefined, all: [], put: [], del: [], remove: [] };
+    slot = { index: s.slotList.length, key, state: undefined, all: 0, put: 0, del: 0, remove: 0 };
+    s.slotList.push(slot);
     rows.set(row, slot);
     s.slots.set(key, slot);
   }
   return slot;
 }
 
-const findSlot = (s: State, table: string, row: string): RowSlot | undefined => s.slotsByTable.get(table)?.get(row);
+function findSlot(s: State, table: string, row: string): RowSlot | undefined {
+  const last = s.last;
+  if (last.slot && row === last.row && table === last.table) return last.slot;
+  return s.slotsByTable.get(table)?.get(row);
+}
+
+function findSlotOfKey(s: State, rowKey: string): RowSlot | undefined {
+  const last = s.last;
+  if (last.slot && rowKey === last.key) return last.slot;
+  return s.slots.get(rowKey);
+}
 
 function slotOfKey(s: State, rowKey: string): RowSlot {
-  const slot = s.slots.get(rowKey);
+  const slot = findSlotOfKey(s, rowKey);
   if (slot) return slot;
   const [table, row] = splitRowKey(rowKey);
   return slotAt(s, table, row, rowKey);
-}
-
-type SignerCopy = { readonly id: string; readonly key: Uint8Array };
-
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };
-
-/**
- * The entry as kept: sealed bytes (and the body's `prev`) copied into the arena,
- * the row key and the signer's id and key bytes shared with every other entry
- * of the row and of the signer — same values, so nothing a reader sees changes.
- */
-function keptEntry(s: State, pos: number, entry: NewLogEntry, slot: RowSlot | undefined): LogEntry {
-  const kept: Mutable<LogEntry> = {
-    pos,
-    outerId: entry.outerId,
-    domain: entry.domain,
-    sealed: s.arena.copy(entry.sealed),
-  };
-  if (entry.eventId !== undefined) kept.eventId = entry.eventId;
-  if (entry.signer !== undefined) kept.signer = entry.signer;
-  if (entry.seq !== undefined) kept.seq = entry.seq;
-  if (entry.body !== undefined) kept.body = entry.body;
-  if (entry.rowKey !== undefined) kept.rowKey = slot?.key ?? entry.rowKey;
-  if (entry.op !== undefined) kept.op = entry.op;
-  if (entry.revoked) kept.revoked = true;
-  if (entry.lane !== undefined) kept.lane = entry.lane;
-  if (entry.signer === undefined || entry.body === undefined) return kept;
-  let copy = s.signers.get(entry.signer);
-  if (!copy) {
-    copy = { id: entry.signer, key: entry.body.signer.slice() };
-    s.signers.set(copy.id, copy);
-  }
-  kept.signer = copy.id;
-  const key = bytesEqual(entry.body.signer, copy.key) ? copy.key : s.arena.copy(entry.body.signer);
-  kept.body = { ...entry.body, signer: key, prev: s.arena.copy(entry.body.prev) };
-  return kept;
 }
 
 /** The row slot an entry belongs to, if it names a row. */
@@ -176,7 +138,7 @@ function slotOfEntry(s: State, entry: NewLogEntry): RowSlot | undefined {
   const body = entry.body;
   if (body) {
     const slot = slotAt(s, body.table, body.row, entry.rowKey);
-    if (slot.key === entry.rowKey) return slot;
+    if (s.last.key === entry.rowKey || slot.key === entry.rowKey) return slot;
   }
   return slotOfKey(s, entry.rowKey);
 }
@@ -220,23 +182,66 @@ function indexInOrder(positions: number[], pos: number, undo: Undoable): void {
   undo.steps.push(() => positions.splice(i, 1));
 }
 
-/** Indexes an entry under its row (all and per op) and its signer. */
-function indexEntry(
-  s: State,
-  entry: NewLogEntry,
-  slot: RowSlot | undefined,
-  pos: number,
-  undo: Undoable,
-  place: typeof index,
-): void {
-  if (slot) {
-    place(slot.all, pos, undo);
-    if (entry.op) place(slot[entry.op], pos, undo);
-  }
-  if (entry.signer === undefined) return;
-  const positions = s.bySigner.get(entry.signer);
+function indexSigner(s: State, signer: string | undefined, pos: number, undo: Undoable, place: typeof index): void {
+  if (signer === undefined) return;
+  const positions = s.bySigner.get(signer);
   if (positions) place(positions, pos, undo);
-  else undo.set(s.bySigner, entry.signer, [pos]);
+  else undo.set(s.bySigner, signer, [pos]);
+}
+
+/**
+ * Links the newest entry `pos` into its row's chains (of any op, and of its
+ * op); returns how to undo that.
+ */
+function linkNewest(log: CompactLog, slot: RowSlot, op: EventOp | undefined, pos: number): () => void {
+  const all = slot.all;
+  const mine = op === undefined ? 0 : slot[op];
+  log.setLinks(pos, all, mine);
+  slot.all = pos;
+  if (op !== undefined) slot[op] = pos;
+  return () => {
+    slot.all = all;
+    if (op !== undefined) slot[op] = mine;
+  };
+}
+
+/** Links a filled entry, which may be older than the newest of its row, in log order. */
+function linkInOrder(log: CompactLog, slot: RowSlot, op: EventOp | undefined, pos: number, undo: Undoable): void {
+  const chain = (head: number, prev: (p: number) => number, setPrev: (p: number, v: number) => void): number => {
+    if (head < pos) {
+      setPrev(pos, head);
+      return pos;
+    }
+    let next = head;
+    while (prev(next) > pos) next = prev(next);
+    const old = prev(next);
+    setPrev(pos, old);
+    setPrev(next, pos);
+    undo.steps.push(() => setPrev(next, old));
+    return head;
+  };
+  const all = slot.all;
+  slot.all = chain(
+    all,
+    (p) => log.prevInRow(p),
+    (p, v) => log.setPrevInRow(p, v),
+  );
+  undo.steps.push(() => (slot.all = all));
+  if (op === undefined) return;
+  const mine = slot[op];
+  slot[op] = chain(
+    mine,
+    (p) => log.prevOfOp(p),
+    (p, v) => log.setPrevOfOp(p, v),
+  );
+  undo.steps.push(() => (slot[op] = mine));
+}
+
+/** Positions of a chain from its newest, in log order. */
+function chainFrom(head: number, prev: (p: number) => number): number[] {
+  const positions: number[] = [];
+  for (let p = head; p !== 0; p = prev(p)) positions.push(p);
+  return positions.reverse();
 }
 
 function setState(slot: RowSlot, state: RowState | undefined, undo: Undoable): void {
@@ -252,71 +257,72 @@ function setState(slot: RowSlot, state: RowState | undefined, undo: Undoable): v
 const YES = Promise.resolve(true);
 const NO = Promise.resolve(false);
 const NOTHING: Promise<undefined> = Promise.resolve(undefined);
+/** No entries, shared: frozen, so a caller that tried to extend it would throw instead of sharing the change. */
+const NONE: Promise<LogEntry[]> = Promise.resolve(Object.freeze([]) as unknown as LogEntry[]);
 const answer = (yes: boolean): Promise<boolean> => (yes ? YES : NO);
 const settled = <T>(value: T | undefined): Promise<T | undefined> =>
   value === undefined ? NOTHING : Promise.resolve(value);
 
 function txOver(s: State, undo: Undoable): ReplicaTx {
+  const rowKey = (slot: number): string => s.slotList[slot]!.key;
   const entries = (positions: readonly number[] | undefined): LogEntry[] =>
-    (positions ?? []).map((pos) => s.log[pos - 1]!);
+    (positions ?? []).map((pos) => s.log.entryAt(pos, rowKey));
   return {
     getHlc: () => settled(s.hlc),
-    setHlc: async (hlc) => {
+    setHlc: (hlc) => {
       const old = s.hlc;
       undo.steps.push(() => (s.hlc = old));
       s.hlc = hlc;
+      return NOTHING;
     },
     head: (signer) => settled(s.heads.get(signer)),
     setHead: (signer, head) => {
       undo.set(s.heads, signer, head);
       return NOTHING;
     },
-    hasOuterId: (id) => answer(s.outerIds.has(id)),
-    hasEventId: (id) => answer(s.eventIds.has(id)),
-    append: async (entry: NewLogEntry) => {
-      const pos = s.log.length + 1;
+    hasOuterId: (id) => answer(s.log.posOfOuterId(id) !== 0),
+    hasEventId: (id) => answer(s.log.hasEventId(id)),
+    append: (entry, bodyBytes) => {
       const slot = slotOfEntry(s, entry);
-      s.log.push(keptEntry(s, pos, entry, slot));
-      s.outerIds.add(entry.outerId);
-      if (entry.eventId) s.eventIds.add(entry.eventId);
+      const pos = s.log.append(entry, slot?.index ?? -1, bodyBytes);
+      const unlink = slot ? linkNewest(s.log, slot, entry.op, pos) : undefined;
       undo.steps.push(() => {
+        unlink?.();
         s.log.pop();
-        s.outerIds.delete(entry.outerId);
-        if (entry.eventId) s.eventIds.delete(entry.eventId);
       });
-      indexEntry(s, entry, slot, pos, undo, index);
-      return pos;
+      indexSigner(s, entry.signer, pos, undo, index);
+      return Promise.resolve(pos);
     },
-    opaqueAfter: async (after, limit) =>
-      s.log
-        .slice(after)
-        .filter((e) => e.eventId === undefined)
-        .slice(0, limit),
-    fill: async (pos, entry) => {
-      const old = s.log[pos - 1];
-      if (!old || old.eventId !== undefined || old.outerId !== entry.outerId) {
+    opaqueAfter: async (after, limit) => {
+      const found: LogEntry[] = [];
+      for (let pos = after + 1; pos <= s.log.length && found.length < limit; pos++) {
+        if (!s.log.hasEvent(pos)) found.push(s.log.entryAt(pos, rowKey));
+      }
+      return found;
+    },
+    fill: async (pos, entry, bodyBytes) => {
+      if (pos < 1 || pos > s.log.length || s.log.hasEvent(pos) || s.log.outerIdAt(pos) !== entry.outerId) {
         throw new Error('memory-store: fill names no opaque entry of that outer id');
       }
       const slot = slotOfEntry(s, entry);
-      s.log[pos - 1] = keptEntry(s, pos, entry, slot);
-      if (entry.eventId) s.eventIds.add(entry.eventId);
-      undo.steps.push(() => {
-        s.log[pos - 1] = old;
-        if (entry.eventId) s.eventIds.delete(entry.eventId);
-      });
-      indexEntry(s, entry, slot, pos, undo, indexInOrder);
+      const old = s.log.snapshot(pos);
+      s.log.fill(pos, entry, slot?.index ?? -1, bodyBytes);
+      undo.steps.push(() => s.log.restore(old));
+      if (slot) linkInOrder(s.log, slot, entry.op, pos, undo);
+      indexSigner(s, entry.signer, pos, undo, indexInOrder);
     },
-    rowEntries: async (rowKey, op?: EventOp) => {
-      const slot = s.slots.get(rowKey);
-      return entries(op === undefined ? slot?.all : slot?.[op]);
+    rowEntries: (rowKey, op?: EventOp) => {
+      const slot = findSlotOfKey(s, rowKey);
+      const head = slot === undefined ? 0 : op === undefined ? slot.all : slot[op];
+      if (head === 0) return NONE;
+      const prev = op === undefined ? (p: number) => s.log.prevInRow(p) : (p: number) => s.log.prevOfOp(p);
+      return Promise.resolve(entries(chainFrom(head, prev)));
     },
-    signerEntriesAbove: async (signer, seq) => entries(s.bySigner.get(signer)).filter((e) => (e.seq ?? 0) > seq),
+    signerEntriesAbove: async (signer, seq) => entries(s.bySigner.get(signer)?.filter((pos) => s.log.seqAt(pos) > seq)),
     setRevoked: async (pos, revoked) => {
-      const old = s.log[pos - 1]!;
-      const rest: LogEntry = { ...old };
-      delete (rest as { revoked?: true }).revoked;
-      s.log[pos - 1] = revoked ? { ...rest, revoked: true } : rest;
-      undo.steps.push(() => (s.log[pos - 1] = old));
+      const old = s.log.revokedAt(pos);
+      s.log.setRevoked(pos, revoked);
+      undo.steps.push(() => s.log.setRevoked(pos, old));
     },
     getRow: (table, row) => settled(findSlot(s, table, row)?.state),
     putRow: (state) => {
@@ -381,8 +387,15 @@ export class MemoryReplicaStore implements ReplicaStore {
   }
 
   async entriesAfter(after: number, limit: number): Promise<LogEntry[]> {
-    return this.#state.log.slice(after, after + limit);
+    const log = this.#state.log;
+    const found: LogEntry[] = [];
+    for (let pos = Math.max(after, 0) + 1; pos <= Math.min(log.length, after + limit); pos++) {
+      found.push(log.entryAt(pos, this.#rowKey));
+    }
+    return found;
   }
+
+  readonly #rowKey = (slot: number): string => this.#state.slotList[slot]!.key;
 
   async lastPos(): Promise<number> {
     return this.#state.log.length;
@@ -397,9 +410,9 @@ export class MemoryReplicaStore implements ReplicaStore {
   }
 
   async entriesByOuterId(outerIds: readonly string[]): Promise<LogEntry[]> {
-    const wanted = new Set(outerIds.filter((id) => this.#state.outerIds.has(id)));
-    if (wanted.size === 0) return [];
-    return this.#state.log.filter((e) => wanted.has(e.outerId));
+    const log = this.#state.log;
+    const positions = [...new Set(outerIds.map((id) => log.posOfOuterId(id)).filter((pos) => pos !== 0))];
+    return positions.sort((a, b) => a - b).map((pos) => log.entryAt(pos, this.#rowKey));
   }
 
   async withheld(limit: number): Promise<WithheldRecord[]> {
