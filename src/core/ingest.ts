@@ -132,10 +132,10 @@ export async function admitEvent(
 ): Promise<Admission> {
   const { event } = opened;
   const { outerId, eventId } = namesOf(opened);
-  if (fill === undefined && (await tx.hasOuterId(outerId))) return { type: 'Duplicate' };
-  if (await tx.isRejected(outerId)) return { type: 'Duplicate' };
+  const known = await tx.envelopeState(outerId);
+  if ((fill === undefined && known.logged) || known.rejected) return { type: 'Duplicate' };
   if (fill !== undefined && (await tx.hasEventId(eventId))) return { type: 'Duplicate' };
-  const slot = await tx.withheldRecord(outerId);
+  const slot = known.withheld;
   const body = event.body;
   const signer = internedHex(body.signer);
   // The public lane (no `lane`) is held everywhere: nothing to ask the store.

@@ -64,6 +64,12 @@ function cellWins(ranks: readonly string[] | undefined, value: ColumnValue, stam
   return compareStamps(stamp, existing.stamp) > 0;
 }
 
+/** `base` with new cells; a row never deleted or removed (nearly all) is built in one fixed shape. */
+function withCells(base: RowState, cells: Readonly<Record<string, Cell>>): RowState {
+  if (base.deleted === undefined && base.removed === undefined) return { table: base.table, row: base.row, cells };
+  return { ...base, cells };
+}
+
 function empty(table: string, row: string): RowState {
   return { table, row, cells: {} };
 }
@@ -104,7 +110,7 @@ export function applyChange(current: RowState | undefined, change: RowChange): R
         cells ??= { ...base.cells };
         cells[column] = { value, stamp };
       }
-      return cells ? { ...base, cells } : (current ?? base);
+      return cells ? withCells(base, cells) : (current ?? base);
     }
     case 'del':
       if (base.deleted && compareStamps(base.deleted, change.stamp) >= 0) return current ?? base;

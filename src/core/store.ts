@@ -105,6 +105,16 @@ export const MAX_REJECTION_RECORDS = 10_000;
 
 export const rowKeyOf = (table: string, row: string): string => `${table}\u0000${row}`;
 
+/** What a replica already knows of an envelope, by its outer id (asked once per admission). */
+export type EnvelopeState = {
+  /** In the log (opened or opaque). */
+  readonly logged: boolean;
+  /** Finally refused (a rejection record). */
+  readonly rejected: boolean;
+  /** Held as identity only (a privacy class). */
+  readonly withheld: WithheldRecord | undefined;
+};
+
 export interface ReplicaTx {
   getHlc(): Promise<Hlc | undefined>;
   setHlc(hlc: Hlc): Promise<void>;
@@ -112,6 +122,8 @@ export interface ReplicaTx {
   head(chain: string): Promise<ChainHead | undefined>;
   setHead(chain: string, head: ChainHead): Promise<void>;
   hasOuterId(outerId: string): Promise<boolean>;
+  /** `hasOuterId`, `isRejected` and `withheldRecord` in one read. */
+  envelopeState(outerId: string): Promise<EnvelopeState>;
   hasEventId(eventId: string): Promise<boolean>;
   /**
    * Appends an entry; `bodyBytes`, when given, are the signed encoding of its

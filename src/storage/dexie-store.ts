@@ -127,6 +127,14 @@ export class DexieReplicaStore implements ReplicaStore {
         await db.heads.put({ signer, ...head });
       },
       hasOuterId: async (id) => (await db.log.where('outerId').equals(id).count()) > 0,
+      envelopeState: async (outerId) => {
+        const [logged, rejected, withheld] = await Promise.all([
+          db.log.where('outerId').equals(outerId).count(),
+          db.rejected.where('outerId').equals(outerId).count(),
+          db.withheld.get(outerId),
+        ]);
+        return { logged: logged > 0, rejected: rejected > 0, withheld };
+      },
       hasEventId: async (id) => (await db.log.where('eventId').equals(id).count()) > 0,
       append: (entry: NewLogEntry) => db.log.add(entry as LogEntry),
       opaqueAfter: (after, limit) =>

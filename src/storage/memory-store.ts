@@ -281,6 +281,12 @@ function txOver(s: State, undo: Undoable): ReplicaTx {
       return NOTHING;
     },
     hasOuterId: (id) => answer(s.log.posOfOuterId(id) !== 0),
+    envelopeState: (outerId) =>
+      Promise.resolve({
+        logged: s.log.posOfOuterId(outerId) !== 0,
+        rejected: s.rejected.has(outerId),
+        withheld: s.withheld.get(outerId),
+      }),
     hasEventId: (id) => answer(s.log.hasEventId(id)),
     append: (entry, bodyBytes) => {
       const slot = slotOfEntry(s, entry);

@@ -160,6 +160,14 @@ export class SqliteReplicaStore implements ReplicaStore {
       setHead: async (chain, head) =>
         void run('INSERT OR REPLACE INTO heads (chain, seq, event_id) VALUES (?, ?, ?)', chain, head.seq, head.eventId),
       hasOuterId: async (id) => one('SELECT 1 AS x FROM log WHERE outer_id = ?', id) !== undefined,
+      envelopeState: async (outerId) => {
+        const withheld = one<{ record: Uint8Array }>('SELECT record FROM withheld WHERE outer_id = ?', outerId);
+        return {
+          logged: one('SELECT 1 AS x FROM log WHERE outer_id = ?', outerId) !== undefined,
+          rejected: one('SELECT 1 AS x FROM rejected WHERE outer_id = ?', outerId) !== undefined,
+          withheld: withheld && (unpack(withheld.record) as WithheldRecord),
+        };
+      },
       hasEventId: async (id) => one('SELECT 1 AS x FROM log WHERE event_id = ?', id) !== undefined,
       append: async (entry) =>
         Number(

@@ -172,6 +172,34 @@ function replicaStoreSuite(name: string, create: () => ReplicaStore): void {
       });
     });
 
+    it('answers what it knows of an envelope in one read: logged, rejected, withheld', async () => {
+      const store = create();
+      const logged = entry();
+      const refused = rejection('SignatureInvalid', 1);
+      const held: WithheldRecord = {
+        outerId: hex(32),
+        eventId: '',
+        chain: '',
+        seq: 0,
+        table: '',
+        lane: 'trusted',
+        reason: 'NotEligible',
+        at: 5,
+      };
+      await store.transact(async (tx) => {
+        await tx.append(logged);
+        await tx.recordRejection(refused);
+        await tx.withhold(held);
+      });
+      await store.transact(async (tx) => {
+        expect(await tx.envelopeState(logged.outerId)).toEqual({ logged: true, rejected: false, withheld: undefined });
+        expect(await tx.envelopeState(refused.outerId)).toEqual({ logged: false, rejected: true, withheld: undefined });
+        const state = await tx.envelopeState(held.outerId);
+        expect([state.logged, state.rejected, plain(state.withheld)]).toEqual([false, false, plain(held)]);
+        expect(await tx.envelopeState(hex(32))).toEqual({ logged: false, rejected: false, withheld: undefined });
+      });
+    });
+
     it('lists opaque entries and fills one in place, indexed like an appended event, rolled back on throw', async () => {
       const store = create();
       const hidden = opaque();
