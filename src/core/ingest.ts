@@ -24,11 +24,12 @@
 import { hexEqualsBytes, internedHex, toHex } from './bytes.js';
 import type { EventBody, SignedEvent } from './event.js';
 import { ZERO_HASH } from './event.js';
-import { recordEvent } from './materialize.js';
+import { recording } from './materialize.js';
 import { namesOf, type EnvelopeNames, type OpenedEnvelope } from './opened.js';
-import type { ChainHead, ParkReason, ReplicaTx, Resurrection, WithheldRecord } from './store.js';
-import { chainKey, type Lane, type PrivacyPolicy } from './sync-manifest.js';
-import { authorize, type TrustContext } from './trust.js';
+import { after, run, type Awaitable, type Steps } from './steps.js';
+import type { ChainHead, EnvelopeState, ParkReason, ReplicaTx, Resurrection, WithheldRecord } from './store.js';
+import { chainKey, type Lane, type PrivacyClass, type PrivacyPolicy } from './sync-manifest.js';
+import { authorization, type TrustContext } from './trust.js';
 
 const ZERO_HEX = toHex(ZERO_HASH);
 
@@ -63,15 +64,15 @@ export { namesOf, type EnvelopeNames, type OpenedEnvelope };
  * Whether this machine may hold an envelope of `lane` at all, judged without
  * reading it: never a local-lane one; a trusted-lane one only when trusted.
  */
-export async function laneRefusal(
+export function laneRefusal(
   tx: ReplicaTx,
   lane: Lane | undefined,
   privacy: PrivacyPolicy,
   table = '',
-): Promise<PrivacyRefusal | undefined> {
+): Awaitable<PrivacyRefusal | undefined> {
   if (lane === 'local') return { type: 'NotSyncable', table, lane };
-  if (lane === 'trusted' && !(await privacy.selfTrusted(tx))) return { type: 'NotEligible', table, lane };
-  return undefined;
+  if (lane !== 'trusted') return undefined;
+  return after(privacy.selfTrusted(tx), (trusted) => (trusted ? undefined : { type: 'NotEligible', table, lane }));
 }
 
 /** The record that withholds an envelope: its identity, and its chain when it links one here. */
@@ -115,13 +116,17 @@ function chainVerdict(
 }
 
 /** An event at or below its chain's head: a duplicate when its id is logged, else a fork. */
-async function atOrBelowHead(tx: ReplicaTx, signer: string, seq: number, eventId: string): Promise<Admission> {
-  if (await tx.hasEventId(eventId)) return { type: 'Duplicate' };
+function* atOrBelowHead(tx: ReplicaTx, signer: string, seq: number, eventId: string): Steps<Admission> {
+  const logged = (yield tx.hasEventId(eventId)) as boolean;
+  if (logged) return { type: 'Duplicate' };
   return { type: 'Rejected', error: { type: 'ChainFork', signer, seq } };
 }
 
-/** Admits an event this machine opened and verified; the sealed bytes are what get stored and forwarded. */
-export async function admitEvent(
+/**
+ * Admits an event this machine opened and verified; the sealed bytes are what
+ * get stored and forwarded. Synchronous when the store answers at once (steps.ts).
+ */
+export function admitEvent(
   tx: ReplicaTx,
   opened: OpenedEnvelope,
   trust: TrustContext,
@@ -129,22 +134,40 @@ export async function admitEvent(
   now: number,
   /** The log position of this envelope held opaque, now readable: it is filled there, not appended. */
   fill?: number,
-): Promise<Admission> {
+): Awaitable<Admission> {
+  return run(admission(tx, opened, trust, privacy, now, fill));
+}
+
+function* admission(
+  tx: ReplicaTx,
+  opened: OpenedEnvelope,
+  trust: TrustContext,
+  privacy: PrivacyPolicy,
+  now: number,
+  fill: number | undefined,
+): Steps<Admission> {
   const { event } = opened;
   const { outerId, eventId } = namesOf(opened);
-  const known = await tx.envelopeState(outerId);
+  const known = (yield tx.envelopeState(outerId)) as EnvelopeState;
   if ((fill === undefined && known.logged) || known.rejected) return { type: 'Duplicate' };
-  if (fill !== undefined && (await tx.hasEventId(eventId))) return { type: 'Duplicate' };
+  if (fill !== undefined) {
+    const filled = (yield tx.hasEventId(eventId)) as boolean;
+    if (filled) return { type: 'Duplicate' };
+  }
   const slot = known.withheld;
   const body = event.body;
   const signer = internedHex(body.signer);
   // The public lane (no `lane`) is held everywhere: nothing to ask the store.
-  const lane = body.lane === undefined ? undefined : await laneRefusal(tx, body.lane, privacy, body.table);
+  const lane =
+    body.lane === undefined
+      ? undefined
+      : ((yield laneRefusal(tx, body.lane, privacy, body.table)) as PrivacyRefusal | undefined);
   if (lane)
     return slot ? { type: 'Duplicate' } : { type: 'Withheld', record: withheldRecord(outerId, lane, now), error: lane };
-  const verdict = await authorize(tx, body, trust);
+  const verdict = yield* authorization(tx, body, trust);
   if (verdict.type === 'UnknownSigner') {
-    if (await tx.hasEventId(eventId)) return { type: 'Duplicate' };
+    const logged = (yield tx.hasEventId(eventId)) as boolean;
+    if (logged) return { type: 'Duplicate' };
     return { type: 'Parked', reason: 'UnknownSigner', detail: `signer ${signer.slice(0, 8)} not in the keyring` };
   }
   if (verdict.type === 'NotAuthorized') {
@@ -155,24 +178,24 @@ export async function admitEvent(
   // A slot this event already links keeps its place in the chain: it is filled, not re-linked.
   const linked = slot !== undefined && slot.chain !== '';
   if (!linked) {
-    // The common case (the next link) costs one store read and no further call.
-    const head = await tx.head(chainKey(signer, body.lane, body.domain));
+    const head = (yield tx.head(chainKey(signer, body.lane, body.domain))) as ChainHead | undefined;
     const chain = chainVerdict(event, signer, head);
-    if (chain?.type === 'AtOrBelowHead') return atOrBelowHead(tx, signer, body.seq, eventId);
+    if (chain?.type === 'AtOrBelowHead') return yield* atOrBelowHead(tx, signer, body.seq, eventId);
     if (chain) return chain;
   }
-  const held = await privacy.classOf(tx, body.table);
-  if (held === 'local' || (held === 'trusted' && !(await privacy.selfTrusted(tx)))) {
+  const held = (yield privacy.classOf(tx, body.table)) as PrivacyClass;
+  const trusted = held === 'trusted' ? ((yield privacy.selfTrusted(tx)) as boolean) : true;
+  if (held === 'local' || !trusted) {
     const chain = chainKey(signer, body.lane, body.domain);
     const type = held === 'local' ? 'NotSyncable' : 'NotEligible';
     const error: PrivacyRefusal = { type, table: body.table, lane: body.lane ?? 'public' };
     if (linked) return { type: 'Duplicate' };
     // Not taken in, but a link of its chain all the same.
-    await tx.setHead(chain, { seq: body.seq, eventId });
+    yield tx.setHead(chain, { seq: body.seq, eventId });
     return { type: 'Withheld', record: withheldRecord(outerId, error, now, { eventId, chain, seq: body.seq }), error };
   }
-  if (slot) await tx.release(outerId);
+  if (slot) yield tx.release(outerId);
   const revoked = verdict.type === 'Revoked';
-  const recorded = await recordEvent(tx, opened, revoked, trust, now, fill);
+  const recorded = yield* recording(tx, opened, revoked, trust, now, fill);
   return { type: 'Applied', pos: recorded.pos, body, revoked, resurrections: recorded.resurrections };
 }

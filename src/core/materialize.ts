@@ -20,12 +20,20 @@
 import { bytesEqual, internedHex } from './bytes.js';
 import { encodeCbor } from './cbor.js';
 import type { EventBody } from './event.js';
-import { compareHlc, compareStamps, type Stamp } from './hlc.js';
+import { compareHlc, compareStamps, type Hlc, type Stamp } from './hlc.js';
 import { applyChange, type RowChange, type RowState } from './merge.js';
 import { namesOf, type OpenedEnvelope } from './opened.js';
 import { chainKey, parseDomainMarks } from './sync-manifest.js';
 import { authorize, type TrustContext } from './trust.js';
-import { rowKeyOf, type LogEntry, type NewLogEntry, type ReplicaTx, type Resurrection } from './store.js';
+import { run, type Awaitable, type Steps } from './steps.js';
+import {
+  rowKeyOf,
+  type ChainHead,
+  type LogEntry,
+  type NewLogEntry,
+  type ReplicaTx,
+  type Resurrection,
+} from './store.js';
 
 export function changeOf(body: EventBody): RowChange {
   const stamp = stampOf(body);
@@ -50,8 +58,10 @@ const sameRow = (a: RowState | undefined, b: RowState | undefined): boolean =>
 /** Rows whose change can alter which events are authorised: row id = signer id. */
 const isControlRow = (table: string): boolean => table === 'keyring' || table === 'roles';
 
+type Recorded = { readonly pos: number; readonly resurrections: Resurrection[] };
+
 /** Appends an opened event and applies its effects; returns its log position and new resurrections. */
-export async function recordEvent(
+export function recordEvent(
   tx: ReplicaTx,
   opened: OpenedEnvelope,
   revoked: boolean,
@@ -59,7 +69,19 @@ export async function recordEvent(
   now: number,
   /** The position of the opaque entry this event fills (it was held before it could be read). */
   fill?: number,
-): Promise<{ pos: number; resurrections: Resurrection[] }> {
+): Awaitable<Recorded> {
+  return run(recording(tx, opened, revoked, trust, now, fill));
+}
+
+/** `recordEvent` as steps (steps.ts), for admission. */
+export function* recording(
+  tx: ReplicaTx,
+  opened: OpenedEnvelope,
+  revoked: boolean,
+  trust: TrustContext,
+  now: number,
+  fill: number | undefined,
+): Steps<Recorded> {
   const { sealed, bytes: sealedBytes, event } = opened;
   const body = event.body;
   const signer = internedHex(body.signer);
@@ -78,28 +100,34 @@ export async function recordEvent(
     ...(body.lane ? { lane: body.lane } : {}),
   };
   const stored = revoked ? { ...entry, revoked: true as const } : entry;
-  const pos = fill ?? (await tx.append(stored, event.bodyBytes));
-  if (fill !== undefined) await tx.fill(fill, stored, event.bodyBytes);
+  let pos: number;
+  if (fill === undefined) {
+    pos = (yield tx.append(stored, event.bodyBytes)) as number;
+  } else {
+    yield tx.fill(fill, stored, event.bodyBytes);
+    pos = fill;
+  }
   // A withheld slot filled later sits below the head it once moved: heads only go forward.
   const chain = chainKey(signer, body.lane, body.domain);
-  const head = await tx.head(chain);
-  if (!head || body.seq > head.seq) await tx.setHead(chain, { seq: body.seq, eventId });
-  const clock = await tx.getHlc();
-  if (!clock || compareHlc(body.hlc, clock) > 0) await tx.setHlc(body.hlc);
+  const head = (yield tx.head(chain)) as ChainHead | undefined;
+  if (!head || body.seq > head.seq) yield tx.setHead(chain, { seq: body.seq, eventId });
+  const clock = (yield tx.getHlc()) as Hlc | undefined;
+  if (!clock || compareHlc(body.hlc, clock) > 0) yield tx.setHlc(body.hlc);
   if (revoked) return { pos, resurrections: [] };
-  const before = await tx.getRow(body.table, body.row);
+  const before = (yield tx.getRow(body.table, body.row)) as RowState | undefined;
   const after = applyChange(before, changeOf(body));
-  if (after !== before) await tx.putRow(after);
+  if (after !== before) yield tx.putRow(after);
   const resurrections: Resurrection[] = [];
   if (body.op === 'put' || body.op === 'del') {
-    const opposite = await tx.rowEntries(rowKey, body.op === 'put' ? 'del' : 'put');
+    const opposite = (yield tx.rowEntries(rowKey, body.op === 'put' ? 'del' : 'put')) as LogEntry[];
     for (const pair of newPairs(openedOf(opposite), { eventId, body }, now)) {
-      await tx.addResurrection(pair);
+      yield tx.addResurrection(pair);
       resurrections.push(pair);
     }
   }
   if (isControlRow(body.table) && after !== before) {
-    resurrections.push(...(await recountRevocations(tx, [body.row], trust, now)));
+    const revived = (yield recountRevocations(tx, [body.row], trust, now)) as Resurrection[];
+    resurrections.push(...revived);
   }
   return { pos, resurrections };
 }

@@ -10,6 +10,7 @@ import type { EventBody, EventOp } from './event.js';
 import type { Hlc } from './hlc.js';
 import type { RowState } from './merge.js';
 import type { DomainName } from './schema.js';
+import type { Awaitable } from './steps.js';
 
 /** One envelope in the local log, in arrival order; `pos` starts at 1. */
 export type LogEntry = {
@@ -115,56 +116,61 @@ export type EnvelopeState = {
   readonly withheld: WithheldRecord | undefined;
 };
 
+/**
+ * Reads and writes inside one transaction. A store answers with a value when
+ * it has it at once (memory, SQLite) and with a promise when it must wait
+ * (IndexedDB); callers `await` or `yield` (steps.ts) either.
+ */
 export interface ReplicaTx {
-  getHlc(): Promise<Hlc | undefined>;
-  setHlc(hlc: Hlc): Promise<void>;
+  getHlc(): Awaitable<Hlc | undefined>;
+  setHlc(hlc: Hlc): Awaitable<void>;
   /** The head of one chain, named by `chainKey(signer, lane)` (sync-manifest.ts). */
-  head(chain: string): Promise<ChainHead | undefined>;
-  setHead(chain: string, head: ChainHead): Promise<void>;
-  hasOuterId(outerId: string): Promise<boolean>;
+  head(chain: string): Awaitable<ChainHead | undefined>;
+  setHead(chain: string, head: ChainHead): Awaitable<void>;
+  hasOuterId(outerId: string): Awaitable<boolean>;
   /** `hasOuterId`, `isRejected` and `withheldRecord` in one read. */
-  envelopeState(outerId: string): Promise<EnvelopeState>;
-  hasEventId(eventId: string): Promise<boolean>;
+  envelopeState(outerId: string): Awaitable<EnvelopeState>;
+  hasEventId(eventId: string): Awaitable<boolean>;
   /**
    * Appends an entry; `bodyBytes`, when given, are the signed encoding of its
    * body (which decodes to exactly `entry.body`), for a store that keeps bodies
    * as bytes. Stores that keep the body as a record ignore them.
    */
-  append(entry: NewLogEntry, bodyBytes?: Uint8Array): Promise<number>;
+  append(entry: NewLogEntry, bodyBytes?: Uint8Array): Awaitable<number>;
   /** Entries held opaque (no event id: a domain this machine had no key for) with pos > `after`, in order. */
-  opaqueAfter(after: number, limit: number): Promise<LogEntry[]>;
+  opaqueAfter(after: number, limit: number): Awaitable<LogEntry[]>;
   /** Fills an opaque entry in place with the event it turned out to hold (same outer id, same position). */
-  fill(pos: number, entry: NewLogEntry, bodyBytes?: Uint8Array): Promise<void>;
+  fill(pos: number, entry: NewLogEntry, bodyBytes?: Uint8Array): Awaitable<void>;
   /** Opened entries of one row (revoked ones included), optionally of one op, in log order. */
-  rowEntries(rowKey: string, op?: EventOp): Promise<LogEntry[]>;
+  rowEntries(rowKey: string, op?: EventOp): Awaitable<LogEntry[]>;
   /** Opened entries of one signer with seq > `seq`, in log order. */
-  signerEntriesAbove(signer: string, seq: number): Promise<LogEntry[]>;
-  setRevoked(pos: number, revoked: boolean): Promise<void>;
-  getRow(table: string, row: string): Promise<RowState | undefined>;
-  putRow(state: RowState): Promise<void>;
-  deleteRow(table: string, row: string): Promise<void>;
-  park(envelope: ParkedEnvelope): Promise<void>;
-  unpark(outerId: string): Promise<void>;
-  isParked(outerId: string): Promise<boolean>;
-  parkedAll(): Promise<ParkedEnvelope[]>;
-  parkedCount(): Promise<number>;
-  recordRejection(record: RejectionRecord): Promise<void>;
-  isRejected(outerId: string): Promise<boolean>;
+  signerEntriesAbove(signer: string, seq: number): Awaitable<LogEntry[]>;
+  setRevoked(pos: number, revoked: boolean): Awaitable<void>;
+  getRow(table: string, row: string): Awaitable<RowState | undefined>;
+  putRow(state: RowState): Awaitable<void>;
+  deleteRow(table: string, row: string): Awaitable<void>;
+  park(envelope: ParkedEnvelope): Awaitable<void>;
+  unpark(outerId: string): Awaitable<void>;
+  isParked(outerId: string): Awaitable<boolean>;
+  parkedAll(): Awaitable<ParkedEnvelope[]>;
+  parkedCount(): Awaitable<number>;
+  recordRejection(record: RejectionRecord): Awaitable<void>;
+  isRejected(outerId: string): Awaitable<boolean>;
   /** The recorded reason an envelope was refused, if it was. */
-  rejectionReason(outerId: string): Promise<string | undefined>;
-  withhold(record: WithheldRecord): Promise<void>;
-  withheldRecord(outerId: string): Promise<WithheldRecord | undefined>;
+  rejectionReason(outerId: string): Awaitable<string | undefined>;
+  withhold(record: WithheldRecord): Awaitable<void>;
+  withheldRecord(outerId: string): Awaitable<WithheldRecord | undefined>;
   /** Forgets a withheld record: its envelope was taken in after all. */
-  release(outerId: string): Promise<void>;
-  addResurrection(resurrection: Resurrection): Promise<void>;
-  hasResurrection(key: string): Promise<boolean>;
-  dropResurrectionsOf(eventId: string): Promise<void>;
+  release(outerId: string): Awaitable<void>;
+  addResurrection(resurrection: Resurrection): Awaitable<void>;
+  hasResurrection(key: string): Awaitable<boolean>;
+  dropResurrectionsOf(eventId: string): Awaitable<void>;
   /** The inbound watermark: the peer's log position up to which everything is applied or recorded. */
-  setWatermark(peer: string, upto: number): Promise<void>;
+  setWatermark(peer: string, upto: number): Awaitable<void>;
 }
 
 export interface ReplicaStore {
-  transact<T>(fn: (tx: ReplicaTx) => Promise<T>): Promise<T>;
+  transact<T>(fn: (tx: ReplicaTx) => Awaitable<T>): Promise<T>;
   /** Log entries with pos > `after`, in order, at most `limit`. */
   entriesAfter(after: number, limit: number): Promise<LogEntry[]>;
   lastPos(): Promise<number>;

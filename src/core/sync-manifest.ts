@@ -38,6 +38,7 @@
  *     machine reaches every other, so the writer or another holder delivers it.
  *   - withdrawing trust leaves the trusted copies a machine already holds.
  */
+import { after, type Awaitable } from './steps.js';
 import type { ReplicaTx } from './store.js';
 import { isBuiltInDomain, isRole, tableSpec, type DomainName } from './schema.js';
 import type { TrustContext } from './trust.js';
@@ -113,9 +114,9 @@ export function chainSuffix(lane: Lane | undefined, domain?: DomainName): string
 /** What decides holding and lanes on one machine; evaluated inside the store transaction. */
 export interface PrivacyPolicy {
   /** The class of `table` here now: the mesh's record narrowed by this machine's own choice. */
-  classOf(tx: ReplicaTx, table: string): Promise<PrivacyClass>;
+  classOf(tx: ReplicaTx, table: string): Awaitable<PrivacyClass>;
   /** Whether this machine may hold trusted-lane events. */
-  selfTrusted(tx: ReplicaTx): Promise<boolean>;
+  selfTrusted(tx: ReplicaTx): Awaitable<boolean>;
 }
 
 /** Whether a signer is trusted by the control records `tx` holds: an admin, or marked trusted. */
@@ -131,15 +132,17 @@ export async function isTrustedSigner(tx: ReplicaTx, signer: string, trust: Trus
  * The mesh-wide class of a table from the manifest records `tx` holds; without
  * a record, the class an admin told us while we joined (`provisional`), else local.
  */
-export async function meshClassOf(
+export function meshClassOf(
   tx: ReplicaTx,
   table: string,
   provisional?: ReadonlyMap<string, PrivacyClass>,
-): Promise<PrivacyClass> {
+): Awaitable<PrivacyClass> {
   if (!isClassifiable(table)) return 'public';
-  const value = (await tx.getRow(MANIFEST_TABLE, table))?.cells['class']?.value;
-  if (isPrivacyClass(value)) return value;
-  return provisional?.get(table) ?? 'local';
+  return after(tx.getRow(MANIFEST_TABLE, table), (record) => {
+    const value = record?.cells['class']?.value;
+    if (isPrivacyClass(value)) return value;
+    return provisional?.get(table) ?? 'local';
+  });
 }
 
 /** This machine's own inputs to the manifest, kept outside the replicated state. */
@@ -153,11 +156,10 @@ export type LocalClassChoices = {
 /** The product's policy: the admin-signed manifest, narrowed by this machine's own choices. */
 export function manifestPolicy(trust: TrustContext, choices: () => LocalClassChoices): PrivacyPolicy {
   return {
-    async classOf(tx, table) {
+    classOf(tx, table) {
       const { narrowing, provisional } = choices();
-      const mesh = await meshClassOf(tx, table, provisional);
       const local = isClassifiable(table) ? narrowing.get(table) : undefined;
-      return local ? narrower(mesh, local) : mesh;
+      return after(meshClassOf(tx, table, provisional), (mesh) => (local ? narrower(mesh, local) : mesh));
     },
     selfTrusted: (tx) => isTrustedSigner(tx, trust.self, trust),
   };
@@ -169,6 +171,6 @@ export function manifestPolicy(trust: TrustContext, choices: () => LocalClassCho
  * uses it (mesh-node.ts builds `manifestPolicy`).
  */
 export const everyTablePublic: PrivacyPolicy = {
-  classOf: () => Promise.resolve('public'),
-  selfTrusted: () => Promise.resolve(true),
+  classOf: () => 'public',
+  selfTrusted: () => true,
 };

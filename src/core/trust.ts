@@ -17,6 +17,8 @@ import type { EventBody } from './event.js';
 import { internedHex } from './bytes.js';
 import { isBuiltInDomain, isRole, tableSpec, type Role } from './schema.js';
 import { chainSuffix } from './sync-manifest.js';
+import type { RowState } from './merge.js';
+import { run, type Awaitable, type Steps } from './steps.js';
 import type { ReplicaTx } from './store.js';
 
 export type TrustContext = {
@@ -39,17 +41,28 @@ export type Verdict =
     };
 
 /** The role of a signer that is not an anchor, from the control records. */
-async function grantedRole(tx: ReplicaTx, signer: string, trust: TrustContext): Promise<Role | undefined> {
-  const granted = (await tx.getRow('roles', signer))?.cells['role']?.value;
+function* grantedRole(
+  tx: ReplicaTx,
+  signer: string,
+  trust: TrustContext,
+  keyring: RowState | undefined,
+): Steps<Role | undefined> {
+  const roles = (yield tx.getRow('roles', signer)) as RowState | undefined;
+  const granted = roles?.cells['role']?.value;
   if (isRole(granted)) return granted;
-  const known = (await tx.getRow('keyring', signer)) !== undefined;
-  return known || signer === trust.self ? 'member' : undefined;
+  return keyring !== undefined || signer === trust.self ? 'member' : undefined;
 }
 
 /** The verdict for one event body, from the control records this replica holds now. */
-export async function authorize(tx: ReplicaTx, body: EventBody, trust: TrustContext): Promise<Verdict> {
+export function authorize(tx: ReplicaTx, body: EventBody, trust: TrustContext): Awaitable<Verdict> {
+  return run(authorization(tx, body, trust));
+}
+
+/** `authorize` as steps (steps.ts), for callers that are steps themselves. */
+export function* authorization(tx: ReplicaTx, body: EventBody, trust: TrustContext): Steps<Verdict> {
   const signer = internedHex(body.signer);
-  const removed = (await tx.getRow('keyring', signer))?.removed;
+  const keyring = (yield tx.getRow('keyring', signer)) as RowState | undefined;
+  const removed = keyring?.removed;
   if (removed) {
     // Local-lane events never leave their writer, so no removal mark can speak for them.
     const lane = body.lane ?? 'public';
@@ -65,7 +78,7 @@ export async function authorize(tx: ReplicaTx, body: EventBody, trust: TrustCont
     if (body.seq > hwm) return { type: 'Revoked', signer, seq: body.seq, hwm };
   }
   // Anchors are admins before any control record (and most events of a small mesh are theirs).
-  const role = trust.anchors().includes(signer) ? 'admin' : await grantedRole(tx, signer, trust);
+  const role = trust.anchors().includes(signer) ? 'admin' : yield* grantedRole(tx, signer, trust, keyring);
   if (!role) return { type: 'UnknownSigner', signer };
   const denied = (reason: string, final = false): Verdict => ({
     type: 'NotAuthorized',

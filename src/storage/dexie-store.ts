@@ -11,6 +11,7 @@ import { Dexie, type Table, type Transaction } from 'dexie';
 import type { Hlc } from '../core/hlc.js';
 import type { RowState } from '../core/merge.js';
 import type { EventBody, EventOp } from '../core/event.js';
+import type { Awaitable } from '../core/steps.js';
 import { MAX_REJECTION_RECORDS } from '../core/store.js';
 import type {
   ChainHead,
@@ -81,7 +82,7 @@ export class DexieReplicaStore implements ReplicaStore {
     this.db = db;
   }
 
-  transact<T>(fn: (tx: ReplicaTx) => Promise<T>): Promise<T> {
+  transact<T>(fn: (tx: ReplicaTx) => Awaitable<T>): Promise<T> {
     const { db } = this;
     const tables = [
       db.log,

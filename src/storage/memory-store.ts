@@ -10,6 +10,7 @@
 import type { EventOp } from '../core/event.js';
 import type { Hlc } from '../core/hlc.js';
 import type { RowState } from '../core/merge.js';
+import type { Awaitable } from '../core/steps.js';
 import {
   MAX_REJECTION_RECORDS,
   rowKeyOf,
@@ -250,44 +251,30 @@ function setState(slot: RowSlot, state: RowState | undefined, undo: Undoable): v
   undo.steps.push(() => (slot.state = old));
 }
 
-/*
- * The hottest lookups answer with a settled promise instead of running an async
- * function: the same result for the caller's `await`, without the async frame.
- */
-const YES = Promise.resolve(true);
-const NO = Promise.resolve(false);
-const NOTHING: Promise<undefined> = Promise.resolve(undefined);
 /** No entries, shared: frozen, so a caller that tried to extend it would throw instead of sharing the change. */
-const NONE: Promise<LogEntry[]> = Promise.resolve(Object.freeze([]) as unknown as LogEntry[]);
-const answer = (yes: boolean): Promise<boolean> => (yes ? YES : NO);
-const settled = <T>(value: T | undefined): Promise<T | undefined> =>
-  value === undefined ? NOTHING : Promise.resolve(value);
+const NONE = Object.freeze([]) as unknown as LogEntry[];
 
+/** Every answer is immediate (steps.ts): the apply path runs without suspending. */
 function txOver(s: State, undo: Undoable): ReplicaTx {
   const rowKey = (slot: number): string => s.slotList[slot]!.key;
   const entries = (positions: readonly number[] | undefined): LogEntry[] =>
     (positions ?? []).map((pos) => s.log.entryAt(pos, rowKey));
   return {
-    getHlc: () => settled(s.hlc),
+    getHlc: () => s.hlc,
     setHlc: (hlc) => {
       const old = s.hlc;
       undo.steps.push(() => (s.hlc = old));
       s.hlc = hlc;
-      return NOTHING;
     },
-    head: (signer) => settled(s.heads.get(signer)),
-    setHead: (signer, head) => {
-      undo.set(s.heads, signer, head);
-      return NOTHING;
-    },
-    hasOuterId: (id) => answer(s.log.posOfOuterId(id) !== 0),
-    envelopeState: (outerId) =>
-      Promise.resolve({
-        logged: s.log.posOfOuterId(outerId) !== 0,
-        rejected: s.rejected.has(outerId),
-        withheld: s.withheld.get(outerId),
-      }),
-    hasEventId: (id) => answer(s.log.hasEventId(id)),
+    head: (signer) => s.heads.get(signer),
+    setHead: (signer, head) => undo.set(s.heads, signer, head),
+    hasOuterId: (id) => s.log.posOfOuterId(id) !== 0,
+    envelopeState: (outerId) => ({
+      logged: s.log.posOfOuterId(outerId) !== 0,
+      rejected: s.rejected.has(outerId),
+      withheld: s.withheld.get(outerId),
+    }),
+    hasEventId: (id) => s.log.hasEventId(id),
     append: (entry, bodyBytes) => {
       const slot = slotOfEntry(s, entry);
       const pos = s.log.append(entry, slot?.index ?? -1, bodyBytes);
@@ -297,16 +284,16 @@ function txOver(s: State, undo: Undoable): ReplicaTx {
         s.log.pop();
       });
       indexSigner(s, entry.signer, pos, undo, index);
-      return Promise.resolve(pos);
+      return pos;
     },
-    opaqueAfter: async (after, limit) => {
+    opaqueAfter: (after, limit) => {
       const found: LogEntry[] = [];
       for (let pos = after + 1; pos <= s.log.length && found.length < limit; pos++) {
         if (!s.log.hasEvent(pos)) found.push(s.log.entryAt(pos, rowKey));
       }
       return found;
     },
-    fill: async (pos, entry, bodyBytes) => {
+    fill: (pos, entry, bodyBytes) => {
       if (pos < 1 || pos > s.log.length || s.log.hasEvent(pos) || s.log.outerIdAt(pos) !== entry.outerId) {
         throw new Error('memory-store: fill names no opaque entry of that outer id');
       }
@@ -322,51 +309,45 @@ function txOver(s: State, undo: Undoable): ReplicaTx {
       const head = slot === undefined ? 0 : op === undefined ? slot.all : slot[op];
       if (head === 0) return NONE;
       const prev = op === undefined ? (p: number) => s.log.prevInRow(p) : (p: number) => s.log.prevOfOp(p);
-      return Promise.resolve(entries(chainFrom(head, prev)));
+      return entries(chainFrom(head, prev));
     },
-    signerEntriesAbove: async (signer, seq) => entries(s.bySigner.get(signer)?.filter((pos) => s.log.seqAt(pos) > seq)),
-    setRevoked: async (pos, revoked) => {
+    signerEntriesAbove: (signer, seq) => entries(s.bySigner.get(signer)?.filter((pos) => s.log.seqAt(pos) > seq)),
+    setRevoked: (pos, revoked) => {
       const old = s.log.revokedAt(pos);
       s.log.setRevoked(pos, revoked);
       undo.steps.push(() => s.log.setRevoked(pos, old));
     },
-    getRow: (table, row) => settled(findSlot(s, table, row)?.state),
-    putRow: (state) => {
-      setState(slotAt(s, state.table, state.row), state, undo);
-      return NOTHING;
-    },
-    deleteRow: async (table, row) => {
+    getRow: (table, row) => findSlot(s, table, row)?.state,
+    putRow: (state) => setState(slotAt(s, state.table, state.row), state, undo),
+    deleteRow: (table, row) => {
       const slot = findSlot(s, table, row);
       if (slot?.state) setState(slot, undefined, undo);
     },
-    park: async (envelope) => undo.set(s.parked, envelope.outerId, envelope),
-    unpark: async (outerId) => undo.delete(s.parked, outerId),
-    isParked: (outerId) => answer(s.parked.has(outerId)),
-    parkedAll: async () => [...s.parked.values()],
-    parkedCount: async () => s.parked.size,
-    recordRejection: async (record) => {
+    park: (envelope) => undo.set(s.parked, envelope.outerId, envelope),
+    unpark: (outerId) => undo.delete(s.parked, outerId),
+    isParked: (outerId) => s.parked.has(outerId),
+    parkedAll: () => [...s.parked.values()],
+    parkedCount: () => s.parked.size,
+    recordRejection: (record) => {
       undo.set(s.rejected, record.outerId, record);
       for (const oldest of s.rejected.keys()) {
         if (s.rejected.size <= MAX_REJECTION_RECORDS) break;
         undo.delete(s.rejected, oldest);
       }
     },
-    isRejected: (outerId) => answer(s.rejected.has(outerId)),
-    rejectionReason: async (outerId) => s.rejected.get(outerId)?.reason,
-    withhold: async (record) => undo.set(s.withheld, record.outerId, record),
-    withheldRecord: (outerId) => settled(s.withheld.get(outerId)),
-    release: async (outerId) => undo.delete(s.withheld, outerId),
-    addResurrection: (r) => {
-      undo.set(s.resurrections, r.key, r);
-      return NOTHING;
-    },
-    hasResurrection: async (key) => s.resurrections.has(key),
-    dropResurrectionsOf: async (eventId) => {
+    isRejected: (outerId) => s.rejected.has(outerId),
+    rejectionReason: (outerId) => s.rejected.get(outerId)?.reason,
+    withhold: (record) => undo.set(s.withheld, record.outerId, record),
+    withheldRecord: (outerId) => s.withheld.get(outerId),
+    release: (outerId) => undo.delete(s.withheld, outerId),
+    addResurrection: (r) => undo.set(s.resurrections, r.key, r),
+    hasResurrection: (key) => s.resurrections.has(key),
+    dropResurrectionsOf: (eventId) => {
       for (const r of [...s.resurrections.values()]) {
         if (r.deleteId === eventId || r.editId === eventId) undo.delete(s.resurrections, r.key);
       }
     },
-    setWatermark: async (peer, upto) => {
+    setWatermark: (peer, upto) => {
       if (upto > (s.watermarks.get(peer) ?? 0)) undo.set(s.watermarks, peer, upto);
     },
   };
@@ -377,7 +358,7 @@ export class MemoryReplicaStore implements ReplicaStore {
   readonly #cursors = new Map<string, number>();
   #queue: Promise<unknown> = Promise.resolve();
 
-  transact<T>(fn: (tx: ReplicaTx) => Promise<T>): Promise<T> {
+  transact<T>(fn: (tx: ReplicaTx) => Awaitable<T>): Promise<T> {
     const run = async (): Promise<T> => {
       const undo = new Undoable();
       try {

@@ -17,6 +17,7 @@ import { decodeCbor, encodeCbor } from '../core/cbor.js';
 import type { EventOp } from '../core/event.js';
 import type { Hlc } from '../core/hlc.js';
 import type { RowState } from '../core/merge.js';
+import type { Awaitable } from '../core/steps.js';
 import {
   MAX_REJECTION_RECORDS,
   type ChainHead,
@@ -118,7 +119,7 @@ export class SqliteReplicaStore implements ReplicaStore {
     return run;
   }
 
-  transact<T>(fn: (tx: ReplicaTx) => Promise<T>): Promise<T> {
+  transact<T>(fn: (tx: ReplicaTx) => Awaitable<T>): Promise<T> {
     return this.#serial(async () => {
       this.#db.exec('BEGIN IMMEDIATE');
       try {
