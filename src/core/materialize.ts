@@ -87,7 +87,7 @@ export function* recording(
   const signer = internedHex(body.signer);
   const { outerId, eventId } = namesOf(opened);
   const rowKey = rowKeyOf(body.table, body.row);
-  const entry: NewLogEntry = {
+  const stored: { -readonly [K in keyof NewLogEntry]: NewLogEntry[K] } = {
     outerId,
     domain: sealed.domain,
     sealed: sealedBytes,
@@ -97,9 +97,9 @@ export function* recording(
     body,
     rowKey,
     op: body.op,
-    ...(body.lane ? { lane: body.lane } : {}),
   };
-  const stored = revoked ? { ...entry, revoked: true as const } : entry;
+  if (body.lane) stored.lane = body.lane;
+  if (revoked) stored.revoked = true;
   let pos: number;
   if (fill === undefined) {
     pos = (yield tx.append(stored, event.bodyBytes)) as number;

@@ -91,7 +91,8 @@ class NameColumn {
   #count = 0;
   readonly #probe = new Uint8Array(32);
   /** The name parsed last and its suffix: an append looks a name up, then sets it. */
-  #parsed: { name: string; suffix: string | undefined } = { name: '', suffix: undefined };
+  #parsedName = '';
+  #parsedSuffix: string | undefined = undefined;
 
   grow(capacity: number): void {
     if (capacity <= this.#kind.length) return;
@@ -105,9 +106,10 @@ class NameColumn {
 
   /** Parses `name` into the probe bytes; returns its suffix, or undefined when it is irregular. */
   #parse(name: string): string | undefined {
-    if (name === this.#parsed.name) return this.#parsed.suffix;
+    if (name === this.#parsedName) return this.#parsedSuffix;
     const suffix = this.#parseNew(name);
-    this.#parsed = { name, suffix };
+    this.#parsedName = name;
+    this.#parsedSuffix = suffix;
     return suffix;
   }
 

@@ -65,7 +65,7 @@ type State = {
    * its row four times (append, getRow, putRow, rowEntries), with the same
    * string objects, which compare by identity before content.
    */
-  last: { table: string; row: string; key: string; slot: RowSlot | undefined };
+  readonly last: { table: string; row: string; key: string; slot: RowSlot | undefined };
 };
 
 function newState(): State {
@@ -96,7 +96,10 @@ function slotAt(s: State, table: string, row: string, rowKey?: string): RowSlot 
   if (last.slot && row === last.row && table === last.table) return last.slot;
   const slot = newOrFoundSlot(s, table, row, rowKey);
   // The caller's own key string when it names this slot (compared once here, then by identity).
-  s.last = { table, row, key: rowKey !== undefined && rowKey === slot.key ? rowKey : slot.key, slot };
+  last.table = table;
+  last.row = row;
+  last.key = rowKey !== undefined && rowKey === slot.key ? rowKey : slot.key;
+  last.slot = slot;
   return slot;
 }
 
@@ -278,12 +281,16 @@ function txOver(s: State, undo: Undoable): ReplicaTx {
     append: (entry, bodyBytes) => {
       const slot = slotOfEntry(s, entry);
       const pos = s.log.append(entry, slot?.index ?? -1, bodyBytes);
+      // One undo step for the whole append: unlink from the row, unindex from the signer, drop.
       const unlink = slot ? linkNewest(s.log, slot, entry.op, pos) : undefined;
+      const bySigner = entry.signer === undefined ? undefined : s.bySigner.get(entry.signer);
+      if (bySigner) bySigner.push(pos);
+      else indexSigner(s, entry.signer, pos, undo, index);
       undo.steps.push(() => {
+        if (bySigner) bySigner.pop();
         unlink?.();
         s.log.pop();
       });
-      indexSigner(s, entry.signer, pos, undo, index);
       return pos;
     },
     opaqueAfter: (after, limit) => {

@@ -133,6 +133,7 @@ export class SqliteReplicaStore implements ReplicaStore {
     });
   }
 
+  /** Every answer is immediate (better-sqlite3 is synchronous), so the apply path runs without suspending (steps.ts). */
   #tx(): ReplicaTx {
     const db = this.#db;
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- names the row shape a query returns
@@ -149,19 +150,19 @@ export class SqliteReplicaStore implements ReplicaStore {
       pack(entry),
     ];
     return {
-      getHlc: async () => {
+      getHlc: () => {
         const row = one<{ value: Uint8Array }>('SELECT value FROM meta WHERE key = ?', HLC_KEY);
         return row && (unpack(row.value) as Hlc);
       },
-      setHlc: async (hlc) => void run('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)', HLC_KEY, pack(hlc)),
-      head: async (chain) => {
+      setHlc: (hlc) => void run('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)', HLC_KEY, pack(hlc)),
+      head: (chain) => {
         const row = one<{ seq: number; event_id: string }>('SELECT seq, event_id FROM heads WHERE chain = ?', chain);
         return row && ({ seq: row.seq, eventId: row.event_id } satisfies ChainHead);
       },
-      setHead: async (chain, head) =>
+      setHead: (chain, head) =>
         void run('INSERT OR REPLACE INTO heads (chain, seq, event_id) VALUES (?, ?, ?)', chain, head.seq, head.eventId),
-      hasOuterId: async (id) => one('SELECT 1 AS x FROM log WHERE outer_id = ?', id) !== undefined,
-      envelopeState: async (outerId) => {
+      hasOuterId: (id) => one('SELECT 1 AS x FROM log WHERE outer_id = ?', id) !== undefined,
+      envelopeState: (outerId) => {
         const withheld = one<{ record: Uint8Array }>('SELECT record FROM withheld WHERE outer_id = ?', outerId);
         return {
           logged: one('SELECT 1 AS x FROM log WHERE outer_id = ?', outerId) !== undefined,
@@ -169,21 +170,21 @@ export class SqliteReplicaStore implements ReplicaStore {
           withheld: withheld && (unpack(withheld.record) as WithheldRecord),
         };
       },
-      hasEventId: async (id) => one('SELECT 1 AS x FROM log WHERE event_id = ?', id) !== undefined,
-      append: async (entry) =>
+      hasEventId: (id) => one('SELECT 1 AS x FROM log WHERE event_id = ?', id) !== undefined,
+      append: (entry) =>
         Number(
           run(
             'INSERT INTO log (outer_id, event_id, row_key, op, signer, seq, record) VALUES (?, ?, ?, ?, ?, ?, ?)',
             ...record(entry),
           ).lastInsertRowid,
         ),
-      opaqueAfter: async (after, limit) =>
+      opaqueAfter: (after, limit) =>
         all<LogRow>(
           'SELECT pos, record FROM log WHERE event_id IS NULL AND pos > ? ORDER BY pos LIMIT ?',
           after,
           limit,
         ).map(logEntry),
-      fill: async (pos, entry) => {
+      fill: (pos, entry) => {
         const old = one<{ outer_id: string; event_id: string | null }>(
           'SELECT outer_id, event_id FROM log WHERE pos = ?',
           pos,
@@ -197,14 +198,14 @@ export class SqliteReplicaStore implements ReplicaStore {
           pos,
         );
       },
-      rowEntries: async (rowKey, op?: EventOp) =>
+      rowEntries: (rowKey, op?: EventOp) =>
         (op === undefined
           ? all<LogRow>('SELECT pos, record FROM log WHERE row_key = ? ORDER BY pos', rowKey)
           : all<LogRow>('SELECT pos, record FROM log WHERE row_key = ? AND op = ? ORDER BY pos', rowKey, op)
         ).map(logEntry),
-      signerEntriesAbove: async (signer, seq) =>
+      signerEntriesAbove: (signer, seq) =>
         all<LogRow>('SELECT pos, record FROM log WHERE signer = ? AND seq > ? ORDER BY pos', signer, seq).map(logEntry),
-      setRevoked: async (pos, revoked) => {
+      setRevoked: (pos, revoked) => {
         const row = one<LogRow>('SELECT pos, record FROM log WHERE pos = ?', pos);
         if (!row) return;
         const rest: { -readonly [K in keyof LogEntry]?: LogEntry[K] } = { ...logEntry(row) };
@@ -212,47 +213,47 @@ export class SqliteReplicaStore implements ReplicaStore {
         delete rest.revoked;
         run('UPDATE log SET record = ? WHERE pos = ?', pack(revoked ? { ...rest, revoked: true } : rest), pos);
       },
-      getRow: async (table, row) => {
+      getRow: (table, row) => {
         const found = one<{ state: Uint8Array }>('SELECT state FROM rows WHERE tbl = ? AND row = ?', table, row);
         return found && (unpack(found.state) as RowState);
       },
-      putRow: async (state) =>
+      putRow: (state) =>
         void run('INSERT OR REPLACE INTO rows (tbl, row, state) VALUES (?, ?, ?)', state.table, state.row, pack(state)),
-      deleteRow: async (table, row) => void run('DELETE FROM rows WHERE tbl = ? AND row = ?', table, row),
-      park: async (envelope) =>
+      deleteRow: (table, row) => void run('DELETE FROM rows WHERE tbl = ? AND row = ?', table, row),
+      park: (envelope) =>
         void run(
           'INSERT OR REPLACE INTO parked (outer_id, parked_at, record) VALUES (?, ?, ?)',
           envelope.outerId,
           envelope.parkedAt,
           pack(envelope),
         ),
-      unpark: async (outerId) => void run('DELETE FROM parked WHERE outer_id = ?', outerId),
-      isParked: async (outerId) => one('SELECT 1 AS x FROM parked WHERE outer_id = ?', outerId) !== undefined,
-      parkedAll: async () =>
+      unpark: (outerId) => void run('DELETE FROM parked WHERE outer_id = ?', outerId),
+      isParked: (outerId) => one('SELECT 1 AS x FROM parked WHERE outer_id = ?', outerId) !== undefined,
+      parkedAll: () =>
         all<{ record: Uint8Array }>('SELECT record FROM parked ORDER BY parked_at').map(
           (r) => unpack(r.record) as ParkedEnvelope,
         ),
-      parkedCount: async () => one<{ n: number }>('SELECT count(*) AS n FROM parked')!.n,
-      recordRejection: async (r) => {
+      parkedCount: () => one<{ n: number }>('SELECT count(*) AS n FROM parked')!.n,
+      recordRejection: (r) => {
         run('INSERT OR REPLACE INTO rejected (outer_id, at, record) VALUES (?, ?, ?)', r.outerId, r.at, pack(r));
         const excess = one<{ n: number }>('SELECT count(*) AS n FROM rejected')!.n - MAX_REJECTION_RECORDS;
         if (excess > 0) {
           run('DELETE FROM rejected WHERE outer_id IN (SELECT outer_id FROM rejected ORDER BY at LIMIT ?)', excess);
         }
       },
-      isRejected: async (outerId) => one('SELECT 1 AS x FROM rejected WHERE outer_id = ?', outerId) !== undefined,
-      rejectionReason: async (outerId) => {
+      isRejected: (outerId) => one('SELECT 1 AS x FROM rejected WHERE outer_id = ?', outerId) !== undefined,
+      rejectionReason: (outerId) => {
         const row = one<{ record: Uint8Array }>('SELECT record FROM rejected WHERE outer_id = ?', outerId);
         return row && (unpack(row.record) as RejectionRecord).reason;
       },
-      withhold: async (w) =>
+      withhold: (w) =>
         void run('INSERT OR REPLACE INTO withheld (outer_id, at, record) VALUES (?, ?, ?)', w.outerId, w.at, pack(w)),
-      withheldRecord: async (outerId) => {
+      withheldRecord: (outerId) => {
         const row = one<{ record: Uint8Array }>('SELECT record FROM withheld WHERE outer_id = ?', outerId);
         return row && (unpack(row.record) as WithheldRecord);
       },
-      release: async (outerId) => void run('DELETE FROM withheld WHERE outer_id = ?', outerId),
-      addResurrection: async (r) =>
+      release: (outerId) => void run('DELETE FROM withheld WHERE outer_id = ?', outerId),
+      addResurrection: (r) =>
         void run(
           'INSERT OR REPLACE INTO resurrections (key, delete_id, edit_id, at, record) VALUES (?, ?, ?, ?, ?)',
           r.key,
@@ -261,10 +262,10 @@ export class SqliteReplicaStore implements ReplicaStore {
           r.at,
           pack(r),
         ),
-      hasResurrection: async (key) => one('SELECT 1 AS x FROM resurrections WHERE key = ?', key) !== undefined,
-      dropResurrectionsOf: async (eventId) =>
+      hasResurrection: (key) => one('SELECT 1 AS x FROM resurrections WHERE key = ?', key) !== undefined,
+      dropResurrectionsOf: (eventId) =>
         void run('DELETE FROM resurrections WHERE delete_id = ? OR edit_id = ?', eventId, eventId),
-      setWatermark: async (peer, upto) =>
+      setWatermark: (peer, upto) =>
         void run(
           'INSERT INTO watermarks (peer, pos) VALUES (?, ?) ON CONFLICT (peer) DO UPDATE SET pos = max(pos, excluded.pos)',
           peer,

@@ -18,7 +18,8 @@ import type { Clock, Random, Signer, Verifier } from '../../src/core/ports.js';
 import { Replica } from '../../src/core/replica.js';
 import { TABLES, type DomainName } from '../../src/core/schema.js';
 import { everyTablePublic, type PrivacyPolicy } from '../../src/core/sync-manifest.js';
-import type { ReplicaStore, ReplicaTx } from '../../src/core/store.js';
+import type { Awaitable } from '../../src/core/steps.js';
+import type { ChainHead, ReplicaStore, ReplicaTx } from '../../src/core/store.js';
 import { isDeliveryMessage, SyncEngine, type PeerChannel, type SyncListener } from '../../src/core/sync.js';
 import { MemoryReplicaStore } from '../../src/storage/memory-store.js';
 
@@ -200,11 +201,18 @@ export type Snapshot = {
   readonly heads: unknown;
 };
 
+/** The chain heads of `signers`, in order (a store may answer each at once or later). */
+async function headsOf(tx: ReplicaTx, signers: readonly string[]): Promise<(ChainHead | undefined)[]> {
+  const heads: (ChainHead | undefined)[] = [];
+  for (const signer of signers) heads.push(await tx.head(signer));
+  return heads;
+}
+
 /** Everything an ingest may touch (heads of the given signers), for before/after comparison. */
 export async function snapshot(machine: Machine, signers: readonly string[] = []): Promise<Snapshot> {
   const { hlc, heads } = await machine.store.transact(async (tx) => ({
     hlc: await tx.getHlc(),
-    heads: await Promise.all(signers.map((s) => tx.head(s))),
+    heads: await headsOf(tx, signers),
   }));
   return {
     lastPos: await machine.store.lastPos(),
@@ -226,7 +234,7 @@ export async function durableState(
 ): Promise<DurableState> {
   const { hlc, heads } = await store.transact(async (tx) => ({
     hlc: await tx.getHlc(),
-    heads: await Promise.all(signers.map((s) => tx.head(s))),
+    heads: await headsOf(tx, signers),
   }));
   const rows = await allRows(store);
   const byKey = <T>(items: T[], key: (t: T) => string): T[] => items.sort((a, b) => (key(a) < key(b) ? -1 : 1));
@@ -458,7 +466,7 @@ export class CrashingStore implements ReplicaStore {
     return this.#crashAt !== undefined;
   }
 
-  transact<T>(fn: (tx: ReplicaTx) => Promise<T>): Promise<T> {
+  transact<T>(fn: (tx: ReplicaTx) => Awaitable<T>): Promise<T> {
     return this.inner.transact((tx) => {
       this.lastWrites = 0;
       return fn(this.#wrap(tx));
@@ -468,7 +476,7 @@ export class CrashingStore implements ReplicaStore {
   #wrap(tx: ReplicaTx): ReplicaTx {
     const writes: Partial<Record<keyof ReplicaTx, unknown>> = {};
     for (const name of TX_WRITES) {
-      const write = tx[name] as (...args: unknown[]) => Promise<unknown>;
+      const write = tx[name] as (...args: unknown[]) => Awaitable<unknown>;
       writes[name] = (...args: unknown[]) => {
         this.lastWrites++;
         if (this.#crashAt === this.lastWrites) {

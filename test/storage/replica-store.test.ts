@@ -563,7 +563,7 @@ async function everything(store: ReplicaStore, signer: string, parkedIds: readon
   const inTx = await store.transact(async (tx) => ({
     signerEntries: await tx.signerEntriesAbove(signer, 0),
     rowEntries: await tx.rowEntries(rowKeyOf('device_profiles', 'r')),
-    parked: await Promise.all(parkedIds.map((id) => tx.isParked(id))),
+    parked: await Promise.all(parkedIds.map(async (id) => tx.isParked(id))),
     hlc: await tx.getHlc(),
   }));
   return plain({
