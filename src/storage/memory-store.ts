@@ -136,15 +136,24 @@ function slotOfKey(s: State, rowKey: string): RowSlot {
   return slotAt(s, table, row, rowKey);
 }
 
-/** The row slot an entry belongs to, if it names a row. */
+/**
+ * The row slot an entry belongs to, if it names a row: found by its row key
+ * alone (one lookup, whose stored key is the slot's own), then remembered by
+ * the body's table and row when they spell that key, for the reads that follow.
+ */
 function slotOfEntry(s: State, entry: NewLogEntry): RowSlot | undefined {
-  if (entry.rowKey === undefined) return undefined;
+  const rowKey = entry.rowKey;
+  if (rowKey === undefined) return undefined;
+  const slot = slotOfKey(s, rowKey);
   const body = entry.body;
-  if (body) {
-    const slot = slotAt(s, body.table, body.row, entry.rowKey);
-    if (s.last.key === entry.rowKey || slot.key === entry.rowKey) return slot;
+  if (body && rowKey === rowKeyOf(body.table, body.row)) {
+    const last = s.last;
+    last.table = body.table;
+    last.row = body.row;
+    last.key = rowKey;
+    last.slot = slot;
   }
-  return slotOfKey(s, entry.rowKey);
+  return slot;
 }
 
 /** Writes that remember how to undo themselves. */
