@@ -73,21 +73,29 @@ for (let i = 0; i < 16; i++) HEX_VALUE['0123456789abcdef'.charCodeAt(i)] = i;
  * `eventIdOf`: bare hex) is kept as 32 bytes and an interned suffix, and found
  * by an open-addressing index of positions; any other name (tests use short
  * ones) is kept as a string in a map. Names are unique per column.
+ * (In the storage layer, not the core: it may draw its own random seed.)
  */
-class NameColumn {
+export class NameColumn {
   #ids = new Uint8Array(32 * 1024);
   /** Per position: 0 none, 1 an irregular name (in `#odd`), else 2 + index of the suffix. */
-  #kind = new Uint16Array(1024);
+  #kind = new Int32Array(1024);
   readonly #suffixes: string[] = [];
   readonly #suffixIndex = new Map<string, number>();
   readonly #odd = new Map<string, number>();
   readonly #oddAt = new Map<number, string>();
   /**
    * Open addressing, linear probing, sized to stay under half full: pairs of
-   * (position, fingerprint) — position 0 is empty; the fingerprint (the id's
-   * bytes 4..7) rules out almost every other id without reading its bytes.
+   * (position, hash) — position 0 is empty. The whole 32-bit hash is kept, so
+   * another id in the same run is ruled out without reading its bytes, and an
+   * entry's home slot is known without them.
    */
   #table = new Int32Array(2 << 12);
+  /**
+   * Per-column random seed of the hash: ids are digests, but not every name is
+   * (tests count upwards), and a member grinding ids with shared leading bytes
+   * must not be able to line them up into one long probe run.
+   */
+  readonly #seed = crypto.getRandomValues(new Uint32Array(1))[0]!;
   #count = 0;
   readonly #probe = new Uint8Array(32);
   /** The name parsed last and its suffix: an append looks a name up, then sets it. */
@@ -99,7 +107,7 @@ class NameColumn {
     const ids = new Uint8Array(32 * capacity);
     ids.set(this.#ids);
     this.#ids = ids;
-    const kind = new Uint16Array(capacity);
+    const kind = new Int32Array(capacity);
     kind.set(this.#kind);
     this.#kind = kind;
   }
@@ -127,9 +135,15 @@ class NameColumn {
     return name.length === 64 ? '' : name.slice(64);
   }
 
-  /** A 32-bit word of an id (ids are digests: any word is uniform). */
-  static #word(bytes: Uint8Array, at: number): number {
-    return (bytes[at]! << 24) | (bytes[at + 1]! << 16) | (bytes[at + 2]! << 8) | bytes[at + 3]!;
+  /** The seeded hash of the 32 id bytes at `at` (a multiply-xorshift over its eight words). */
+  #hash(bytes: Uint8Array, at: number): number {
+    let h = this.#seed;
+    for (let i = at; i < at + 32; i += 4) {
+      const word = (bytes[i]! << 24) | (bytes[i + 1]! << 16) | (bytes[i + 2]! << 8) | bytes[i + 3]!;
+      h = Math.imul(h ^ word, 0x9e3779b1);
+      h ^= h >>> 15;
+    }
+    return h | 0;
   }
 
   #matches(pos: number, kind: number): boolean {
@@ -149,11 +163,11 @@ class NameColumn {
     if (index === undefined) return 0;
     const table = this.#table;
     const mask = (table.length >> 1) - 1;
-    const fingerprint = NameColumn.#word(this.#probe, 4);
-    for (let slot = NameColumn.#word(this.#probe, 0) & mask; ; slot = (slot + 1) & mask) {
+    const hash = this.#hash(this.#probe, 0);
+    for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
       const pos = table[2 * slot]!;
       if (pos === 0) return 0;
-      if (table[2 * slot + 1] === fingerprint && this.#matches(pos, 2 + index)) return pos;
+      if (table[2 * slot + 1] === hash && this.#matches(pos, 2 + index)) return pos;
     }
   }
 
@@ -174,23 +188,23 @@ class NameColumn {
     if (4 * (this.#count + 1) > this.#table.length) this.#rehash(this.#table.length * 2);
     this.#ids.set(this.#probe, 32 * pos);
     this.#kind[pos] = 2 + index;
-    this.#insert(pos);
+    this.#insert(pos, this.#hash(this.#probe, 0));
     this.#count++;
   }
 
-  #insert(pos: number): void {
+  #insert(pos: number, hash: number): void {
     const table = this.#table;
     const mask = (table.length >> 1) - 1;
-    let slot = NameColumn.#word(this.#ids, 32 * pos) & mask;
+    let slot = hash & mask;
     while (table[2 * slot] !== 0) slot = (slot + 1) & mask;
     table[2 * slot] = pos;
-    table[2 * slot + 1] = NameColumn.#word(this.#ids, 32 * pos + 4);
+    table[2 * slot + 1] = hash;
   }
 
   #rehash(size: number): void {
     const old = this.#table;
     this.#table = new Int32Array(size);
-    for (let i = 0; i < old.length; i += 2) if (old[i] !== 0) this.#insert(old[i]!);
+    for (let i = 0; i < old.length; i += 2) if (old[i] !== 0) this.#insert(old[i]!, old[i + 1]!);
   }
 
   /** Forgets the name of `pos` (a rolled-back append or fill). */
@@ -206,11 +220,10 @@ class NameColumn {
     // Backward-shift deletion keeps every other probe sequence unbroken, in any order of removal.
     const table = this.#table;
     const mask = (table.length >> 1) - 1;
-    const home = (p: number): number => NameColumn.#word(this.#ids, 32 * p) & mask;
-    let hole = home(pos);
+    let hole = this.#hash(this.#ids, 32 * pos) & mask;
     while (table[2 * hole] !== pos) hole = (hole + 1) & mask;
     for (let slot = (hole + 1) & mask; table[2 * slot] !== 0; slot = (slot + 1) & mask) {
-      const at = home(table[2 * slot]!);
+      const at = table[2 * slot + 1]! & mask;
       // Move the entry back when its home does not lie cyclically in (hole, slot].
       const between = hole <= slot ? at > hole && at <= slot : at > hole || at <= slot;
       if (!between) {
@@ -280,7 +293,7 @@ export class CompactLog {
   #seq = new Float64Array(1024);
   #signer = new Int32Array(1024);
   #slot = new Int32Array(1024);
-  #domain = new Uint16Array(1024);
+  #domain = new Int32Array(1024);
   /** op code, lane code, revoked flag and whether seq is present, a byte each. */
   #flags = new Uint8Array(4 * 1024);
   /** The previous position of the same row (any op), and of the same row and op; 0 when none. */
@@ -293,11 +306,7 @@ export class CompactLog {
 
   #grow(): void {
     const capacity = this.#capacity * 2;
-    const widen = <A extends Float64Array | Int32Array | Uint16Array | Uint8Array>(
-      old: A,
-      make: (n: number) => A,
-      per = 1,
-    ) => {
+    const widen = <A extends Float64Array | Int32Array | Uint8Array>(old: A, make: (n: number) => A, per = 1) => {
       const next = make(capacity * per);
       next.set(old);
       return next;
@@ -309,7 +318,7 @@ export class CompactLog {
     this.#seq = widen(this.#seq, (n) => new Float64Array(n));
     this.#signer = widen(this.#signer, (n) => new Int32Array(n));
     this.#slot = widen(this.#slot, (n) => new Int32Array(n));
-    this.#domain = widen(this.#domain, (n) => new Uint16Array(n));
+    this.#domain = widen(this.#domain, (n) => new Int32Array(n));
     this.#flags = widen(this.#flags, (n) => new Uint8Array(n), 4);
     this.#prevInRow = widen(this.#prevInRow, (n) => new Int32Array(n));
     this.#prevOfOp = widen(this.#prevOfOp, (n) => new Int32Array(n));
