@@ -4,7 +4,7 @@
  * applying the same writes in the same process (each side on a worker thread
  * of its own, so each starts on a fresh heap).
  *
- *   ours    `admitEvent` (duplicate check, authorisation, hash chain, then
+ *   ours    `admission` (duplicate check, authorisation, hash chain, then
  *           `recordEvent`: log append, chain head, clock, per-column LWW merge,
  *           tombstones, resurrection pairs) inside one `MemoryReplicaStore`
  *           transaction per batch of MAX_EVENTS_PER_FRAME events — exactly what
@@ -39,7 +39,9 @@ import { toHex } from '../src/core/bytes.js';
 import { encodeCbor } from '../src/core/cbor.js';
 import { eventIdOf, type EventBody, type SignedEvent } from '../src/core/event.js';
 import { envelopeId } from '../src/core/seal.js';
-import { admitEvent, namesOf, type OpenedEnvelope } from '../src/core/ingest.js';
+import { admission, namesOf, type OpenedEnvelope } from '../src/core/ingest.js';
+import { run as runSteps, type Steps } from '../src/core/steps.js';
+import type { ReplicaTx } from '../src/core/store.js';
 import { MAX_EVENTS_PER_FRAME } from '../src/core/peer-wire.js';
 import type { ColumnValue } from '../src/core/schema.js';
 import type { TrustContext } from '../src/core/trust.js';
@@ -158,6 +160,18 @@ class EventSource {
 
 type Ours = { readonly ms: number; readonly resurrections: number; readonly rows: number };
 
+/** What `Replica.ingest` runs for each opened event of a frame: the parked check, then admission. */
+function* admitBatch(tx: ReplicaTx, batch: readonly OpenedEnvelope[], trust: TrustContext, now: number): Steps<number> {
+  let found = 0;
+  for (const opened of batch) {
+    if ((yield tx.isParked(namesOf(opened).outerId)) as boolean) throw new Error('bench merge: parked');
+    const verdict = yield* admission(tx, opened, trust, everyTablePublic, now, undefined);
+    if (verdict.type !== 'Applied') throw new Error(`bench merge: admission gave ${verdict.type}`);
+    found += verdict.resurrections.length;
+  }
+  return found;
+}
+
 async function applyOurs(script: Script): Promise<Ours> {
   const source = new EventSource(script);
   const anchors = source.signerIds;
@@ -169,16 +183,7 @@ async function applyOurs(script: Script): Promise<Ours> {
   for (let from = 0; from < WRITES; from += BATCH) {
     const batch = source.batch(from, Math.min(WRITES, from + BATCH));
     const start = performance.now();
-    resurrections += await store.transact(async (tx) => {
-      let found = 0;
-      for (const opened of batch) {
-        if (await tx.isParked(namesOf(opened).outerId)) throw new Error('bench merge: parked');
-        const admission = await admitEvent(tx, opened, trust, everyTablePublic, now);
-        if (admission.type !== 'Applied') throw new Error(`bench merge: admission gave ${admission.type}`);
-        found += admission.resurrections.length;
-      }
-      return found;
-    });
+    resurrections += await store.transact((tx) => runSteps(admitBatch(tx, batch, trust, now)));
     ms += performance.now() - start;
   }
   return { ms, resurrections, rows: (await store.rows('device_profiles')).length };

@@ -138,7 +138,8 @@ export function admitEvent(
   return run(admission(tx, opened, trust, privacy, now, fill));
 }
 
-function* admission(
+/** `admitEvent` as steps (steps.ts), for a caller that is steps itself (a replica's batch). */
+export function* admission(
   tx: ReplicaTx,
   opened: OpenedEnvelope,
   trust: TrustContext,

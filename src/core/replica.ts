@@ -28,6 +28,7 @@ import {
 } from './event.js';
 import { DEFAULT_MAX_SKEW_MS, HLC_ZERO, receive, tick, type ClockSkewError } from './hlc.js';
 import {
+  admission,
   admitEvent,
   namesOf,
   laneRefusal,
@@ -43,7 +44,8 @@ import { chainSuffix, formatDomainMarks, chainKey, type PrivacyPolicy } from './
 import { err, ok, type Result } from './result.js';
 import { decodeSealed, encodeSealed, envelopeId, type SealedEvent, type SealError, type SealLane } from './seal.js';
 import { domainOf, tableSpec, type ColumnValue, type DomainName } from './schema.js';
-import type { ParkReason, ReplicaStore, ReplicaTx, Resurrection } from './store.js';
+import { run, type Steps } from './steps.js';
+import type { EnvelopeState, ParkedEnvelope, ParkReason, ReplicaStore, ReplicaTx, Resurrection } from './store.js';
 import { authorize, type TrustContext } from './trust.js';
 
 /** The sealing half of the crypto port: domain keys never leave its implementation. */
@@ -241,15 +243,7 @@ export class Replica {
     opening.catch(() => undefined);
     const admitted = this.#ingestTurn.then(async () => {
       const opened = await opening;
-      return this.#exclusive(() =>
-        this.#deps.store.transact(async (tx) => {
-          const outcomes: IngestOutcome[] = [];
-          for (const item of opened) outcomes.push(await this.#admit(tx, peer, item));
-          if (outcomes.some((o) => o.type === 'Applied')) outcomes.push(...(await this.#retryParked(tx, peer)));
-          if (upto !== undefined) await tx.setWatermark(peer, upto);
-          return outcomes;
-        }),
-      );
+      return this.#exclusive(() => this.#deps.store.transact((tx) => run(this.#admitBatch(tx, peer, opened, upto))));
     });
     this.#ingestTurn = admitted.catch(() => undefined);
     return admitted;
@@ -279,10 +273,10 @@ export class Replica {
             const entry = held[i]!;
             const applied = await store
               .transact(async (tx) => {
-                const admission = await admitEvent(tx, item, trust, privacy, clock.now(), entry.pos);
+                const verdict = await admitEvent(tx, item, trust, privacy, clock.now(), entry.pos);
                 // Anything but a clean apply leaves the entry held, as it was.
-                if (admission.type !== 'Applied') throw new KeepHeld();
-                const { body, revoked, resurrections } = admission;
+                if (verdict.type !== 'Applied') throw new KeepHeld();
+                const { body, revoked, resurrections } = verdict;
                 return { type: 'Applied' as const, outerId: entry.outerId, body, revoked, resurrections };
               })
               .catch((e: unknown) => {
@@ -297,7 +291,7 @@ export class Replica {
         }
       }
       if (outcomes.length > 0) {
-        outcomes.push(...(await store.transact((tx) => this.#retryParked(tx, 'local'))));
+        outcomes.push(...(await store.transact((tx) => run(this.#retryParked(tx, 'local')))));
       }
       return outcomes;
     });
@@ -305,78 +299,98 @@ export class Replica {
 
   /** Re-evaluates parked envelopes locally (the clock moved on, or control records arrived). */
   reevaluate(): Promise<IngestOutcome[]> {
-    return this.#exclusive(() => this.#deps.store.transact((tx) => this.#retryParked(tx, 'local')));
+    return this.#exclusive(() => this.#deps.store.transact((tx) => run(this.#retryParked(tx, 'local'))));
   }
 
-  async #admit(tx: ReplicaTx, peer: string, item: Opened): Promise<IngestOutcome> {
+  /** A batch's admission and the watermark it moves, as steps: without a pause where the store answers at once. */
+  *#admitBatch(
+    tx: ReplicaTx,
+    peer: string,
+    opened: readonly Opened[],
+    upto: number | undefined,
+  ): Steps<IngestOutcome[]> {
+    const outcomes: IngestOutcome[] = [];
+    for (const item of opened) outcomes.push(yield* this.#admit(tx, peer, item));
+    if (outcomes.some((o) => o.type === 'Applied')) outcomes.push(...(yield* this.#retryParked(tx, peer)));
+    if (upto !== undefined) yield tx.setWatermark(peer, upto);
+    return outcomes;
+  }
+
+  *#admit(tx: ReplicaTx, peer: string, item: Opened): Steps<IngestOutcome> {
     const now = this.#deps.clock.now();
     switch (item.kind) {
-      case 'rejected':
-        if (await tx.isRejected(item.outerId)) return { type: 'Duplicate', outerId: item.outerId };
-        return this.#reject(tx, peer, item.outerId, item.error);
+      case 'rejected': {
+        const known = (yield tx.isRejected(item.outerId)) as boolean;
+        if (known) return { type: 'Duplicate', outerId: item.outerId };
+        return yield* this.#reject(tx, peer, item.outerId, item.error);
+      }
       case 'opaque': {
         const outerId = envelopeId(item.sealed);
-        if ((await tx.hasOuterId(outerId)) || (await tx.isRejected(outerId))) return { type: 'Duplicate', outerId };
+        const known = (yield tx.envelopeState(outerId)) as EnvelopeState;
+        if (known.logged || known.rejected) return { type: 'Duplicate', outerId };
         // Holding is decided by the lane even where reading is impossible.
-        const refusal = await laneRefusal(tx, item.sealed.lane, this.#deps.privacy);
-        const slot = await tx.withheldRecord(outerId);
+        const refusal = (yield laneRefusal(tx, item.sealed.lane, this.#deps.privacy)) as PrivacyRefusal | undefined;
+        const slot = known.withheld;
         if (refusal) {
           if (slot) return { type: 'Duplicate', outerId };
-          await tx.withhold(withheldRecord(outerId, refusal, this.#deps.clock.now()));
+          yield tx.withhold(withheldRecord(outerId, refusal, this.#deps.clock.now()));
           return { type: 'Withheld', outerId, error: refusal };
         }
-        if (slot) await tx.release(outerId);
+        if (slot) yield tx.release(outerId);
         const lane = item.sealed.lane;
-        await tx.append({ outerId, domain: item.sealed.domain, sealed: item.bytes, ...(lane ? { lane } : {}) });
+        yield tx.append({ outerId, domain: item.sealed.domain, sealed: item.bytes, ...(lane ? { lane } : {}) });
         return { type: 'StoredOpaque', outerId };
       }
       case 'skewed': {
         const { outerId } = namesOf(item.opened);
-        if ((await tx.isParked(outerId)) || (await tx.hasOuterId(outerId))) return { type: 'Duplicate', outerId };
+        const parked = (yield tx.isParked(outerId)) as boolean;
+        if (parked || ((yield tx.hasOuterId(outerId)) as boolean)) return { type: 'Duplicate', outerId };
         const detail = `${item.error.remoteMs - item.error.localMs} ms ahead (bound ${item.error.maxSkewMs} ms)`;
-        return this.#park(tx, peer, item.opened, 'ClockSkew', detail);
+        return yield* this.#park(tx, peer, item.opened, 'ClockSkew', detail);
       }
       case 'event': {
         const { outerId } = namesOf(item);
-        if (await tx.isParked(outerId)) return { type: 'Duplicate', outerId };
-        const admission = await admitEvent(tx, item, this.#deps.trust, this.#deps.privacy, now);
-        switch (admission.type) {
+        const parked = (yield tx.isParked(outerId)) as boolean;
+        if (parked) return { type: 'Duplicate', outerId };
+        const verdict = yield* admission(tx, item, this.#deps.trust, this.#deps.privacy, now, undefined);
+        switch (verdict.type) {
           case 'Applied': {
-            const { body, revoked, resurrections } = admission;
+            const { body, revoked, resurrections } = verdict;
             return { type: 'Applied', outerId, body, revoked, resurrections };
           }
           case 'Duplicate':
             return { type: 'Duplicate', outerId };
           case 'Parked':
-            return this.#park(tx, peer, item, admission.reason, admission.detail);
+            return yield* this.#park(tx, peer, item, verdict.reason, verdict.detail);
           case 'Rejected':
-            return this.#reject(tx, peer, outerId, admission.error);
+            return yield* this.#reject(tx, peer, outerId, verdict.error);
           case 'Withheld':
-            await tx.withhold(admission.record);
-            return { type: 'Withheld', outerId, error: admission.error };
+            yield tx.withhold(verdict.record);
+            return { type: 'Withheld', outerId, error: verdict.error };
         }
       }
     }
   }
 
-  async #reject(tx: ReplicaTx, peer: string, outerId: string, error: Rejection): Promise<IngestOutcome> {
+  *#reject(tx: ReplicaTx, peer: string, outerId: string, error: Rejection): Steps<IngestOutcome> {
     const detail = 'reason' in error ? error.reason : '';
-    await tx.recordRejection({ outerId, reason: error.type, detail, at: this.#deps.clock.now(), peer });
+    yield tx.recordRejection({ outerId, reason: error.type, detail, at: this.#deps.clock.now(), peer });
     return { type: 'Rejected', outerId, error };
   }
 
-  async #park(
+  *#park(
     tx: ReplicaTx,
     peer: string,
     opened: OpenedEnvelope,
     reason: ParkReason,
     detail: string,
-  ): Promise<IngestOutcome> {
+  ): Steps<IngestOutcome> {
     const { outerId } = namesOf(opened);
-    if ((await tx.parkedCount()) >= (this.#deps.maxParked ?? DEFAULT_MAX_PARKED)) {
-      return this.#reject(tx, peer, outerId, { type: 'ParkingFull' });
+    const count = (yield tx.parkedCount()) as number;
+    if (count >= (this.#deps.maxParked ?? DEFAULT_MAX_PARKED)) {
+      return yield* this.#reject(tx, peer, outerId, { type: 'ParkingFull' });
     }
-    await tx.park({
+    yield tx.park({
       outerId,
       sealed: opened.bytes,
       event: opened.event.bytes,
@@ -390,20 +404,20 @@ export class Replica {
   }
 
   /** Retries every parked envelope until a pass admits nothing new. */
-  async #retryParked(tx: ReplicaTx, peer: string): Promise<IngestOutcome[]> {
+  *#retryParked(tx: ReplicaTx, peer: string): Steps<IngestOutcome[]> {
     const outcomes: IngestOutcome[] = [];
     const now = this.#deps.clock.now();
     const maxSkew = this.#deps.maxSkewMs ?? DEFAULT_MAX_SKEW_MS;
     for (let progress = true; progress;) {
       progress = false;
-      for (const parked of await tx.parkedAll()) {
+      for (const parked of (yield tx.parkedAll()) as ParkedEnvelope[]) {
         const sealed = decodeSealed(parked.sealed);
         const event = decodeEvent(parked.event);
         if (!sealed.ok || !event.ok) throw new Error('replica: a parked envelope no longer decodes');
         if (!receive(HLC_ZERO, event.value.body.hlc, now, maxSkew).ok) continue;
-        await tx.unpark(parked.outerId);
+        yield tx.unpark(parked.outerId);
         const opened: Opened = { kind: 'event', sealed: sealed.value, bytes: parked.sealed, event: event.value };
-        const outcome = await this.#admit(tx, peer, opened);
+        const outcome = yield* this.#admit(tx, peer, opened);
         outcomes.push(outcome);
         if (outcome.type === 'Applied') progress = true;
       }
