@@ -33,6 +33,7 @@ import {
   type NewLogEntry,
   type ReplicaTx,
   type Resurrection,
+  type StampedEntry,
 } from './store.js';
 
 export function changeOf(body: EventBody): RowChange {
@@ -119,8 +120,8 @@ export function* recording(
   if (after !== before) yield tx.putRow(after);
   const resurrections: Resurrection[] = [];
   if (body.op === 'put' || body.op === 'del') {
-    const opposite = (yield tx.rowEntries(rowKey, body.op === 'put' ? 'del' : 'put')) as LogEntry[];
-    for (const pair of newPairs(openedOf(opposite), { eventId, body }, now)) {
+    const opposite = (yield tx.rowStamps(rowKey, body.op === 'put' ? 'del' : 'put')) as StampedEntry[];
+    for (const pair of newPairs(opposite, { eventId, body }, now)) {
       yield tx.addResurrection(pair);
       resurrections.push(pair);
     }
@@ -150,13 +151,30 @@ function livePairs(entries: readonly Opened[]): Map<string, { del: Opened; put: 
 const openedOf = (entries: readonly LogEntry[]): Opened[] =>
   entries.flatMap((e) => (e.body && e.eventId && !e.revoked ? [{ eventId: e.eventId, body: e.body }] : []));
 
-/** The pairs the new event forms with `others`, the row's surviving entries of the opposite op. */
-function newPairs(others: readonly Opened[], event: Opened, now: number): Resurrection[] {
+/** `ReplicaTx.rowStamps` from a row's entries, for a store that reads whole entries anyway. */
+export const stampedOf = (entries: readonly LogEntry[]): StampedEntry[] =>
+  openedOf(entries).map((e) => ({ eventId: e.eventId, stamp: stampOf(e.body) }));
+
+/**
+ * The pairs a new put or delete forms with `others`, the row's surviving
+ * entries of the opposite op: each (delete, put) where the put is stamped later.
+ */
+function newPairs(others: readonly StampedEntry[], event: Opened, now: number): Resurrection[] {
   const found: Resurrection[] = [];
+  const stamp = stampOf(event.body);
+  const isPut = event.body.op === 'put';
   for (const other of others) {
-    const [del, put] = event.body.op === 'put' ? [other, event] : [event, other];
-    if (compareStamps(stampOf(put.body), stampOf(del.body)) <= 0) continue;
-    found.push(toResurrection(del, put, now));
+    const later = isPut ? compareStamps(stamp, other.stamp) > 0 : compareStamps(other.stamp, stamp) > 0;
+    if (!later) continue;
+    const [deleteId, editId] = isPut ? [other.eventId, event.eventId] : [event.eventId, other.eventId];
+    found.push({
+      key: pairKey(deleteId, editId),
+      table: event.body.table,
+      row: event.body.row,
+      deleteId,
+      editId,
+      at: now,
+    });
   }
   return found;
 }

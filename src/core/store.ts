@@ -7,7 +7,7 @@
  * transaction (no other awaits), which is what IndexedDB requires.
  */
 import type { EventBody, EventOp } from './event.js';
-import type { Hlc } from './hlc.js';
+import type { Hlc, Stamp } from './hlc.js';
 import type { RowState } from './merge.js';
 import type { DomainName } from './schema.js';
 import type { Awaitable } from './steps.js';
@@ -106,6 +106,12 @@ export const MAX_REJECTION_RECORDS = 10_000;
 
 export const rowKeyOf = (table: string, row: string): string => `${table}\u0000${row}`;
 
+/**
+ * An opened, unrevoked entry of a row as the resurrection check needs it: its
+ * event id and its stamp (the body's HLC and signer), without the body.
+ */
+export type StampedEntry = { readonly eventId: string; readonly stamp: Stamp };
+
 /** What a replica already knows of an envelope, by its outer id (asked once per admission). */
 export type EnvelopeState = {
   /** In the log (opened or opaque). */
@@ -143,6 +149,11 @@ export interface ReplicaTx {
   fill(pos: number, entry: NewLogEntry, bodyBytes?: Uint8Array): Awaitable<void>;
   /** Opened entries of one row (revoked ones included), optionally of one op, in log order. */
   rowEntries(rowKey: string, op?: EventOp): Awaitable<LogEntry[]>;
+  /**
+   * The opened entries of one row and op that are not revoked, as ids and
+   * stamps, in log order: `rowEntries` without reading any body.
+   */
+  rowStamps(rowKey: string, op: EventOp): Awaitable<StampedEntry[]>;
   /** Opened entries of one signer with seq > `seq`, in log order. */
   signerEntriesAbove(signer: string, seq: number): Awaitable<LogEntry[]>;
   setRevoked(pos: number, revoked: boolean): Awaitable<void>;

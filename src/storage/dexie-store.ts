@@ -11,6 +11,7 @@ import { Dexie, type Table, type Transaction } from 'dexie';
 import type { Hlc } from '../core/hlc.js';
 import type { RowState } from '../core/merge.js';
 import type { EventBody, EventOp } from '../core/event.js';
+import { stampedOf } from '../core/materialize.js';
 import type { Awaitable } from '../core/steps.js';
 import { MAX_REJECTION_RECORDS } from '../core/store.js';
 import type {
@@ -156,6 +157,7 @@ export class DexieReplicaStore implements ReplicaStore {
         op === undefined
           ? db.log.where('rowKey').equals(rowKey).toArray()
           : db.log.where('[rowKey+op]').equals([rowKey, op]).toArray(),
+      rowStamps: async (rowKey, op) => stampedOf(await db.log.where('[rowKey+op]').equals([rowKey, op]).toArray()),
       signerEntriesAbove: (signer, seq) =>
         db.log
           .where('[signer+seq]')

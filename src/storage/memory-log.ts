@@ -19,10 +19,10 @@
  * its signed bytes only when the reader touches it. Nothing of the caller's
  * objects is kept, so a caller may reuse its buffers after an append.
  */
-import { hexThen } from '../core/bytes.js';
+import { hexThen, internedHex } from '../core/bytes.js';
 import { decodeCbor, encodeCbor } from '../core/cbor.js';
 import { MAX_EVENT_BYTES, type EventBody, type EventOp } from '../core/event.js';
-import type { LogEntry, NewLogEntry } from '../core/store.js';
+import type { LogEntry, NewLogEntry, StampedEntry } from '../core/store.js';
 
 /**
  * Copies of small byte strings packed into shared chunks: one buffer per chunk,
@@ -299,6 +299,12 @@ export class CompactLog {
   /** The previous position of the same row (any op), and of the same row and op; 0 when none. */
   #prevInRow = new Int32Array(1024);
   #prevOfOp = new Int32Array(1024);
+  /** The body's stamp without the body: HLC millis and counter, and its signer key (interned; -1 without a body). */
+  #ms = new Float64Array(1024);
+  #counter = new Float64Array(1024);
+  #key = new Int32Array(1024);
+  /** Signer keys of bodies, by their hex, each kept once (read-only, like every stamp's node). */
+  readonly #keys = new Interned<Uint8Array>();
 
   get length(): number {
     return this.#length;
@@ -322,6 +328,9 @@ export class CompactLog {
     this.#flags = widen(this.#flags, (n) => new Uint8Array(n), 4);
     this.#prevInRow = widen(this.#prevInRow, (n) => new Int32Array(n));
     this.#prevOfOp = widen(this.#prevOfOp, (n) => new Int32Array(n));
+    this.#ms = widen(this.#ms, (n) => new Float64Array(n));
+    this.#counter = widen(this.#counter, (n) => new Float64Array(n));
+    this.#key = widen(this.#key, (n) => new Int32Array(n));
     this.#outer.grow(capacity);
     this.#event.grow(capacity);
     this.#capacity = capacity;
@@ -352,13 +361,18 @@ export class CompactLog {
     const sealed = entry.sealed;
     this.#sealedAt[pos] = this.arena.put(sealed);
     this.#sealedLength[pos] = sealed.length;
-    if (entry.body !== undefined) {
+    const body = entry.body;
+    if (body !== undefined) {
       // A verified event's signed bytes decode to its body; a body given without them is encoded here.
-      const bytes = bodyBytes ?? encodeCbor(entry.body);
+      const bytes = bodyBytes ?? encodeCbor(body);
       this.#bodyAt[pos] = this.arena.put(bytes);
       this.#bodyLength[pos] = bytes.length;
+      this.#ms[pos] = body.hlc.ms;
+      this.#counter[pos] = body.hlc.counter;
+      this.#key[pos] = this.#keys.indexOf(internedHex(body.signer), () => body.signer.slice());
     } else {
       this.#bodyLength[pos] = -1;
+      this.#key[pos] = -1;
     }
     if (entry.eventId !== undefined) this.#event.set(pos, entry.eventId);
     const signer = entry.signer;
@@ -394,6 +408,9 @@ export class CompactLog {
         this.#flags[f + 3]!,
         this.#prevInRow[pos]!,
         this.#prevOfOp[pos]!,
+        this.#ms[pos]!,
+        this.#counter[pos]!,
+        this.#key[pos]!,
       ],
       ...(eventId === undefined ? {} : { eventId }),
     };
@@ -412,6 +429,9 @@ export class CompactLog {
     this.#flags.set(v.slice(8, 12), 4 * pos);
     this.#prevInRow[pos] = v[12]!;
     this.#prevOfOp[pos] = v[13]!;
+    this.#ms[pos] = v[14]!;
+    this.#counter[pos] = v[15]!;
+    this.#key[pos] = v[16]!;
     this.#event.clear(pos);
     if (snapshot.eventId !== undefined) this.#event.set(pos, snapshot.eventId);
   }
@@ -453,6 +473,18 @@ export class CompactLog {
 
   outerIdAt(pos: number): string {
     return this.#outer.at(pos)!;
+  }
+
+  /**
+   * The event id and body stamp of `pos` when it is opened (has an event id
+   * and a body) and not revoked; undefined otherwise. Reads no body.
+   */
+  stampedAt(pos: number): StampedEntry | undefined {
+    const key = this.#key[pos]!;
+    if (key < 0 || this.#flags[4 * pos + 2] === 1) return undefined;
+    const eventId = this.#event.at(pos);
+    if (!eventId) return undefined;
+    return { eventId, stamp: { ms: this.#ms[pos]!, counter: this.#counter[pos]!, node: this.#keys.values[key]! } };
   }
 
   seqAt(pos: number): number {

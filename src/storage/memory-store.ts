@@ -22,6 +22,7 @@ import {
   type ReplicaStore,
   type ReplicaTx,
   type Resurrection,
+  type StampedEntry,
   type WithheldRecord,
 } from '../core/store.js';
 import { CompactLog } from './memory-log.js';
@@ -265,6 +266,7 @@ function setState(slot: RowSlot, state: RowState | undefined, undo: Undoable): v
 
 /** No entries, shared: frozen, so a caller that tried to extend it would throw instead of sharing the change. */
 const NONE = Object.freeze([]) as unknown as LogEntry[];
+const NO_STAMPS = Object.freeze([]) as unknown as StampedEntry[];
 
 /** Every answer is immediate (steps.ts): the apply path runs without suspending. */
 function txOver(s: State, undo: Undoable): ReplicaTx {
@@ -326,6 +328,16 @@ function txOver(s: State, undo: Undoable): ReplicaTx {
       if (head === 0) return NONE;
       const prev = op === undefined ? (p: number) => s.log.prevInRow(p) : (p: number) => s.log.prevOfOp(p);
       return entries(chainFrom(head, prev));
+    },
+    rowStamps: (rowKey, op) => {
+      const head = findSlotOfKey(s, rowKey)?.[op] ?? 0;
+      if (head === 0) return NO_STAMPS;
+      const found: StampedEntry[] = [];
+      for (const pos of chainFrom(head, (p) => s.log.prevOfOp(p))) {
+        const stamped = s.log.stampedAt(pos);
+        if (stamped) found.push(stamped);
+      }
+      return found;
     },
     signerEntriesAbove: (signer, seq) => entries(s.bySigner.get(signer)?.filter((pos) => s.log.seqAt(pos) > seq)),
     setRevoked: (pos, revoked) => {

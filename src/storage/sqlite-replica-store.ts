@@ -17,6 +17,7 @@ import { decodeCbor, encodeCbor } from '../core/cbor.js';
 import type { EventOp } from '../core/event.js';
 import type { Hlc } from '../core/hlc.js';
 import type { RowState } from '../core/merge.js';
+import { stampedOf } from '../core/materialize.js';
 import type { Awaitable } from '../core/steps.js';
 import {
   MAX_REJECTION_RECORDS,
@@ -203,6 +204,12 @@ export class SqliteReplicaStore implements ReplicaStore {
           ? all<LogRow>('SELECT pos, record FROM log WHERE row_key = ? ORDER BY pos', rowKey)
           : all<LogRow>('SELECT pos, record FROM log WHERE row_key = ? AND op = ? ORDER BY pos', rowKey, op)
         ).map(logEntry),
+      rowStamps: (rowKey, op) =>
+        stampedOf(
+          all<LogRow>('SELECT pos, record FROM log WHERE row_key = ? AND op = ? ORDER BY pos', rowKey, op).map(
+            logEntry,
+          ),
+        ),
       signerEntriesAbove: (signer, seq) =>
         all<LogRow>('SELECT pos, record FROM log WHERE signer = ? AND seq > ? ORDER BY pos', signer, seq).map(logEntry),
       setRevoked: (pos, revoked) => {

@@ -358,6 +358,29 @@ function replicaStoreSuite(name: string, create: () => ReplicaStore): void {
       });
     });
 
+    it('answers a row’s ids and stamps per op without bodies, in log order, leaving out revoked entries', async () => {
+      const store = create();
+      const at = (ms: number, counter: number, op: EventOp, rowName = 'r') => {
+        const base = opened('device_profiles', rowName, op);
+        return entry({ ...base, body: { ...base.body!, hlc: { ms, counter } } });
+      };
+      const [d1, p2, d3, d4] = [at(10, 0, 'del'), at(11, 0, 'put'), at(12, 3, 'del'), at(13, 0, 'del')];
+      await store.transact(async (tx) => {
+        for (const e of [d1, p2, opaque(), at(9, 0, 'del', 'other'), d3, d4]) await tx.append(e);
+        await tx.setRevoked(6, true);
+      });
+      await store.transact(async (tx) => {
+        const key = rowKeyOf('device_profiles', 'r');
+        const deletes = await tx.rowStamps(key, 'del');
+        expect(plain(deletes)).toEqual(
+          plain([d1, d3].map((e) => ({ eventId: e.eventId, stamp: { ...e.body!.hlc, node: e.body!.signer } }))),
+        );
+        expect((await tx.rowStamps(key, 'put')).map((e) => e.eventId)).toEqual([p2.eventId]);
+        expect(await tx.rowStamps(key, 'remove')).toEqual([]);
+        expect(await tx.rowStamps(rowKeyOf('device_profiles', 'none'), 'del')).toEqual([]);
+      });
+    });
+
     it('lists a signer’s entries above a sequence number, and flips revoked flags both ways', async () => {
       const store = create();
       const [s1, s2] = [hex(32), hex(32)];
