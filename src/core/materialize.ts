@@ -167,27 +167,13 @@ function newPairs(others: readonly StampedEntry[], event: Opened, now: number): 
     const later = isPut ? compareStamps(stamp, other.stamp) > 0 : compareStamps(other.stamp, stamp) > 0;
     if (!later) continue;
     const [deleteId, editId] = isPut ? [other.eventId, event.eventId] : [event.eventId, other.eventId];
-    found.push({
-      key: pairKey(deleteId, editId),
-      table: event.body.table,
-      row: event.body.row,
-      deleteId,
-      editId,
-      at: now,
-    });
+    found.push(toResurrection(deleteId, editId, event.body, now));
   }
   return found;
 }
 
-function toResurrection(del: Opened, put: Opened, now: number): Resurrection {
-  return {
-    key: pairKey(del.eventId, put.eventId),
-    table: put.body.table,
-    row: put.body.row,
-    deleteId: del.eventId,
-    editId: put.eventId,
-    at: now,
-  };
+function toResurrection(deleteId: string, editId: string, of: EventBody, now: number): Resurrection {
+  return { key: pairKey(deleteId, editId), table: of.table, row: of.row, deleteId, editId, at: now };
 }
 
 /** Rebuilds one row from its surviving events; returns pairs that became live again. */
@@ -201,7 +187,7 @@ async function rebuildRow(tx: ReplicaTx, rowKey: string, now: number): Promise<R
   const revived: Resurrection[] = [];
   for (const [key, { del, put }] of livePairs(entries)) {
     if (await tx.hasResurrection(key)) continue;
-    const resurrection = toResurrection(del, put, now);
+    const resurrection = toResurrection(del.eventId, put.eventId, put.body, now);
     await tx.addResurrection(resurrection);
     revived.push(resurrection);
   }
