@@ -106,6 +106,13 @@ export const MAX_REJECTION_RECORDS = 10_000;
 
 export const rowKeyOf = (table: string, row: string): string => `${table}\u0000${row}`;
 
+/** Whether `rowKey` is `rowKeyOf(table, row)`, without building that string. */
+export const spellsRowKey = (rowKey: string, table: string, row: string): boolean =>
+  rowKey.length === table.length + 1 + row.length &&
+  rowKey.charCodeAt(table.length) === 0 &&
+  rowKey.startsWith(table) &&
+  rowKey.endsWith(row);
+
 /**
  * An opened, unrevoked entry of a row as the resurrection check needs it: its
  * event id and its stamp (the body's HLC and signer), without the body.

@@ -14,6 +14,7 @@ import type { Awaitable } from '../core/steps.js';
 import {
   MAX_REJECTION_RECORDS,
   rowKeyOf,
+  spellsRowKey,
   type ChainHead,
   type LogEntry,
   type NewLogEntry,
@@ -63,7 +64,7 @@ type State = {
   hlc: Hlc | undefined;
   /**
    * The slot looked up last, by the names it was asked for: one event asks for
-   * its row four times (append, getRow, putRow, rowEntries), with the same
+   * its row four times (append, getRow, putRow, rowStamps), with the same
    * string objects, which compare by identity before content.
    */
   readonly last: { table: string; row: string; key: string; slot: RowSlot | undefined };
@@ -147,7 +148,7 @@ function slotOfEntry(s: State, entry: NewLogEntry): RowSlot | undefined {
   if (rowKey === undefined) return undefined;
   const slot = slotOfKey(s, rowKey);
   const body = entry.body;
-  if (body && rowKey === rowKeyOf(body.table, body.row)) {
+  if (body && spellsRowKey(rowKey, body.table, body.row)) {
     const last = s.last;
     last.table = body.table;
     last.row = body.row;
