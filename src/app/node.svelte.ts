@@ -5,6 +5,7 @@
  */
 import { proxy, wrap } from 'comlink';
 import { saveFile } from './save.js';
+import { missingFeatures, missingFeaturesMessage } from './features.ts';
 import type { CryptoService } from '../runtime/crypto-service.js';
 import type { MlsService } from '../runtime/mls-service.js';
 import type { ObjectService } from '../runtime/object-service.js';
@@ -26,6 +27,11 @@ export class NodeStore {
   async start(): Promise<void> {
     if (!isSecureContext) {
       this.error = 'This page needs a secure context (https:// or http://127.0.0.1) for its keys and offline mode.';
+      return;
+    }
+    const missing = missingFeatures();
+    if (missing.length > 0) {
+      this.error = missingFeaturesMessage(missing);
       return;
     }
     try {
@@ -52,6 +58,7 @@ export class NodeStore {
       this.#node.subscribe((s) => (this.snapshot = s));
       this.persisted = 'storage' in navigator ? await navigator.storage.persist().catch(() => false) : false;
     } catch (e) {
+      console.error("Could not start this machine:", e);
       this.error = `Could not start this machine: ${(e as Error).message}`;
     }
   }

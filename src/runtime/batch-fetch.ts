@@ -19,7 +19,7 @@ import { MAX_FETCH_LIMIT } from '../core/relay-http.js';
 import { err, ok, type Result } from '../core/result.js';
 import { NodeDatabase } from '../storage/dexie-store.js';
 import { InboxStore, type InboxFrame } from '../storage/inbox-store.js';
-import { KeyDatabase } from '../storage/key-store.js';
+import { DexieKeyStore, KeyDatabase } from '../storage/key-store.js';
 import { systemClock } from './clock.js';
 import { RelayHttpClient, httpBaseOf, type RelayHttpClientError } from './relay-http-client.js';
 import { unwrapSecret, webRandom, webSigner } from './webcrypto.js';
@@ -47,6 +47,7 @@ export type BatchFetchOutcome = { readonly fetched: number; readonly acked: numb
 
 export type BatchFetchError =
   | { readonly type: 'NotMember' }
+  | { readonly type: 'KeysUnreadable'; readonly reason: string }
   | { readonly type: 'BadRelayUrl'; readonly relay: string }
   | { readonly type: 'InboxWriteFailed'; readonly reason: string }
   | RelayHttpClientError;
@@ -65,7 +66,12 @@ async function membership(
   options: BatchFetchOptions,
 ): Promise<Result<Membership, BatchFetchError>> {
   const relay = meshRelay((await node.meta.get(MESH_META_KEY))?.value);
-  const identity = await keys.identity.get('self');
+  let identity;
+  try {
+    identity = await new DexieKeyStore(keys).identity();
+  } catch (e) {
+    return err({ type: 'KeysUnreadable', reason: (e as Error).message });
+  }
   const wrapped = await keys.secrets.get(GROUP_SECRET);
   if (relay === undefined || !identity || !wrapped) return err({ type: 'NotMember' });
   const baseUrl = httpBaseOf(relay);

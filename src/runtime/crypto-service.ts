@@ -28,6 +28,7 @@ import { decodeSealed, openSealed, type SealedEvent, type SealError, type SealLa
 import type { PrivacyClass } from '../core/sync-manifest.js';
 import { decodeTicket, encodeTicket, type TicketError } from '../core/ticket.js';
 import { keyStoreOf, type IdentityRecord, type KeyDatabase, type KeyStore } from '../storage/key-store.js';
+import type { KeyKeeping } from '../storage/key-keeping.js';
 import { FrameChannel, generateFrameKey, type FrameKeyPair, type SenderBinding } from './frame-channel.js';
 import { generateSigningIdentity, unwrapSecret, webRandom, webSigner, webVerifier, wrapSecret } from './webcrypto.js';
 
@@ -101,13 +102,17 @@ export const INVITATION_TTL_MS = 24 * 60 * 60 * 1000;
 /** Request ids are kept as long as core/frame.ts would accept their frames. */
 const REPLAY_RETAIN_MS = MAX_FRAME_AGE_MS + MAX_FRAME_SKEW_MS;
 
-/** A new identity's key pairs: Ed25519 signing and endpoint keys, the X25519 frame key. */
+/**
+ * A new identity's key pairs: Ed25519 signing and endpoint keys, the X25519 frame key;
+ * extractable only where the key store keeps that type wrapped (storage/key-keeping.ts).
+ */
 async function makeIdentityKeys(
-  extractable: boolean,
+  keeping: KeyKeeping,
 ): Promise<{ signing: CryptoKeyPair; endpoint: CryptoKeyPair; frame: CryptoKeyPair }> {
-  const signing = (await generateSigningIdentity(extractable)).keys;
-  const endpoint = (await generateSigningIdentity(extractable)).keys;
-  return { signing, endpoint, frame: (await generateFrameKey(extractable)).keys };
+  const wrapped = keeping.Ed25519 === 'wrapped';
+  const signing = (await generateSigningIdentity(wrapped)).keys;
+  const endpoint = (await generateSigningIdentity(wrapped)).keys;
+  return { signing, endpoint, frame: (await generateFrameKey(keeping.X25519 === 'wrapped')).keys };
 }
 
 export class CryptoService {

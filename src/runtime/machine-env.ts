@@ -19,7 +19,7 @@ export interface SessionPort {
 }
 
 /** The page's half of the service worker's batch cycle (background-sync.ts). */
-export type BackgroundPort = Pick<BackgroundSync, 'request' | 'drain'>;
+export type BackgroundPort = Pick<BackgroundSync, 'request' | 'drain' | 'close'>;
 
 export type MachineEnv = {
   /** Runs `fn` holding the machine's apply lock, so two contexts never apply at once. */

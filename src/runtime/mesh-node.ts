@@ -839,6 +839,7 @@ export class MeshNode {
   close(): void {
     for (const timer of this.#timers) clearInterval(timer);
     clearInterval(this.#joinRetry);
+    this.#background?.close();
     this.#relay?.stop();
     this.#tabs.close();
   }

@@ -1,12 +1,23 @@
 /**
- * The machine's protected key store (IndexedDB, opened only inside the crypto
- * and MLS workers). It holds the non-extractable signing, endpoint and wrapping keys as
- * CryptoKey objects (structured-cloned by IndexedDB, never exportable), and every
- * secret that must be handed on later (group secret, domain key generations) as
- * bytes wrapped under the wrapping key.
+ * The machine's protected key store (IndexedDB, opened only inside the workers). It
+ * holds the non-extractable wrapping key as a CryptoKey (structured-cloned by IndexedDB,
+ * never exportable); the signing, endpoint and frame keys as CryptoKeys too where this
+ * engine can keep that key type, and otherwise as PKCS#8 bytes wrapped under the
+ * wrapping key, re-imported non-extractable on read (key-keeping.ts); and every secret
+ * that must be handed on later (group secret, domain key generations) as bytes wrapped
+ * under the wrapping key.
  */
 import { Dexie, type Table } from 'dexie';
 import { generateWrappingKey, type WrappedSecret } from '../runtime/webcrypto.js';
+import {
+  probeKeyKeeping,
+  unwrapPair,
+  wrapPair,
+  type Clone,
+  type KeyKeeping,
+  type PairAlgorithm,
+  type WrappedPair,
+} from './key-keeping.js';
 
 export type IdentityRecord = {
   readonly id: 'self';
@@ -33,7 +44,7 @@ export type ReplayRecord = { readonly rid: string; readonly ts: number };
 export type InvitationRecord = { readonly inv: string; readonly expiresAt: number };
 
 export class KeyDatabase extends Dexie {
-  identity!: Table<IdentityRecord, 'self'>;
+  identity!: Table<StoredIdentity, 'self'>;
   secrets!: Table<SecretRecord, string>;
   invitations!: Table<InvitationRecord, string>;
   replay!: Table<ReplayRecord, string>;
@@ -70,8 +81,12 @@ export interface KeyStore {
   putReplay(record: ReplayRecord): Promise<void>;
 }
 
-/** Makes the key pairs of a new identity; `extractable` only where the store must wrap them to keep them. */
-export type IdentityMaker = (extractable: boolean) => Promise<{
+/**
+ * Makes the key pairs of a new identity. A pair whose type `keeping` says is kept
+ * `wrapped` is made extractable, only so the store can export and wrap it; the store
+ * hands out non-extractable re-imports.
+ */
+export type IdentityMaker = (keeping: KeyKeeping) => Promise<{
   readonly signing: CryptoKeyPair;
   readonly endpoint: CryptoKeyPair;
   readonly frame: CryptoKeyPair;
@@ -79,49 +94,101 @@ export type IdentityMaker = (extractable: boolean) => Promise<{
 
 const SELF = 'self';
 
-/** The browser's key store: KeyDatabase on IndexedDB, CryptoKeys kept non-extractable as they are. */
+/** A key pair as IndexedDB keeps it: the CryptoKeys themselves, or wrapped bytes (key-keeping.ts). */
+type StoredPair = CryptoKeyPair | WrappedPair;
+
+/** The identity row in IndexedDB. Rows written before wrapped pairs existed hold CryptoKeyPairs only. */
+type StoredIdentity = {
+  readonly id: 'self';
+  readonly signing: StoredPair;
+  readonly signingPublic: Uint8Array;
+  readonly endpoint: StoredPair;
+  readonly endpointPublic: Uint8Array;
+  readonly frame?: StoredPair;
+  readonly framePublic?: Uint8Array;
+  readonly wrapping: CryptoKey;
+  readonly createdAt: number;
+};
+
+const isWrapped = (pair: StoredPair): pair is WrappedPair => 'priv' in pair;
+
+/** The browser's key store: KeyDatabase on IndexedDB, keys kept as this engine can keep them (key-keeping.ts). */
 export class DexieKeyStore implements KeyStore {
   readonly db: KeyDatabase;
+  readonly #clone: Clone;
+  #keeping: Promise<KeyKeeping> | undefined;
+  #identity: IdentityRecord | undefined;
 
-  constructor(db: KeyDatabase = new KeyDatabase()) {
+  /** `clone` is the engine's structured clone; tests pass one that refuses a key type, as WebKit's does. */
+  constructor(db: KeyDatabase = new KeyDatabase(), clone: Clone = structuredClone) {
     this.db = db;
+    this.#clone = clone;
   }
 
-  identity(): Promise<IdentityRecord | undefined> {
-    return this.db.identity.get(SELF);
+  /** How this engine keeps each key type, probed once per store. */
+  keeping(): Promise<KeyKeeping> {
+    return (this.#keeping ??= probeKeyKeeping(this.#clone));
+  }
+
+  async identity(): Promise<IdentityRecord | undefined> {
+    if (this.#identity) return this.#identity;
+    const stored = await storeCall('read this machine’s identity', () => this.db.identity.get(SELF));
+    if (stored === undefined) return undefined;
+    const record = await openIdentity(stored);
+    if (record.frame) this.#identity = record;
+    return record;
   }
 
   async ensureIdentity(make: IdentityMaker, now: number): Promise<IdentityRecord> {
     const existing = await this.identity();
     if (existing?.frame && existing.framePublic) return existing;
-    const keys = await make(false);
+    const keeping = await this.keeping();
+    const keys = await make(keeping);
+    const wrapping = existing?.wrapping ?? (await generateWrappingKey());
+    const keep = async (label: string, algorithm: PairAlgorithm, pair: CryptoKeyPair): Promise<StoredPair> =>
+      keeping[algorithm] === 'key' ? pair : wrapPair(wrapping, label, pair);
     const raw = async (key: CryptoKey) => new Uint8Array(await crypto.subtle.exportKey('raw', key));
-    const frame = { frame: keys.frame, framePublic: await raw(keys.frame.publicKey) };
+    const frame = { frame: await keep('frame', 'X25519', keys.frame), framePublic: await raw(keys.frame.publicKey) };
     if (existing) {
       // An identity made before frames used HPKE gets its frame key now (kept if another tab added one first).
-      await this.db.transaction('rw', this.db.identity, async () => {
-        const current = await this.db.identity.get(SELF);
-        if (current && !current.frame) await this.db.identity.put({ ...current, ...frame });
-      });
-      return (await this.identity())!;
+      await storeCall('add a frame key to this machine’s identity', () =>
+        this.db.transaction('rw', this.db.identity, async () => {
+          const current = await this.db.identity.get(SELF);
+          if (current && !current.frame) await this.db.identity.put({ ...current, ...frame });
+        }),
+      );
+      return this.#readBack();
     }
-    const record: IdentityRecord = {
+    const record: StoredIdentity = {
       id: SELF,
-      signing: keys.signing,
+      signing: await keep('signing', 'Ed25519', keys.signing),
       signingPublic: await raw(keys.signing.publicKey),
-      endpoint: keys.endpoint,
+      endpoint: await keep('endpoint', 'Ed25519', keys.endpoint),
       endpointPublic: await raw(keys.endpoint.publicKey),
       ...frame,
-      wrapping: await generateWrappingKey(),
+      wrapping,
       createdAt: now,
     };
-    // add() refuses to overwrite: if another tab won the race, use its identity.
     try {
       await this.db.identity.add(record);
-      return record;
-    } catch {
-      return (await this.identity())!;
+    } catch (e) {
+      // add() refuses to overwrite: if another tab won the race, its identity is the one in force.
+      if ((e as Error).name !== 'ConstraintError') throw storeError('save this machine’s identity', e);
     }
+    return this.#readBack();
+  }
+
+  /**
+   * The identity as a fresh read gives it: an engine that stores a record it cannot
+   * read back (WebKit with an X25519 CryptoKey) is caught here, not at the next start.
+   */
+  async #readBack(): Promise<IdentityRecord> {
+    this.#identity = undefined;
+    const record = await this.identity();
+    if (!record?.frame) {
+      throw new Error('key store: this machine’s identity was saved but does not read back from this browser’s storage');
+    }
+    return record;
   }
 
   secret(name: string): Promise<SecretRecord | undefined> {
@@ -169,4 +236,46 @@ export class DexieKeyStore implements KeyStore {
 /** Services accept either a KeyStore or (browsers, tests) a KeyDatabase to wrap. */
 export function keyStoreOf(keys: KeyStore | KeyDatabase): KeyStore {
   return keys instanceof KeyDatabase ? new DexieKeyStore(keys) : keys;
+}
+
+/** The identity row opened for use: wrapped pairs unwrapped and imported non-extractable. */
+async function openIdentity(stored: StoredIdentity | null): Promise<IdentityRecord> {
+  // WebKit reads a row holding a CryptoKey it cannot deserialize as null, not as an error.
+  if (stored === null || typeof stored !== 'object' || !(stored.wrapping instanceof CryptoKey)) {
+    throw new Error('key store: this machine’s identity is stored but this browser cannot read it back');
+  }
+  const open = async (label: string, algorithm: PairAlgorithm, pair: StoredPair): Promise<CryptoKeyPair> => {
+    if (!isWrapped(pair)) return pair;
+    try {
+      return await unwrapPair(stored.wrapping, label, algorithm, pair);
+    } catch (e) {
+      throw storeError(`open this machine’s ${label} key`, e);
+    }
+  };
+  return {
+    id: SELF,
+    signing: await open('signing', 'Ed25519', stored.signing),
+    signingPublic: stored.signingPublic,
+    endpoint: await open('endpoint', 'Ed25519', stored.endpoint),
+    endpointPublic: stored.endpointPublic,
+    ...(stored.frame && stored.framePublic
+      ? { frame: await open('frame', 'X25519', stored.frame), framePublic: stored.framePublic }
+      : {}),
+    wrapping: stored.wrapping,
+    createdAt: stored.createdAt,
+  };
+}
+
+/** A storage failure as an error that says what was being done and why it failed (never swallowed). */
+function storeError(doing: string, e: unknown): Error {
+  const { name, message } = e instanceof Error ? e : { name: 'Error', message: String(e) };
+  return new Error(`key store: could not ${doing}: ${name}${message ? `: ${message}` : ''}`, { cause: e });
+}
+
+async function storeCall<T>(doing: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (e) {
+    throw storeError(doing, e);
+  }
 }

@@ -13,7 +13,8 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { decodeCbor, encodeCbor } from '../core/cbor.js';
-import { unwrapSecret, webRandom, wrapSecret, type WrappedSecret } from '../runtime/webcrypto.js';
+import { webRandom } from '../runtime/webcrypto.js';
+import { unwrapPair, WRAP_ALL, wrapPair, type WrappedPair } from './key-keeping.js';
 import type {
   IdentityMaker,
   IdentityRecord,
@@ -33,16 +34,13 @@ const SCHEMA = `
   CREATE INDEX IF NOT EXISTS replay_ts ON replay (ts);
 `;
 
-type StoredPair = { readonly pub: Uint8Array; readonly priv: WrappedSecret };
 type StoredIdentity = {
-  readonly signing: StoredPair;
-  readonly endpoint: StoredPair;
-  readonly frame: StoredPair;
+  readonly signing: WrappedPair;
+  readonly endpoint: WrappedPair;
+  readonly frame: WrappedPair;
   readonly createdAt: number;
 };
 
-const ED25519 = { name: 'Ed25519' } as const;
-const X25519 = { name: 'X25519' } as const;
 const copy = (bytes: Uint8Array): Uint8Array<ArrayBuffer> => new Uint8Array(bytes);
 
 /** Reads the machine key file, creating it (0600) on first use; refuses one others may read. */
@@ -98,11 +96,11 @@ export class SqliteKeyStore implements KeyStore {
     try {
       record = {
         id: 'self',
-        signing: await this.#pair('signing', stored.signing, ED25519, ['sign'], ['verify']),
+        signing: await unwrapPair(this.#root, 'signing', 'Ed25519', stored.signing),
         signingPublic: stored.signing.pub,
-        endpoint: await this.#pair('endpoint', stored.endpoint, ED25519, ['sign'], ['verify']),
+        endpoint: await unwrapPair(this.#root, 'endpoint', 'Ed25519', stored.endpoint),
         endpointPublic: stored.endpoint.pub,
-        frame: await this.#pair('frame', stored.frame, X25519, ['deriveBits'], []),
+        frame: await unwrapPair(this.#root, 'frame', 'X25519', stored.frame),
         framePublic: stored.frame.pub,
         wrapping: this.#root,
         createdAt: stored.createdAt,
@@ -114,39 +112,14 @@ export class SqliteKeyStore implements KeyStore {
     return record;
   }
 
-  async #pair(
-    label: string,
-    stored: StoredPair,
-    algorithm: typeof ED25519 | typeof X25519,
-    privateUsages: KeyUsage[],
-    publicUsages: KeyUsage[],
-  ): Promise<CryptoKeyPair> {
-    const pkcs8 = await unwrapSecret(this.#root, `identity/${label}`, stored.priv);
-    try {
-      return {
-        privateKey: await crypto.subtle.importKey('pkcs8', copy(pkcs8), algorithm, false, privateUsages),
-        publicKey: await crypto.subtle.importKey('raw', copy(stored.pub), algorithm, true, publicUsages),
-      };
-    } finally {
-      pkcs8.fill(0);
-    }
-  }
-
   async ensureIdentity(make: IdentityMaker, now: number): Promise<IdentityRecord> {
     const existing = await this.identity();
     if (existing) return existing;
-    const keys = await make(true);
-    const store = async (label: string, pair: CryptoKeyPair): Promise<StoredPair> => {
-      const pkcs8 = new Uint8Array(await crypto.subtle.exportKey('pkcs8', pair.privateKey));
-      const pub = new Uint8Array(await crypto.subtle.exportKey('raw', pair.publicKey));
-      const priv = await wrapSecret(this.#root, `identity/${label}`, pkcs8);
-      pkcs8.fill(0);
-      return { pub, priv };
-    };
+    const keys = await make(WRAP_ALL);
     const stored: StoredIdentity = {
-      signing: await store('signing', keys.signing),
-      endpoint: await store('endpoint', keys.endpoint),
-      frame: await store('frame', keys.frame),
+      signing: await wrapPair(this.#root, 'signing', keys.signing),
+      endpoint: await wrapPair(this.#root, 'endpoint', keys.endpoint),
+      frame: await wrapPair(this.#root, 'frame', keys.frame),
       createdAt: now,
     };
     // OR IGNORE: if another process made the identity first, its identity is the one in force.

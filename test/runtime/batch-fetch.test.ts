@@ -21,7 +21,7 @@ import { httpBaseOf } from '../../src/runtime/relay-http-client.js';
 import { webSigner } from '../../src/runtime/webcrypto.js';
 import { NodeDatabase } from '../../src/storage/dexie-store.js';
 import { InboxDatabase, InboxStore } from '../../src/storage/inbox-store.js';
-import { KeyDatabase } from '../../src/storage/key-store.js';
+import { DexieKeyStore, KeyDatabase } from '../../src/storage/key-store.js';
 import { joinRelay, type RelayTestClient } from '../helpers/relay-client.js';
 
 const ALICE_SECRET = new Uint8Array(32).fill(1);
@@ -42,7 +42,7 @@ async function machine(relay: RelayHandle, status: 'member' | 'joining' | 'none'
   const view = await crypto.createMesh();
   if (!view.ok) throw new Error('createMesh failed');
   if (status !== 'none') await node.meta.put({ key: 'mesh', value: { status, relay: relay.wsUrl, name } });
-  const identity = (await keys.identity.get('self'))!;
+  const identity = (await new DexieKeyStore(keys).identity())!;
   const topic = fromHex(view.value.topic!)!;
   const endpoint = identity.endpointPublic;
   const sign = webSigner({ keys: identity.endpoint, publicKey: endpoint }).sign;
