@@ -16,15 +16,15 @@ stage() {
   if ! "$@"; then failed_stages+=("$name"); fi
 }
 
-stage chromium bash scripts/ensure-chromium.sh
+stage browsers bash scripts/ensure-browsers.sh
 stage typecheck npm run --silent typecheck
 stage lint npm run --silent lint
 stage unit npx vitest run --reporter=default --reporter=json --outputFile.json=.reports/vitest.json
 stage build npx vite build --logLevel warn
-if [[ ! " ${failed_stages[*]} " =~ " chromium " && ! " ${failed_stages[*]} " =~ " build " ]]; then
+if [[ ! " ${failed_stages[*]} " =~ " browsers " && ! " ${failed_stages[*]} " =~ " build " ]]; then
   stage e2e npx playwright test
 else
-  echo "── e2e not run: chromium or build failed (counted as a failure)"
+  echo "── e2e not run: browsers or build failed (counted as a failure)"
   failed_stages+=("e2e")
 fi
 
