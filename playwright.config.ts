@@ -12,6 +12,8 @@ export default defineConfig({
     browserName: 'chromium',
     launchOptions: {
       executablePath: process.env['SOV_CHROMIUM'] ?? '/usr/bin/chromium',
+      // Every engine runs under the C locale, where WebKit reports `C` as its language (test/e2e/engines.spec.ts).
+      env: { ...process.env, LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8' },
       args: [
         '--no-sandbox',
         '--disable-gpu',

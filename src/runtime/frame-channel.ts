@@ -33,6 +33,7 @@ import {
 } from '../core/frame.js';
 import type { Clock, Random } from '../core/ports.js';
 import { err, ok, type Result } from '../core/result.js';
+import { retryingKeyGeneration } from './webcrypto.js';
 
 const ROTATE_MS = 10 * 60 * 1000;
 const ROTATE_FRAMES = 100_000;
@@ -43,7 +44,9 @@ export type FrameKeyPair = { readonly keys: CryptoKeyPair; readonly publicKey: U
 
 /** A new X25519 frame key pair; the private key never leaves WebCrypto. */
 export async function generateFrameKey(extractable = false): Promise<FrameKeyPair> {
-  const keys = (await crypto.subtle.generateKey({ name: 'X25519' }, extractable, ['deriveBits'])) as CryptoKeyPair;
+  const keys = (await retryingKeyGeneration(() =>
+    crypto.subtle.generateKey({ name: 'X25519' }, extractable, ['deriveBits']),
+  )) as CryptoKeyPair;
   return { keys, publicKey: new Uint8Array(await crypto.subtle.exportKey('raw', keys.publicKey)) };
 }
 
@@ -187,11 +190,11 @@ export class FrameChannel {
   }
 
   async #newSendContext(kid: Uint8Array): Promise<SendContext> {
-    const sender = await suite.createSenderContext({
-      recipientPublicKey: await suite.kem.deserializePublicKey(buffer(kid)),
-      senderKey: this.#opts.frameKey.keys,
-      info: buffer(this.#info),
-    });
+    const recipientPublicKey = await suite.kem.deserializePublicKey(buffer(kid));
+    // Each attempt encapsulates to a fresh ephemeral key (webcrypto.ts: retryingKeyGeneration).
+    const sender = await retryingKeyGeneration(() =>
+      suite.createSenderContext({ recipientPublicKey, senderKey: this.#opts.frameKey.keys, info: buffer(this.#info) }),
+    );
     return {
       enc: new Uint8Array(sender.enc),
       key: await importAesKey(await sender.export(this.#exporterContext, 32)),

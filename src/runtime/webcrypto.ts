@@ -15,11 +15,37 @@ export const webRandom: Random = {
 /** Copies into a fresh ArrayBuffer-backed array, as WebCrypto's typings require. */
 const buf = (bytes: Uint8Array): Uint8Array<ArrayBuffer> => new Uint8Array(bytes);
 
+/** How many times an operation that draws fresh key material is tried (see `retryingKeyGeneration`). */
+const KEYGEN_ATTEMPTS = 8;
+const DRAW_FAILURES = new Set(['OperationError', 'EncapError', 'NotSupportedError']);
+
+/**
+ * Runs `make`, which draws a fresh random key, again when the engine fails it with an
+ * `OperationError`. WebKitGTK 2.50 (whose WebCrypto runs on libgcrypt) fails Ed25519 and
+ * X25519 key generation for keys whose private seed starts with a zero byte — about 1 in
+ * 128 and 1 in 256 tries — and so does every HPKE encapsulation that draws such an
+ * ephemeral key (@hpke/core reports that as its `NotSupportedError` or `EncapError`, the
+ * engine's error folded into the message). A fresh draw succeeds; eight failures in a row
+ * (~2^-56) are a real error, and an algorithm the engine lacks fails all eight at once.
+ */
+export async function retryingKeyGeneration<T>(make: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await make();
+    } catch (e) {
+      const drawFailed = e instanceof Error && DRAW_FAILURES.has(e.name);
+      if (!drawFailed || attempt >= KEYGEN_ATTEMPTS) throw e;
+    }
+  }
+}
+
 export type SigningIdentity = { readonly keys: CryptoKeyPair; readonly publicKey: Uint8Array };
 
 /** Non-extractable unless a key store must wrap the private key to keep it (Node: sqlite-key-store.ts). */
 export async function generateSigningIdentity(extractable = false): Promise<SigningIdentity> {
-  const keys = await crypto.subtle.generateKey({ name: 'Ed25519' }, extractable, ['sign', 'verify']);
+  const keys = await retryingKeyGeneration(() =>
+    crypto.subtle.generateKey({ name: 'Ed25519' }, extractable, ['sign', 'verify']),
+  );
   const publicKey = new Uint8Array(await crypto.subtle.exportKey('raw', keys.publicKey));
   return { keys, publicKey };
 }

@@ -16,7 +16,7 @@
  * The wrapping key itself must be clonable: without it there is no non-extractable
  * root, and the store refuses to run rather than keep keys in the clear.
  */
-import { unwrapSecret, wrapSecret, type WrappedSecret } from '../runtime/webcrypto.js';
+import { retryingKeyGeneration, unwrapSecret, wrapSecret, type WrappedSecret } from '../runtime/webcrypto.js';
 
 /** The asymmetric key types a machine identity holds. */
 export type PairAlgorithm = 'Ed25519' | 'X25519';
@@ -68,7 +68,7 @@ export async function probeKeyKeeping(clone: Clone = structuredClone): Promise<K
 /** Runs a key generation, turning "this engine has no such algorithm" into a message that says what is needed. */
 async function generate<T>(algorithm: string, make: () => Promise<T>): Promise<T> {
   try {
-    return await make();
+    return await retryingKeyGeneration(make);
   } catch (e) {
     throw new Error(`${missingAlgorithmMessage(algorithm)} (${(e as Error).name})`, { cause: e });
   }
@@ -99,6 +99,27 @@ export async function wrapPair(root: CryptoKey, label: string, pair: CryptoKeyPa
     return { pub, priv: await wrapSecret(root, `identity/${label}`, pkcs8) };
   } finally {
     pkcs8.fill(0);
+  }
+}
+
+/**
+ * Wraps a pair and proves it opens again; undefined when it does not, so the caller draws
+ * another pair. WebKitGTK 2.50 cannot import an Ed25519 or X25519 PKCS#8 key whose seed
+ * starts with a zero byte (1 key in 256), which would leave a machine unable to reopen
+ * its own identity.
+ */
+export async function wrapPairReopenable(
+  root: CryptoKey,
+  label: string,
+  algorithm: PairAlgorithm,
+  pair: CryptoKeyPair,
+): Promise<WrappedPair | undefined> {
+  const wrapped = await wrapPair(root, label, pair);
+  try {
+    await unwrapPair(root, label, algorithm, wrapped);
+    return wrapped;
+  } catch {
+    return undefined;
   }
 }
 

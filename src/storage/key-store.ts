@@ -12,7 +12,7 @@ import { generateWrappingKey, type WrappedSecret } from '../runtime/webcrypto.js
 import {
   probeKeyKeeping,
   unwrapPair,
-  wrapPair,
+  wrapPairReopenable,
   type Clone,
   type KeyKeeping,
   type PairAlgorithm,
@@ -142,13 +142,9 @@ export class DexieKeyStore implements KeyStore {
   async ensureIdentity(make: IdentityMaker, now: number): Promise<IdentityRecord> {
     const existing = await this.identity();
     if (existing?.frame && existing.framePublic) return existing;
-    const keeping = await this.keeping();
-    const keys = await make(keeping);
     const wrapping = existing?.wrapping ?? (await generateWrappingKey());
-    const keep = async (label: string, algorithm: PairAlgorithm, pair: CryptoKeyPair): Promise<StoredPair> =>
-      keeping[algorithm] === 'key' ? pair : wrapPair(wrapping, label, pair);
-    const raw = async (key: CryptoKey) => new Uint8Array(await crypto.subtle.exportKey('raw', key));
-    const frame = { frame: await keep('frame', 'X25519', keys.frame), framePublic: await raw(keys.frame.publicKey) };
+    const keys = await keptKeys(make, await this.keeping(), wrapping);
+    const frame = { frame: keys.frame, framePublic: keys.framePublic };
     if (existing) {
       // An identity made before frames used HPKE gets its frame key now (kept if another tab added one first).
       await storeCall('add a frame key to this machine’s identity', () =>
@@ -161,11 +157,7 @@ export class DexieKeyStore implements KeyStore {
     }
     const record: StoredIdentity = {
       id: SELF,
-      signing: await keep('signing', 'Ed25519', keys.signing),
-      signingPublic: await raw(keys.signing.publicKey),
-      endpoint: await keep('endpoint', 'Ed25519', keys.endpoint),
-      endpointPublic: await raw(keys.endpoint.publicKey),
-      ...frame,
+      ...keys,
       wrapping,
       createdAt: now,
     };
@@ -236,6 +228,45 @@ export class DexieKeyStore implements KeyStore {
 /** Services accept either a KeyStore or (browsers, tests) a KeyDatabase to wrap. */
 export function keyStoreOf(keys: KeyStore | KeyDatabase): KeyStore {
   return keys instanceof KeyDatabase ? new DexieKeyStore(keys) : keys;
+}
+
+type KeptKeys = Pick<StoredIdentity, 'signing' | 'signingPublic' | 'endpoint' | 'endpointPublic'> & {
+  readonly frame: StoredPair;
+  readonly framePublic: Uint8Array;
+};
+
+/** How many identities are drawn before giving up on one whose wrapped keys open again. */
+const IDENTITY_DRAWS = 8;
+
+/**
+ * A new identity's key pairs as they will be stored: kept as keys, or wrapped under
+ * `wrapping` where `keeping` says so. A wrapped pair must open again before it is kept:
+ * WebKitGTK refuses to import a PKCS#8 key whose seed starts with a zero byte (1 in 256
+ * keys), so such an identity is drawn afresh rather than stored unopenable.
+ */
+async function keptKeys(make: IdentityMaker, keeping: KeyKeeping, wrapping: CryptoKey): Promise<KeptKeys> {
+  const raw = async (key: CryptoKey) => new Uint8Array(await crypto.subtle.exportKey('raw', key));
+  for (let draw = 1; ; draw++) {
+    const keys = await make(keeping);
+    const keep = async (label: string, algorithm: PairAlgorithm, pair: CryptoKeyPair) =>
+      keeping[algorithm] === 'key' ? pair : wrapPairReopenable(wrapping, label, algorithm, pair);
+    const [signing, endpoint, frame] = await Promise.all([
+      keep('signing', 'Ed25519', keys.signing),
+      keep('endpoint', 'Ed25519', keys.endpoint),
+      keep('frame', 'X25519', keys.frame),
+    ]);
+    if (signing && endpoint && frame) {
+      return {
+        signing,
+        signingPublic: await raw(keys.signing.publicKey),
+        endpoint,
+        endpointPublic: await raw(keys.endpoint.publicKey),
+        frame,
+        framePublic: await raw(keys.frame.publicKey),
+      };
+    }
+    if (draw >= IDENTITY_DRAWS) throw new Error('key store: this browser cannot re-import the keys it wraps');
+  }
 }
 
 /** The identity row opened for use: wrapped pairs unwrapped and imported non-extractable. */

@@ -3,7 +3,7 @@
  * HPKE + AES-GCM): round trips, key rotation, and every refusal reason with a
  * crafted frame — each refused before anything inside is used.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { bytesEqual, concat, toHex, utf8 } from '../../src/core/bytes.js';
 import { decodeCbor, encodeCbor } from '../../src/core/cbor.js';
 import { MAX_FRAME_AGE_MS, MAX_REQUEST_AGE_MS, type FrameRejectionType } from '../../src/core/frame.js';
@@ -53,6 +53,28 @@ describe('end-to-end frames', () => {
     const back = await bob.channel.seal(alice.peer, utf8('ack'));
     const reply = await alice.channel.open(back, bob.peer.endpoint, bindings(bob));
     expect(reply.ok && reply.value.message).toEqual(utf8('ack'));
+  });
+
+  it('seals when the engine fails an ephemeral key draw (WebKitGTK fails 1 X25519 draw in 256)', async () => {
+    const clock = testClock();
+    const [alice, bob] = [await party('alice', topic, clock), await party('bob', topic, clock)];
+    const generate = crypto.subtle.generateKey.bind(crypto.subtle);
+    let failed = 0;
+    const spy = vi.spyOn(crypto.subtle, 'generateKey').mockImplementation(((...args: unknown[]) => {
+      if (failed < 3) {
+        failed++;
+        return Promise.reject(new DOMException('The operation failed for an operation-specific reason', 'OperationError'));
+      }
+      return (generate as (...a: unknown[]) => Promise<unknown>)(...args);
+    }) as typeof crypto.subtle.generateKey);
+    try {
+      const body = await alice.channel.seal(bob.peer, canary);
+      expect(failed).toBe(3);
+      const opened = await bob.channel.open(body, alice.peer.endpoint, bindings(alice));
+      expect(opened.ok && opened.value.message).toEqual(canary);
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('reuses one encapsulation for many frames and rotates it after ten minutes', async () => {

@@ -8,6 +8,7 @@ import 'fake-indexeddb/auto';
 import { Dexie } from 'dexie';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CryptoService } from '../../src/runtime/crypto-service.js';
+import { generateSigningIdentity, retryingKeyGeneration } from '../../src/runtime/webcrypto.js';
 import { probeKeyKeeping, type Clone } from '../../src/storage/key-keeping.js';
 import { DexieKeyStore, KeyDatabase, type IdentityMaker } from '../../src/storage/key-store.js';
 import { testClock } from '../helpers/deterministic.js';
@@ -62,6 +63,31 @@ describe('key keeping probe', () => {
         ? Promise.reject(new DOMException('Unrecognized name.', 'NotSupportedError'))
         : (generate as (...a: unknown[]) => Promise<unknown>)(algorithm, ...rest)) as typeof crypto.subtle.generateKey);
     await expect(probeKeyKeeping()).rejects.toThrow(/no X25519 keys.*Safari 17.*Firefox 130.*NotSupportedError/);
+  });
+});
+
+describe('key generation on engines that fail a draw', () => {
+  it('draws again when the engine fails a key generation with OperationError (WebKitGTK)', async () => {
+    const generate = crypto.subtle.generateKey.bind(crypto.subtle);
+    let failures = 0;
+    vi.spyOn(crypto.subtle, 'generateKey').mockImplementation(((...args: unknown[]) => {
+      if (failures < 2) {
+        failures++;
+        return Promise.reject(new DOMException('The operation failed for an operation-specific reason', 'OperationError'));
+      }
+      return (generate as (...a: unknown[]) => Promise<unknown>)(...args);
+    }) as typeof crypto.subtle.generateKey);
+    const { keys } = await generateSigningIdentity();
+    expect(failures).toBe(2);
+    expect(keys.privateKey.algorithm.name).toBe('Ed25519');
+  });
+
+  it('gives up after eight failed draws, with the engine’s error', async () => {
+    vi.spyOn(crypto.subtle, 'generateKey').mockRejectedValue(new DOMException('always', 'OperationError'));
+    await expect(retryingKeyGeneration(() => crypto.subtle.generateKey({ name: 'Ed25519' }, false, ['sign']))).rejects.toThrow(
+      'always',
+    );
+    expect(crypto.subtle.generateKey).toHaveBeenCalledTimes(8);
   });
 });
 
@@ -130,6 +156,28 @@ describe('DexieKeyStore', () => {
     await expect(new DexieKeyStore(db).identity()).rejects.toThrow(
       /key store: could not read this machine’s identity: DatabaseClosedError/,
     );
+  });
+
+  it('draws another identity when a wrapped key does not import again (WebKitGTK: a seed that starts with a zero byte)', async () => {
+    const db = freshDb();
+    const importKey = crypto.subtle.importKey.bind(crypto.subtle);
+    let refused = 0;
+    vi.spyOn(crypto.subtle, 'importKey').mockImplementation(((format: string, ...rest: unknown[]) => {
+      if (format === 'pkcs8' && refused === 0) {
+        refused++;
+        return Promise.reject(new DOMException('Data provided to an operation does not meet requirements', 'DataError'));
+      }
+      return (importKey as (...a: unknown[]) => Promise<CryptoKey>)(format, ...rest);
+    }) as typeof crypto.subtle.importKey);
+    let draws = 0;
+    const counted: IdentityMaker = (keeping) => {
+      draws++;
+      return makeKeys(keeping);
+    };
+    const identity = await new DexieKeyStore(db, webkitClone).ensureIdentity(counted, 1);
+    expect(refused).toBe(1);
+    expect(draws).toBe(2);
+    expect(await agrees(identity.frame!.privateKey, identity.framePublic!)).toBe(true);
   });
 
   it('when two contexts race, both use the identity that was kept', async () => {
