@@ -43,6 +43,7 @@ import { ReceiptLog } from '../src/core/mls/receipt-log.js';
 import type { Signer } from '../src/core/ports.js';
 import { startRelay } from '../src/relay/server.js';
 import { TsMlsProvider } from '../src/runtime/mls/ts-mls-provider.js';
+import { meshCryptoProvider } from '../src/runtime/mls/crypto-provider.js';
 import { NodeRelayClient } from '../src/runtime/node-relay-client.js';
 import { RelaySequencerPort } from '../src/runtime/sequencer-port.js';
 import { webRandom } from '../src/runtime/webcrypto.js';
@@ -96,7 +97,7 @@ async function commitsAt(n: number, p: TsMlsProvider, seed: number): Promise<Num
   const victim = summary.members.at(-1)!;
   const newcomer = await leaf(p, machine(seed + 5000));
   const ad = commitAuthenticatedData(new Uint8Array(32));
-  const cs = await getCiphersuiteImpl(getCiphersuiteFromName('MLS_128_DHKEMX25519_AES128GCM_SHA256_Ed25519'));
+  const cs = await getCiphersuiteImpl(getCiphersuiteFromName('MLS_128_DHKEMX25519_AES128GCM_SHA256_Ed25519'), meshCryptoProvider);
   const decoded = decodeGroupState(state, 0)![0];
   const raw: ClientState = { ...decoded, clientConfig: defaultClientConfig };
   const kp = decodeMlsMessage(newcomer.publicPackage, 0)![0];

@@ -27,6 +27,7 @@ import { decodeRatchetTree } from 'ts-mls/ratchetTree.js';
 import { decryptGroupInfo, decryptGroupSecrets } from 'ts-mls/welcome.js';
 import { describe, expect, it } from 'vitest';
 import { fromHex, toHex } from '../../src/core/bytes.js';
+import { meshCryptoProvider } from '../../src/runtime/mls/crypto-provider.js';
 import { hasVector, readJsonVector, vectorSuite } from '../helpers/vectors.js';
 
 const RUNNABLE = new Set([1, 2, 5, 7]);
@@ -56,7 +57,7 @@ type WelcomeVector = {
 const impls = new Map<number, Promise<CiphersuiteImpl>>();
 const implFor = (suite: number) => {
   let impl = impls.get(suite);
-  if (!impl) impls.set(suite, (impl = getCiphersuiteImpl(getCiphersuiteFromId(suite as CiphersuiteId))));
+  if (!impl) impls.set(suite, (impl = getCiphersuiteImpl(getCiphersuiteFromId(suite as CiphersuiteId), meshCryptoProvider)));
   return impl;
 };
 

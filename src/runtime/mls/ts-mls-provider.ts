@@ -1,7 +1,8 @@
 /**
  * MlsProvider (core/mls/provider.ts) over ts-mls 1.6.4, suite 1
- * (MLS_128_DHKEMX25519_AES128GCM_SHA256_Ed25519): the one the user's browsers
- * run natively through WebCrypto (X25519, Ed25519, AES-GCM).
+ * (MLS_128_DHKEMX25519_AES128GCM_SHA256_Ed25519), on crypto-provider.ts: WebCrypto
+ * hashes and AES-GCM, noble Ed25519, and HPKE's X25519 in JavaScript (WebKitGTK's
+ * WebCrypto cannot import one X25519 key in 256).
  *
  * Choices, each for a reason:
  *   - commits go as PrivateMessages (the default): the relay reads group, epoch
@@ -48,6 +49,7 @@ import {
   type Proposal,
 } from 'ts-mls';
 import { defaultClientConfig } from 'ts-mls/clientConfig.js';
+import { meshCryptoProvider } from './crypto-provider.js';
 import { ratchetTreeFromExtension } from 'ts-mls/groupInfo.js';
 import { bytesEqual, isBytes } from '../../core/bytes.js';
 import { decodeCbor, encodeCbor, isRecord } from '../../core/cbor.js';
@@ -129,7 +131,10 @@ export class TsMlsProvider implements MlsProvider {
   }
 
   static async create(authenticate: Authenticate): Promise<TsMlsProvider> {
-    return new TsMlsProvider(await getCiphersuiteImpl(getCiphersuiteFromName(SUITE)), authenticate);
+    return new TsMlsProvider(
+      await getCiphersuiteImpl(getCiphersuiteFromName(SUITE), meshCryptoProvider),
+      authenticate,
+    );
   }
 
   #encode(state: ClientState): Uint8Array {
