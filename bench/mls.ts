@@ -97,7 +97,10 @@ async function commitsAt(n: number, p: TsMlsProvider, seed: number): Promise<Num
   const victim = summary.members.at(-1)!;
   const newcomer = await leaf(p, machine(seed + 5000));
   const ad = commitAuthenticatedData(new Uint8Array(32));
-  const cs = await getCiphersuiteImpl(getCiphersuiteFromName('MLS_128_DHKEMX25519_AES128GCM_SHA256_Ed25519'), meshCryptoProvider);
+  const cs = await getCiphersuiteImpl(
+    getCiphersuiteFromName('MLS_128_DHKEMX25519_AES128GCM_SHA256_Ed25519'),
+    meshCryptoProvider,
+  );
   const decoded = decodeGroupState(state, 0)![0];
   const raw: ClientState = { ...decoded, clientConfig: defaultClientConfig };
   const kp = decodeMlsMessage(newcomer.publicPackage, 0)![0];

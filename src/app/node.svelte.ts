@@ -58,7 +58,7 @@ export class NodeStore {
       this.#node.subscribe((s) => (this.snapshot = s));
       this.persisted = 'storage' in navigator ? await navigator.storage.persist().catch(() => false) : false;
     } catch (e) {
-      console.error("Could not start this machine:", e);
+      console.error('Could not start this machine:', e);
       this.error = `Could not start this machine: ${(e as Error).message}`;
     }
   }

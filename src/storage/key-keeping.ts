@@ -133,8 +133,20 @@ export async function unwrapPair(
   const pkcs8 = await unwrapSecret(root, `identity/${label}`, stored.priv);
   try {
     return {
-      privateKey: await crypto.subtle.importKey('pkcs8', copy(pkcs8), { name: algorithm }, false, USAGES[algorithm].private),
-      publicKey: await crypto.subtle.importKey('raw', copy(stored.pub), { name: algorithm }, true, USAGES[algorithm].public),
+      privateKey: await crypto.subtle.importKey(
+        'pkcs8',
+        copy(pkcs8),
+        { name: algorithm },
+        false,
+        USAGES[algorithm].private,
+      ),
+      publicKey: await crypto.subtle.importKey(
+        'raw',
+        copy(stored.pub),
+        { name: algorithm },
+        true,
+        USAGES[algorithm].public,
+      ),
     };
   } finally {
     pkcs8.fill(0);

@@ -178,7 +178,9 @@ export class DexieKeyStore implements KeyStore {
     this.#identity = undefined;
     const record = await this.identity();
     if (!record?.frame) {
-      throw new Error('key store: this machine’s identity was saved but does not read back from this browser’s storage');
+      throw new Error(
+        'key store: this machine’s identity was saved but does not read back from this browser’s storage',
+      );
     }
     return record;
   }

@@ -209,7 +209,11 @@ for (const engine of ENGINES) {
       await selectOption(m, tid('query-measure'), 'temperature');
       await selectOption(m, tid('query-bucket'), '1 hour');
       await m.click(tid('query-build'));
-      await expectValue(m, tid('query-sql'), /^SELECT time_bucket\(INTERVAL '1 hour', time\) AS bucket, avg\(temperature\)/);
+      await expectValue(
+        m,
+        tid('query-sql'),
+        /^SELECT time_bucket\(INTERVAL '1 hour', time\) AS bucket, avg\(temperature\)/,
+      );
       await m.click(tid('query-run'));
       await expectCount(m, tid('query-explain'), 1);
       await expectCount(m, `${tid('query-chart')} canvas`, 1);

@@ -57,7 +57,8 @@ type WelcomeVector = {
 const impls = new Map<number, Promise<CiphersuiteImpl>>();
 const implFor = (suite: number) => {
   let impl = impls.get(suite);
-  if (!impl) impls.set(suite, (impl = getCiphersuiteImpl(getCiphersuiteFromId(suite as CiphersuiteId), meshCryptoProvider)));
+  if (!impl)
+    impls.set(suite, (impl = getCiphersuiteImpl(getCiphersuiteFromId(suite as CiphersuiteId), meshCryptoProvider)));
   return impl;
 };
 

@@ -63,7 +63,9 @@ describe('end-to-end frames', () => {
     const spy = vi.spyOn(crypto.subtle, 'generateKey').mockImplementation(((...args: unknown[]) => {
       if (failed < 3) {
         failed++;
-        return Promise.reject(new DOMException('The operation failed for an operation-specific reason', 'OperationError'));
+        return Promise.reject(
+          new DOMException('The operation failed for an operation-specific reason', 'OperationError'),
+        );
       }
       return (generate as (...a: unknown[]) => Promise<unknown>)(...args);
     }) as typeof crypto.subtle.generateKey);

@@ -50,7 +50,8 @@ describe('key keeping probe', () => {
 
   it('refuses to run without a clonable AES-GCM key, saying why', async () => {
     const noAes: Clone = <T>(value: T): T => {
-      if (value instanceof CryptoKey && value.algorithm.name === 'AES-GCM') throw new DOMException('no', 'DataCloneError');
+      if (value instanceof CryptoKey && value.algorithm.name === 'AES-GCM')
+        throw new DOMException('no', 'DataCloneError');
       return structuredClone(value);
     };
     await expect(probeKeyKeeping(noAes)).rejects.toThrow(/cannot keep a non-extractable AES-GCM key/);
@@ -73,7 +74,9 @@ describe('key generation on engines that fail a draw', () => {
     vi.spyOn(crypto.subtle, 'generateKey').mockImplementation(((...args: unknown[]) => {
       if (failures < 2) {
         failures++;
-        return Promise.reject(new DOMException('The operation failed for an operation-specific reason', 'OperationError'));
+        return Promise.reject(
+          new DOMException('The operation failed for an operation-specific reason', 'OperationError'),
+        );
       }
       return (generate as (...a: unknown[]) => Promise<unknown>)(...args);
     }) as typeof crypto.subtle.generateKey);
@@ -84,9 +87,9 @@ describe('key generation on engines that fail a draw', () => {
 
   it('gives up after eight failed draws, with the engine’s error', async () => {
     vi.spyOn(crypto.subtle, 'generateKey').mockRejectedValue(new DOMException('always', 'OperationError'));
-    await expect(retryingKeyGeneration(() => crypto.subtle.generateKey({ name: 'Ed25519' }, false, ['sign']))).rejects.toThrow(
-      'always',
-    );
+    await expect(
+      retryingKeyGeneration(() => crypto.subtle.generateKey({ name: 'Ed25519' }, false, ['sign'])),
+    ).rejects.toThrow('always');
     expect(crypto.subtle.generateKey).toHaveBeenCalledTimes(8);
   });
 });
@@ -136,7 +139,9 @@ describe('DexieKeyStore', () => {
 
   it('reports a failed save with its cause instead of swallowing it', async () => {
     const db = freshDb();
-    vi.spyOn(db.identity, 'add').mockRejectedValue(new Dexie.DataError('Failed to execute add: key path did not yield a value'));
+    vi.spyOn(db.identity, 'add').mockRejectedValue(
+      new Dexie.DataError('Failed to execute add: key path did not yield a value'),
+    );
     await expect(new DexieKeyStore(db).ensureIdentity(makeKeys, 1)).rejects.toThrow(
       /key store: could not save this machine’s identity: DataError: Failed to execute add/,
     );
@@ -165,7 +170,9 @@ describe('DexieKeyStore', () => {
     vi.spyOn(crypto.subtle, 'importKey').mockImplementation(((format: string, ...rest: unknown[]) => {
       if (format === 'pkcs8' && refused === 0) {
         refused++;
-        return Promise.reject(new DOMException('Data provided to an operation does not meet requirements', 'DataError'));
+        return Promise.reject(
+          new DOMException('Data provided to an operation does not meet requirements', 'DataError'),
+        );
       }
       return (importKey as (...a: unknown[]) => Promise<CryptoKey>)(format, ...rest);
     }) as typeof crypto.subtle.importKey);

@@ -131,10 +131,7 @@ export class TsMlsProvider implements MlsProvider {
   }
 
   static async create(authenticate: Authenticate): Promise<TsMlsProvider> {
-    return new TsMlsProvider(
-      await getCiphersuiteImpl(getCiphersuiteFromName(SUITE), meshCryptoProvider),
-      authenticate,
-    );
+    return new TsMlsProvider(await getCiphersuiteImpl(getCiphersuiteFromName(SUITE), meshCryptoProvider), authenticate);
   }
 
   #encode(state: ClientState): Uint8Array {
