@@ -116,7 +116,9 @@ export function applyChange(current: RowState | undefined, change: RowChange): R
       if (base.deleted && compareStamps(base.deleted, change.stamp) >= 0) return current ?? base;
       return { ...base, deleted: change.stamp };
     case 'remove': {
-      const domains = lowerMarks(base.removed?.domains, change.domainHwms ?? {});
+      // A removal already applied that named no chain contributes {} (every chain 0), not "none seen yet":
+      // otherwise a removal without marks followed by one with marks would keep them, in that order only.
+      const domains = lowerMarks(base.removed ? (base.removed.domains ?? {}) : undefined, change.domainHwms ?? {});
       const sameDomains = base.removed && marksEqual(base.removed.domains ?? {}, domains);
       if (
         base.removed &&

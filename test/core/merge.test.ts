@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compareStamps, type Stamp } from '../../src/core/hlc.js';
+import type { Stamp } from '../../src/core/hlc.js';
+import { modelCompareStamps } from '../helpers/model-order.js';
 import { encodeCbor } from '../../src/core/cbor.js';
 import { applyChange, isAlive, rowValues, type RowChange, type RowState } from '../../src/core/merge.js';
 import type { ColumnValue } from '../../src/core/schema.js';
@@ -119,7 +120,7 @@ describe('per-column last-writer-wins', () => {
         for (const [, row] of state) {
           for (const [column, cell] of Object.entries(row.cells)) {
             const writers = changes.filter((c) => c.row === row.row && column in c.cols);
-            const best = writers.reduce((a, b) => (compareStamps(a.stamp, b.stamp) >= 0 ? a : b));
+            const best = writers.reduce((a, b) => (modelCompareStamps(a.stamp, b.stamp) >= 0 ? a : b));
             expect(cell.value).toBe(best.cols[column]);
             expect(cell.stamp).toEqual(best.stamp);
           }
@@ -156,14 +157,32 @@ describe('per-column last-writer-wins', () => {
 // ---- deletes, removals and ranked columns ----------------------------------------------
 
 const del = (row: string, s: Stamp): RowChange => ({ op: 'del', table: 'device_profiles', row, stamp: s });
-const removal = (row: string, hwm: number, s: Stamp): RowChange => ({
+const removal = (row: string, hwm: number, s: Stamp, domainHwms?: Record<string, number>): RowChange => ({
   op: 'remove',
   table: 'keyring',
   row,
   hwm,
   trustedHwm: hwm + 1,
+  ...(domainHwms ? { domainHwms } : {}),
   stamp: s,
 });
+
+/**
+ * The created-domain marks the removals leave, by the rule written out again: a chain keeps
+ * a mark only if every removal names it (one that does not name it counts as 0, fail closed),
+ * and then the lowest.
+ */
+function modelDomainMarks(
+  removals: readonly Extract<RowChange, { op: 'remove' }>[],
+): Record<string, number> | undefined {
+  if (removals.length === 0) return undefined;
+  const named = removals.map((r) => r.domainHwms ?? {});
+  const out: Record<string, number> = {};
+  for (const chain of Object.keys(named[0]!)) {
+    if (named.every((marks) => chain in marks)) out[chain] = Math.min(...named.map((marks) => marks[chain]!));
+  }
+  return Object.keys(out).length > 0 ? out : undefined;
+}
 const grant = (row: string, role: string, s: Stamp): RowChange => ({
   op: 'put',
   table: 'roles',
@@ -192,7 +211,14 @@ const mixedSet = fc
         value: fc.string({ maxLength: 3 }),
       }),
       fc.record({ kind: fc.constant('del' as const), row: fc.constantFrom('W', 'X'), stamp: stampArb }),
-      fc.record({ kind: fc.constant('remove' as const), hwm: fc.integer({ min: 0, max: 5 }), stamp: stampArb }),
+      fc.record({
+        kind: fc.constant('remove' as const),
+        hwm: fc.integer({ min: 0, max: 5 }),
+        stamp: stampArb,
+        domains: fc.option(fc.dictionary(fc.constantFrom('a1', 'b2', 'c3'), fc.integer({ min: 0, max: 9 })), {
+          nil: undefined,
+        }),
+      }),
       fc.record({ kind: fc.constant('grant' as const), role: fc.constantFrom('member', 'admin'), stamp: stampArb }),
     ),
     { maxLength: 25 },
@@ -206,7 +232,7 @@ const mixedSet = fc
       seen.add(key);
       if (i.kind === 'put') out.push(change(i.row, { name: i.value }, i.stamp));
       else if (i.kind === 'del') out.push(del(i.row, i.stamp));
-      else if (i.kind === 'remove') out.push(removal('k', i.hwm, i.stamp));
+      else if (i.kind === 'remove') out.push(removal('k', i.hwm, i.stamp, i.domains));
       else out.push(grant('k', i.role, i.stamp));
     }
     return out;
@@ -232,17 +258,34 @@ describe('deletes and removals', () => {
         for (const rowName of ['W', 'X']) {
           const mine = dels.filter((d) => d.row === rowName);
           const top = mine.reduce<Stamp | undefined>(
-            (a, d) => (a && compareStamps(a, d.stamp) >= 0 ? a : d.stamp),
+            (a, d) => (a && modelCompareStamps(a, d.stamp) >= 0 ? a : d.stamp),
             undefined,
           );
           expect(state.get(`device_profiles/${rowName}`)?.deleted).toEqual(top);
         }
-        const marks = changes.flatMap((c) => (c.op === 'remove' ? [c.hwm] : []));
+        const removals = changes.filter((c) => c.op === 'remove');
+        const marks = removals.map((c) => c.hwm);
         const removed = state.get('keyring/k')?.removed;
         const lowest = Math.min(...marks);
-        expect(removed).toEqual(marks.length > 0 ? { hwm: lowest, trustedHwm: lowest + 1 } : undefined);
+        const domains = modelDomainMarks(removals);
+        expect(removed).toEqual(
+          marks.length > 0 ? { hwm: lowest, trustedHwm: lowest + 1, ...(domains ? { domains } : {}) } : undefined,
+        );
       }),
     );
+  });
+
+  it('concurrent removals with different created-domain marks keep the lower mark of each chain both name', () => {
+    const first = removal('k', 4, stamp(1, 0, 1), { a1: 7, b2: 2, c3: 5 });
+    const second = removal('k', 6, stamp(1, 0, 2), { a1: 3, b2: 9 });
+    for (const order of [
+      [first, second],
+      [second, first],
+    ]) {
+      const removed = applyAll(order).get('keyring/k')?.removed;
+      // a1: min(7, 3); b2: min(2, 9); c3 is named by one removal only: no mark (fail closed).
+      expect(removed).toEqual({ hwm: 4, trustedHwm: 5, domains: { a1: 3, b2: 2 } });
+    }
   });
 
   it('a row is alive iff never removed and not deleted, or some cell is newer than the newest delete', () => {
@@ -251,7 +294,7 @@ describe('deletes and removals', () => {
         for (const [, row] of applyAll(changes)) {
           const newest = Object.values(row.cells)
             .map((c) => c.stamp)
-            .some((s) => !row.deleted || compareStamps(s, row.deleted) > 0);
+            .some((s) => !row.deleted || modelCompareStamps(s, row.deleted) > 0);
           const expected = !row.removed && (!row.deleted || newest);
           expect(isAlive(row)).toBe(expected);
         }

@@ -21,7 +21,8 @@ import { describe, expect, it } from 'vitest';
 import { toHex } from '../../src/core/bytes.js';
 import { encodeCbor } from '../../src/core/cbor.js';
 import type { EventBody } from '../../src/core/event.js';
-import { compareStamps, type Stamp } from '../../src/core/hlc.js';
+import type { Stamp } from '../../src/core/hlc.js';
+import { modelCompareStamps } from '../helpers/model-order.js';
 import { isAlive, type Cell, type RowState } from '../../src/core/merge.js';
 import type { IngestOutcome, WriteOutcome } from '../../src/core/replica.js';
 import { TABLES, type ColumnValue } from '../../src/core/schema.js';
@@ -268,10 +269,10 @@ function modelRows(surviving: readonly Generated[]): Map<string, RowState> {
     if (body.op === 'put') {
       for (const [column, value] of Object.entries(body.cols)) {
         const cell = row.cells[column];
-        if (!cell || compareStamps(stamp, cell.stamp) > 0) row.cells[column] = { value, stamp };
+        if (!cell || modelCompareStamps(stamp, cell.stamp) > 0) row.cells[column] = { value, stamp };
       }
     } else if (body.op === 'del') {
-      if (!row.deleted || compareStamps(stamp, row.deleted) > 0) row.deleted = stamp;
+      if (!row.deleted || modelCompareStamps(stamp, row.deleted) > 0) row.deleted = stamp;
     } else {
       const hwm = body.cols['hwm'] as number;
       const trustedHwm = (body.cols['trusted_hwm'] as number | undefined) ?? 0;
@@ -287,7 +288,7 @@ function modelRows(surviving: readonly Generated[]): Map<string, RowState> {
 function modelAlive(row: RowState): boolean {
   if (row.removed) return false;
   const deleted = row.deleted;
-  return !deleted || Object.values(row.cells).some((c) => compareStamps(c.stamp, deleted) > 0);
+  return !deleted || Object.values(row.cells).some((c) => modelCompareStamps(c.stamp, deleted) > 0);
 }
 
 /** Every (delete, put) pair of one row, the put stamped higher, both surviving. */
@@ -296,7 +297,7 @@ function modelPairs(surviving: readonly Generated[]): Set<string> {
   for (const del of surviving.filter((e) => e.body.op === 'del')) {
     for (const put of surviving.filter((e) => e.body.op === 'put')) {
       const sameRow = put.body.table === del.body.table && put.body.row === del.body.row;
-      if (sameRow && compareStamps(stampOf(put.body), stampOf(del.body)) > 0)
+      if (sameRow && modelCompareStamps(stampOf(put.body), stampOf(del.body)) > 0)
         pairs.add(`${del.eventId}:${put.eventId}`);
     }
   }
@@ -347,14 +348,14 @@ async function check(run: Run): Promise<void> {
     }
     const cellStamps = rows.flatMap((r) => Object.values(r.cells).map((c) => c.stamp));
     for (const stamp of revokedStamps) {
-      if (cellStamps.some((s) => compareStamps(s, stamp) === 0)) problems.push('a revoked event is materialised');
+      if (cellStamps.some((s) => modelCompareStamps(s, stamp) === 0)) problems.push('a revoked event is materialised');
     }
     // Kept events are materialised: each of their cells holds them or something newer.
     for (const body of keptPuts) {
       const row = rows.find((r) => r.table === body.table && r.row === body.row);
       for (const column of Object.keys(body.cols)) {
         const cell = row?.cells[column];
-        if (!cell || compareStamps(cell.stamp, stampOf(body)) < 0) problems.push(`lost ${body.row}.${column}`);
+        if (!cell || modelCompareStamps(cell.stamp, stampOf(body)) < 0) problems.push(`lost ${body.row}.${column}`);
       }
     }
 
