@@ -14,7 +14,7 @@ import { blake3 } from '@noble/hashes/blake3.js';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, describe, expect, it } from 'vitest';
 import { toHex } from '../../src/core/bytes.js';
-import { hasVector, vectorPath, vectorSuite } from '../helpers/vectors.js';
+import { describeVectors, vectorPath } from '../helpers/vectors.js';
 
 const run = promisify(execFile);
 const SOV = ['src/cli/sov.mjs'];
@@ -111,9 +111,8 @@ describe('sov object write / sov parquet read', () => {
   }, 60_000);
 });
 
-describe(vectorSuite('sov parquet read on the parquet-testing vectors', 'parquet-testing/data'), () => {
+describeVectors('sov parquet read on the parquet-testing vectors', 'parquet-testing/data', () => {
   it('reads a file with column keys and a supplied AAD prefix into CSV', async () => {
-    if (!hasVector('parquet-testing/data')) return;
     const read = await sov(
       'parquet',
       'read',

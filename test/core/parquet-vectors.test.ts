@@ -8,11 +8,11 @@
  * of scope.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { utf8 } from '../../src/core/bytes.js';
 import { openParquet, type ReadKeys } from '../../src/core/parquet/read.js';
 import { webPmeCipher } from '../../src/runtime/pme-cipher.js';
-import { hasVector, vectorPath, vectorSuite } from '../helpers/vectors.js';
+import { describeVectors, hasVector, vectorPath } from '../helpers/vectors.js';
 
 const DIR = 'parquet-testing/data';
 const OUT_OF_SCOPE = 'external_key_material_java.parquet.encrypted';
@@ -70,11 +70,10 @@ function expectedRow(i: number): Record<string, unknown> {
   };
 }
 
-describe(vectorSuite('parquet-testing encrypted vectors', DIR), () => {
+describeVectors('parquet-testing encrypted vectors', DIR, () => {
   const all = vectors();
 
   it('finds the vectors: both key sizes, every mode', () => {
-    if (!hasVector(DIR)) return;
     expect(all.length).toBe(12);
   });
 
@@ -102,7 +101,6 @@ describe(vectorSuite('parquet-testing encrypted vectors', DIR), () => {
   });
 
   it('refuses a wrong footer key, naming the footer', async () => {
-    if (!hasVector(DIR)) return;
     const file = await openParquet(
       read('uniform_encryption.parquet.encrypted'),
       { footerKey: utf8('0123456789012346') },
@@ -112,13 +110,11 @@ describe(vectorSuite('parquet-testing encrypted vectors', DIR), () => {
   });
 
   it('asks for the footer key when none is given', async () => {
-    if (!hasVector(DIR)) return;
     const file = await openParquet(read('uniform_encryption.parquet.encrypted'), {}, webPmeCipher);
     expect(file).toEqual({ ok: false, error: { type: 'KeyMissing', column: '(footer)' } });
   });
 
   it('requires the AAD prefix a file did not store, and refuses a wrong one', async () => {
-    if (!hasVector(DIR)) return;
     const bytes = read('encrypt_columns_and_footer_disable_aad_storage.parquet.encrypted');
     expect(await openParquet(bytes, KEYS_128, webPmeCipher)).toEqual({
       ok: false,
@@ -129,7 +125,6 @@ describe(vectorSuite('parquet-testing encrypted vectors', DIR), () => {
   });
 
   it('reads the columns it holds keys for and names the one it does not', async () => {
-    if (!hasVector(DIR)) return;
     const keys: ReadKeys = {
       footerKey: KEYS_128.footerKey!,
       columnKeys: new Map([['float_field', utf8('1234567890123451')]]),
@@ -146,7 +141,6 @@ describe(vectorSuite('parquet-testing encrypted vectors', DIR), () => {
   });
 
   it('refuses a column key that is wrong', async () => {
-    if (!hasVector(DIR)) return;
     const keys: ReadKeys = { ...KEYS_128, columnKeys: new Map([['double_field', utf8('1234567890123451')]]) };
     const file = await openParquet(read('encrypt_columns_and_footer.parquet.encrypted'), keys, webPmeCipher);
     if (!file.ok) throw new Error(JSON.stringify(file.error));
@@ -155,7 +149,6 @@ describe(vectorSuite('parquet-testing encrypted vectors', DIR), () => {
   });
 
   it('verifies a signed plaintext footer: a wrong key or a changed byte is FooterSignatureInvalid', async () => {
-    if (!hasVector(DIR)) return;
     const bytes = read('encrypt_columns_plaintext_footer.parquet.encrypted');
     const wrongKey = await openParquet(bytes, { ...KEYS_128, footerKey: utf8('0123456789012346') }, webPmeCipher);
     expect(wrongKey).toEqual({ ok: false, error: { type: 'FooterSignatureInvalid' } });

@@ -25,10 +25,10 @@ import { verifyGroupInfoConfirmationTag, verifyGroupInfoSignature } from 'ts-mls
 import { makeKeyPackageRef } from 'ts-mls/keyPackage.js';
 import { decodeRatchetTree } from 'ts-mls/ratchetTree.js';
 import { decryptGroupInfo, decryptGroupSecrets } from 'ts-mls/welcome.js';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { fromHex, toHex } from '../../src/core/bytes.js';
 import { meshCryptoProvider } from '../../src/runtime/mls/crypto-provider.js';
-import { hasVector, readJsonVector, vectorSuite } from '../helpers/vectors.js';
+import { describeVectors, hasVector, readJsonVector } from '../helpers/vectors.js';
 
 const RUNNABLE = new Set([1, 2, 5, 7]);
 const hex = (s: string): Uint8Array => fromHex(s)!;
@@ -104,7 +104,7 @@ async function runPassive(v: Passive): Promise<void> {
 
 for (const file of ['passive-client-welcome.json', 'passive-client-handling-commit.json']) {
   const path = `mls/${file}`;
-  describe.skipIf(!hasVector(path))(vectorSuite(`ts-mls passive client: ${file}`, path), () => {
+  describeVectors(`ts-mls passive client: ${file}`, path, () => {
     const vectors = hasVector(path) ? (readJsonVector(path) as Passive[]) : [];
     for (const suite of [...new Set(vectors.map((v) => v.cipher_suite))].sort()) {
       const ofSuite = vectors.filter((v) => v.cipher_suite === suite);
@@ -119,7 +119,7 @@ for (const file of ['passive-client-welcome.json', 'passive-client-handling-comm
   });
 }
 
-describe.skipIf(!hasVector('mls/welcome.json'))(vectorSuite('ts-mls: welcome.json', 'mls/welcome.json'), () => {
+describeVectors('ts-mls: welcome.json', 'mls/welcome.json', () => {
   it('decrypts every Welcome of a runnable suite and verifies its GroupInfo', async () => {
     const vectors = readJsonVector('mls/welcome.json') as WelcomeVector[];
     let checked = 0;
