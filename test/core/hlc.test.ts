@@ -133,6 +133,7 @@ describe('hlc receive', () => {
 describe('isHlc', () => {
   it.each([
     [{ ms: 0, counter: 0 }, true],
+    [{ ms: 1, counter: MAX_COUNTER }, true],
     [{ ms: -1, counter: 0 }, false],
     [{ ms: 1.5, counter: 0 }, false],
     [{ ms: 1, counter: -1 }, false],

@@ -1,0 +1,119 @@
+#!/usr/bin/env node
+// `npm run mutation [-- FILE…]`: mutation testing of the protocol core with StrykerJS (vitest
+// runner, stryker.config.mjs), then bench/results/mutation.json. Not part of `npm test`: the
+// whole core takes hours on two cores, so it runs in batches — pass the files to mutate (a
+// batch), and every batch's per-file results are kept in .reports/mutation/cumulative.json, so
+// the figure covers every file run so far (re-running a file replaces its results; Stryker's
+// incremental file skips mutants whose code and tests did not change). The per-file results
+// are kept in bench/results/mutation-mutants.json, committed, so batches run in different
+// sessions add up. `--report-only` skips Stryker and folds in its last report.
+//
+// figures.mutation_score_core = killed ÷ (killed + survived), timeouts counted as killed and
+// mutants no test covers counted as survived; survivors listed as an equivalent mutant
+// (test/mutation/equivalent.json, each with its reason) count as neither.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const REPORT = join(ROOT, '.reports/mutation/mutation.json');
+const CUMULATIVE = join(ROOT, 'bench/results/mutation-mutants.json');
+const EQUIVALENT = join(ROOT, 'test/mutation/equivalent.json');
+const RESULT = join(ROOT, 'bench/results/mutation.json');
+
+const reportOnly = process.argv.includes('--report-only');
+const files = process.argv.slice(2).filter((a) => a !== '--report-only');
+const vectors = process.env.SOV_VECTORS_DIR ?? resolve(ROOT, '..', 'shared', 'vectors');
+const args = ['stryker', 'run', ...(files.length > 0 ? ['--mutate', files.join(',')] : [])];
+if (!reportOnly) {
+  const run = spawnSync('npx', args, {
+    cwd: ROOT,
+    stdio: 'inherit',
+    // Stryker tests in a sandbox copy, where the repository's relative path to the vectors does not hold.
+    env: { ...process.env, SOV_VECTORS_DIR: vectors },
+  });
+  if (run.status !== 0) {
+    console.error(`mutation: stryker exited with ${run.status}`);
+    process.exit(1);
+  }
+}
+
+const report = JSON.parse(readFileSync(REPORT, 'utf8'));
+const cumulative = existsSync(CUMULATIVE) ? JSON.parse(readFileSync(CUMULATIVE, 'utf8')) : { files: {} };
+// Only what the score needs, one mutant a line: where, which mutator, what it became, and how it ended.
+for (const [file, result] of Object.entries(report.files)) {
+  cumulative.files[file] = result.mutants.map((m) => ({
+    location: { start: { line: m.location.start.line } },
+    mutatorName: m.mutatorName,
+    replacement: m.replacement,
+    status: m.status,
+  }));
+}
+mkdirSync(dirname(CUMULATIVE), { recursive: true });
+const sortedFiles = Object.keys(cumulative.files).sort();
+writeFileSync(
+  CUMULATIVE,
+  `{"files":{\n${sortedFiles
+    .map((f) => `${JSON.stringify(f)}:[\n${cumulative.files[f].map((m) => JSON.stringify(m)).join(',\n')}\n]`)
+    .join(',\n')}\n}}\n`,
+);
+
+const equivalent = JSON.parse(readFileSync(EQUIVALENT, 'utf8')).mutants;
+const isEquivalent = (file, m) =>
+  equivalent.find((e) => e.file === file && e.line === m.location.start.line && e.replacement === m.replacement);
+
+const counts = { killed: 0, timeout: 0, survived: 0, no_coverage: 0, equivalent: 0, errors: 0, ignored: 0 };
+const survivors = [];
+const equivalents = [];
+for (const [file, mutants] of Object.entries(cumulative.files)) {
+  for (const m of mutants) {
+    const where = { file, line: m.location.start.line, mutator: m.mutatorName, replacement: m.replacement };
+    if (m.status === 'Killed') counts.killed++;
+    else if (m.status === 'Timeout') counts.timeout++;
+    else if (m.status === 'Ignored') counts.ignored++;
+    else if (m.status === 'CompileError' || m.status === 'RuntimeError') counts.errors++;
+    else if (isEquivalent(file, m)) {
+      counts.equivalent++;
+      equivalents.push({ ...where, why: isEquivalent(file, m).why });
+    } else {
+      counts[m.status === 'NoCoverage' ? 'no_coverage' : 'survived']++;
+      survivors.push({ ...where, status: m.status });
+    }
+  }
+}
+const killed = counts.killed + counts.timeout;
+const score = killed / (killed + counts.survived + counts.no_coverage);
+const record = {
+  name: 'mutation',
+  date: new Date().toISOString(),
+  machine: {
+    cpus: cpus().length,
+    model: cpus()[0]?.model.trim() ?? 'unknown',
+    memGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
+    node: process.version,
+    platform: `${process.platform}-${process.arch}`,
+  },
+  figures: {
+    mutation_score_core: score,
+    files: Object.keys(cumulative.files).length,
+    killed: counts.killed,
+    timeout: counts.timeout,
+    survived: counts.survived,
+    no_coverage: counts.no_coverage,
+    equivalent: counts.equivalent,
+    errors: counts.errors,
+  },
+  anchors: {},
+  ratios: {},
+  scope: Object.keys(cumulative.files).sort(),
+  survivors,
+  equivalents,
+};
+mkdirSync(dirname(RESULT), { recursive: true });
+writeFileSync(RESULT, JSON.stringify(record, null, 2) + '\n');
+console.log(
+  `mutation: score ${score.toFixed(3)} over ${record.figures.files} files ` +
+    `(${killed} killed, ${counts.survived} survived, ${counts.no_coverage} not covered, ${counts.equivalent} equivalent)`,
+);
