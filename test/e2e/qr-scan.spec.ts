@@ -11,6 +11,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import playwrightConfig from '../../playwright.config.ts';
 import { toBase64Url } from '../../src/core/bytes.js';
@@ -26,8 +27,12 @@ const HARNESS_CONFIG = 'test/e2e/harness/vite.harness.config.ts';
 /** Shaped like a real ticket: the prefix and 259 bytes of base64url, 351 characters in all. */
 const TICKET = `sov1.${toBase64Url(seededRandom('qr-scan ticket').bytes(259))}`;
 
-/** How long a camera showing no code is watched; the scanner looks four times per second. */
-const NO_CODE_WATCH_MS = 3_000;
+/** Frames of a camera showing no code the decoder must have read: three seconds at four looks a second. */
+const NO_CODE_FRAMES = 12;
+/** A generous upper limit for those looks on a loaded machine; the test waits for the count, not this. */
+const NO_CODE_LIMIT_MS = 60_000;
+/** Pause between two probes of the starting preview server: a poll interval, not a barrier. */
+const SERVING_POLL_MS = 100;
 
 let outDir: string;
 /** Camera files live outside test-results/, which another Playwright run may empty at any time. */
@@ -69,7 +74,7 @@ async function waitUntilServing(url: string, child: ChildProcess): Promise<void>
     if (child.exitCode !== null) throw new Error(`vite preview exited early with ${child.exitCode}`);
     const response = await fetch(url).catch(() => undefined);
     if (response?.ok) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await delay(SERVING_POLL_MS);
   }
   throw new Error('vite preview did not start in 20 s');
 }
@@ -137,10 +142,16 @@ test('a ticket shown as a QR code is read back exactly by a camera scanner in an
     await expect(scanner.getByTestId('qr-scanner')).toHaveAttribute('data-detector', 'wasm');
     await expect(scanner.getByTestId('qr-scanner')).toHaveAttribute('data-phase', 'done');
     await expect(scanner.getByRole('alert')).toHaveCount(0);
-    // onResult fires once, and the camera is released with it.
-    await scanner.waitForTimeout(1_000);
+    // onResult fires once, and the camera is released with it: the video holds no picture any more, so no
+    // later look could decode a second result.
+    const video = await scanner
+      .getByTestId('qr-video')
+      .evaluate((v: HTMLVideoElement) => ({
+        stream: v.srcObject,
+        picture: v.readyState > HTMLMediaElement.HAVE_NOTHING,
+      }));
+    expect(video).toEqual({ stream: null, picture: false });
     await expect(result).toHaveAttribute('data-calls', '1');
-    expect(await scanner.getByTestId('qr-video').evaluate((video: HTMLVideoElement) => video.srcObject)).toBeNull();
 
     const origin = new URL(harnessUrl).origin;
     expect(requests.filter((url) => !url.startsWith(`${origin}/`))).toEqual([]);
@@ -157,7 +168,10 @@ test('a camera that sees no QR code never reports a result and shows no error; C
     const { page: scanner } = await openScanner(camera);
     const root = scanner.getByTestId('qr-scanner');
     await expect(root).toHaveAttribute('data-phase', 'scanning');
-    await scanner.waitForTimeout(NO_CODE_WATCH_MS);
+    // The decoder answering for frame after frame is what proves the scanner looked and found nothing.
+    await expect
+      .poll(async () => Number(await root.getAttribute('data-frames')), { timeout: NO_CODE_LIMIT_MS })
+      .toBeGreaterThanOrEqual(NO_CODE_FRAMES);
     await expect(root).toHaveAttribute('data-phase', 'scanning');
     await expect(scanner.getByTestId('scan-result')).toHaveAttribute('data-calls', '0');
     await expect(scanner.getByRole('alert')).toHaveCount(0);

@@ -1,14 +1,16 @@
 /**
  * The relay end to end: a real server on 127.0.0.1:0, real `ws` clients speaking
- * sov-relay/1, a temporary data dir. Waits on events, never on wall-clock sleeps, except
- * for polling the presence endpoint for a server-side disconnect.
+ * sov-relay/1, a temporary data dir. Waits on events, never on wall-clock sleeps: state only
+ * the relay knows (presence, a mailbox's count) is polled over HTTP until it holds, and the
+ * heartbeat's rounds are driven one by one through a fake `setInterval`.
  */
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { ed25519 } from '@noble/curves/ed25519.js';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { bytesEqual, toHex } from '../../src/core/bytes.js';
 import { MAX_FRAME_BODY, MAX_RELAY_MESSAGE, relayAuthPayload } from '../../src/core/relay-wire.js';
 import { startRelay, type RelayHandle, type RelayOptions } from '../../src/relay/server.js';
@@ -42,12 +44,25 @@ async function presence(relay: RelayHandle, who: Key, topic = TOPIC): Promise<{ 
   };
 }
 
-async function until(check: () => Promise<boolean>, timeoutMs = 3000): Promise<void> {
+/** Pause between two probes of `until`: a poll interval, never what a test waits for. */
+const POLL_MS = 5;
+
+/** Polls `check` until it holds; the deadline is a generous limit for a loaded machine, not a measure. */
+async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error('until: timed out');
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await delay(POLL_MS);
   }
+}
+
+/**
+ * Resolves once the relay has handled everything `client` sent before: it handles one session's
+ * messages in order, so a frame to itself coming back proves the earlier ones were taken.
+ */
+async function handled(client: Client, self: Key): Promise<void> {
+  client.sendTo(self, bytes('barrier'));
+  await client.expect('frame');
 }
 
 describe('relay server', () => {
@@ -465,41 +480,50 @@ describe('relay server', () => {
       expect((await rawGet('/leak.txt')).status).toBe(403);
     });
   });
-  it('cuts a session whose network stack answers pings but whose code does not, and keeps one that answers', async () => {
-    const relay = await start({ heartbeatMs: 40 });
-    const alice = await track(joinAs(relay, ALICE));
-    const bob = await track(joinAs(relay, BOB));
-    // Alice's code answers each application ping; Bob's `ws` socket answers only protocol pings.
-    let answered = 0;
-    void (async () => {
-      for (;;) {
-        const m = await alice.next().catch(() => undefined);
-        if (!m) return;
-        if (m.t === 'ping') {
-          alice.send({ t: 'pong', n: m.n });
-          answered++;
-        }
-      }
-    })();
-    await until(async () => !(await presence(relay, BOB)).online);
-    expect(await bob.closed).toBe(1006);
-    expect(
-      logs.some((l) => l.includes(`endpoint=${toHex(BOB.id).slice(0, 8)}`) && l.includes('heartbeat timeout')),
-    ).toBe(true);
-    await until(async () => answered >= 5);
-    expect((await presence(relay, ALICE)).online).toBe(true);
-  });
+  describe('heartbeat', () => {
+    /** The relay's only interval is its heartbeat: faked, each `round()` is exactly one round. */
+    const HEARTBEAT_MS = 30_000;
+    const round = (): void => void vi.advanceTimersByTime(HEARTBEAT_MS);
+    beforeEach(() => void vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] }));
+    afterEach(() => void vi.useRealTimers());
 
-  it('a pong for an earlier round, or with a made-up number, does not keep a session', async () => {
-    const relay = await start({ heartbeatMs: 40 });
-    const bob = await track(joinAs(relay, BOB));
-    void (async () => {
-      for (;;) {
-        const m = await bob.next().catch(() => undefined);
-        if (!m) return;
-        if (m.t === 'ping') bob.send({ t: 'pong', n: m.n + 1000 });
+    it('cuts a session whose network stack answers pings but whose code does not, and keeps one that answers', async () => {
+      const relay = await start({ heartbeatMs: HEARTBEAT_MS });
+      const alice = await track(joinAs(relay, ALICE));
+      const bob = await track(joinAs(relay, BOB));
+      // Alice's code answers each application ping; Bob's `ws` socket answers only protocol pings.
+      for (let answered = 0; answered < 5; answered++) {
+        round();
+        const ping = await alice.expect('ping');
+        alice.send({ t: 'pong', n: ping.n });
+        await handled(alice, ALICE);
       }
-    })();
-    await until(async () => !(await presence(relay, BOB)).online);
+      // Bob missed the first round's ping, so the second round cut him.
+      expect(await bob.closed).toBe(1006);
+      await until(async () => !(await presence(relay, BOB)).online);
+      expect(
+        logs.some((l) => l.includes(`endpoint=${toHex(BOB.id).slice(0, 8)}`) && l.includes('heartbeat timeout')),
+      ).toBe(true);
+      expect((await presence(relay, ALICE)).online).toBe(true);
+    });
+
+    it('a pong for an earlier round, or with a made-up number, does not keep a session', async () => {
+      const relay = await start({ heartbeatMs: HEARTBEAT_MS });
+      const alice = await track(joinAs(relay, ALICE));
+      const bob = await track(joinAs(relay, BOB));
+      round();
+      const first = await alice.expect('ping');
+      alice.send({ t: 'pong', n: first.n });
+      bob.send({ t: 'pong', n: (await bob.expect('ping')).n + 1000 });
+      await Promise.all([handled(alice, ALICE), handled(bob, BOB)]);
+      round();
+      expect(await bob.closed).toBe(1006);
+      await alice.expect('ping');
+      alice.send({ t: 'pong', n: first.n });
+      await handled(alice, ALICE);
+      round();
+      expect(await alice.closed).toBe(1006);
+      await until(async () => !(await presence(relay, ALICE)).online);
+    });
   });
 });

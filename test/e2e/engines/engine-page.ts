@@ -5,6 +5,8 @@
  * each driver's own input path, as a person's would; reads and waits go through a script
  * in the page, so all three engines are asked the very same questions.
  */
+import { setTimeout as delay } from 'node:timers/promises';
+
 export type EngineName = 'chromium' | 'firefox' | 'webkit';
 
 /** A function run in the page with one serialisable argument; may return a promise. */
@@ -25,6 +27,7 @@ export interface EnginePage {
 /** `[data-testid="…"]`, the app's stable hooks. */
 export const tid = (id: string): string => `[data-testid="${id}"]`;
 
+/** How long `waitFor` pauses between two probes: a poll interval, never what a test waits for. */
 const POLL_MS = 100;
 export const WAIT_MS = 30_000;
 
@@ -54,7 +57,7 @@ export async function waitFor<T>(
       const seen = error instanceof Error ? `error ${error.message}` : JSON.stringify(last);
       throw new Error(`waited ${timeout} ms for ${what}; last seen: ${seen}`);
     }
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    await delay(POLL_MS);
   }
 }
 

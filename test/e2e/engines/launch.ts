@@ -11,6 +11,7 @@
  *   talks to the running driver (`usingServer`, so Selenium Manager never runs).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { setTimeout as delay } from 'node:timers/promises';
 import puppeteer, { type Browser as PuppeteerBrowser, type Page as PuppeteerPage } from 'puppeteer-core';
 import { Builder, By, until, type WebDriver, type WebElement } from 'selenium-webdriver';
 import { freePort } from '../relay-process.ts';
@@ -24,6 +25,8 @@ const XVFB = '/usr/bin/Xvfb';
 /** The locale every engine runs under. */
 const LOCALE_ENV = { LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8' };
 const START_MS = 30_000;
+/** Pause between two readiness probes of a starting driver: a poll interval, not a barrier. */
+const START_POLL_MS = 100;
 
 export function launchEngine(engine: Exclude<EngineName, 'chromium'>): Promise<EnginePage> {
   return engine === 'firefox' ? launchFirefox() : launchWebKit();
@@ -155,7 +158,7 @@ async function startWebKitDriver(displayName: string): Promise<{ url: string; ch
       .then((r) => r.json() as Promise<{ value?: { ready?: boolean } }>)
       .catch(() => undefined);
     if (status?.value?.ready) return { url, child };
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await delay(START_POLL_MS);
   }
   child.kill('SIGKILL');
   throw new Error(`WebKitWebDriver was not ready in ${START_MS} ms: ${output}`);
