@@ -30,7 +30,7 @@ import { isHlc, type Hlc } from './hlc.js';
 import type { Signer, Verifier } from './ports.js';
 import { err, ok, type Result } from './result.js';
 import { domainOf, isDomainName, tableSpec, type ColumnValue, type DomainName, type TableSpec } from './schema.js';
-import { parseDomainMarks } from './sync-manifest.js';
+import { parseDomainMarks } from './chains.js';
 
 export const EVENT_VERSION = 1;
 export const MAX_EVENT_BYTES = 64 * 1024;

@@ -28,7 +28,8 @@ import { recording } from './materialize.js';
 import { namesOf, type EnvelopeNames, type OpenedEnvelope } from './opened.js';
 import { after, run, type Awaitable, type Steps } from './steps.js';
 import type { ChainHead, EnvelopeState, ParkReason, ReplicaTx, Resurrection, WithheldRecord } from './store.js';
-import { chainKey, type Lane, type PrivacyClass, type PrivacyPolicy } from './sync-manifest.js';
+import { chainKey } from './chains.js';
+import type { Lane, PrivacyClass, PrivacyPolicy } from './sync-manifest.js';
 import { authorization, type TrustContext } from './trust.js';
 
 const ZERO_HEX = toHex(ZERO_HASH);

@@ -23,7 +23,7 @@ import type { EventBody } from './event.js';
 import { compareHlc, compareStamps, type Hlc, type Stamp } from './hlc.js';
 import { applyChange, type RowChange, type RowState } from './merge.js';
 import { namesOf, type OpenedEnvelope } from './opened.js';
-import { chainKey, parseDomainMarks } from './sync-manifest.js';
+import { chainKey, parseDomainMarks } from './chains.js';
 import { authorize, type TrustContext } from './trust.js';
 import { run, type Awaitable, type Steps } from './steps.js';
 import {

@@ -40,7 +40,8 @@ import {
 import { recordEvent } from './materialize.js';
 import { openEnvelope, type DomainMismatch, type EnvelopeOpener, type LaneMismatch, type Opening } from './open.js';
 import type { Clock, Signer, Verifier } from './ports.js';
-import { chainSuffix, formatDomainMarks, chainKey, type PrivacyPolicy } from './sync-manifest.js';
+import { chainKey, chainSuffix, formatDomainMarks } from './chains.js';
+import type { PrivacyPolicy } from './sync-manifest.js';
 import { err, ok, type Result } from './result.js';
 import { decodeSealed, encodeSealed, envelopeId, type SealedEvent, type SealError, type SealLane } from './seal.js';
 import { domainOf, tableSpec, type ColumnValue, type DomainName } from './schema.js';

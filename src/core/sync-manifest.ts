@@ -40,7 +40,7 @@
  */
 import { after, type Awaitable } from './steps.js';
 import type { ReplicaTx } from './store.js';
-import { isBuiltInDomain, isRole, tableSpec, type DomainName } from './schema.js';
+import { isRole, tableSpec } from './schema.js';
 import type { TrustContext } from './trust.js';
 
 export type PrivacyClass = 'public' | 'trusted' | 'local';
@@ -64,51 +64,6 @@ export function narrower(a: PrivacyClass, b: PrivacyClass): PrivacyClass {
 export function isClassifiable(table: string): boolean {
   const spec = tableSpec(table);
   return spec !== undefined && spec.domain !== 'CONTROL';
-}
-
-/**
- * The name one signer's chain is kept under: one chain per lane, and, in a
- * created domain (not CONTROL or GENERAL), one per domain and lane — a machine
- * that stores such a domain's rows without reading them never needs to link
- * them, so they must not sit in the chains it does read. The public lane of
- * the built-in domains keeps the bare signer id.
- */
-export function chainKey(signer: string, lane: Lane | undefined, domain?: DomainName): string {
-  return `${signer}${chainSuffix(lane, domain)}`;
-}
-
-/**
- * A removal's marks for created-domain chains, as its string column
- * `domain_hwms`: "SUFFIX=seq,…" sorted, where SUFFIX is `chainSuffix` without
- * the leading "@" (`RESTRICTED`, `RESTRICTED/trusted`).
- */
-export function formatDomainMarks(marks: Readonly<Record<string, number>>): string {
-  return Object.entries(marks)
-    .map(([suffix, seq]) => `${suffix.replace(/^@/, '')}=${seq}`)
-    .sort()
-    .join(',');
-}
-
-const DOMAIN_MARK = /^[A-Z][A-Z0-9_]{1,31}(\/(trusted|local))?=\d{1,15}$/;
-
-/** Parses `domain_hwms`; undefined when it is not exactly that shape. */
-export function parseDomainMarks(text: unknown): Record<string, number> | undefined {
-  if (text === undefined) return {};
-  if (typeof text !== 'string') return undefined;
-  const marks: Record<string, number> = {};
-  for (const part of text === '' ? [] : text.split(',')) {
-    if (!DOMAIN_MARK.test(part)) return undefined;
-    const [suffix, seq] = part.split('=') as [string, string];
-    if (Object.hasOwn(marks, `@${suffix}`)) return undefined;
-    marks[`@${suffix}`] = Number(seq);
-  }
-  return marks;
-}
-
-/** The part of a chain key after the signer: `@DOMAIN` for a created domain, `/lane` off the public lane. */
-export function chainSuffix(lane: Lane | undefined, domain?: DomainName): string {
-  const d = domain === undefined || isBuiltInDomain(domain) ? '' : `@${domain}`;
-  return lane === undefined || lane === 'public' ? d : `${d}/${lane}`;
 }
 
 /** What decides holding and lanes on one machine; evaluated inside the store transaction. */

@@ -16,7 +16,7 @@
 import type { EventBody } from './event.js';
 import { internedHex } from './bytes.js';
 import { isBuiltInDomain, isRole, tableSpec, type Role } from './schema.js';
-import { chainSuffix } from './sync-manifest.js';
+import { chainSuffix } from './chains.js';
 import type { RowState } from './merge.js';
 import { run, type Awaitable, type Steps } from './steps.js';
 import type { ReplicaTx } from './store.js';

@@ -12,13 +12,13 @@ import { encodeSealed, decodeSealed, sealEvent } from '../../src/core/seal.js';
 import type { IngestOutcome } from '../../src/core/replica.js';
 import type { LogEntry } from '../../src/core/store.js';
 import {
-  chainKey,
   isClassifiable,
   manifestPolicy,
   meshClassOf,
   narrower,
   type PrivacyClass,
 } from '../../src/core/sync-manifest.js';
+import { chainKey } from '../../src/core/chains.js';
 import { MemoryReplicaStore } from '../../src/storage/memory-store.js';
 import { makeMachine, makeMesh, seededRandom, TestNetwork, type Machine, type Mesh } from '../helpers/deterministic.js';
 
