@@ -6,7 +6,7 @@
  * and nothing is handed on as stored.
  */
 import type { Result } from '../core/result.js';
-import type { MailboxError, NewFrame } from './mailbox.js';
+import type { MailboxError, NewFrame } from '../core/mailbox.js';
 
 export interface GroupCommitDeps<T> {
   /** Stores the frames together; one result per frame, in order. */

@@ -40,7 +40,7 @@ import {
 } from '../core/relay-http.js';
 import { err, ok, type Result } from '../core/result.js';
 import type { RelayHub, WireTap } from './hub.js';
-import type { MailboxStore } from './mailbox.js';
+import type { MailboxStore } from '../core/mailbox.js';
 import { HttpAuthenticator, readBody, reply } from './http-auth.js';
 import type { RateLimitOptions } from './rate-limit.js';
 import type { ReplayGuardOptions } from './replay-guard.js';

@@ -74,7 +74,7 @@ import {
 import { err, type Result } from '../core/result.js';
 import type { BlindSequencer, SequencerStore } from '../core/mls/sequencer.js';
 import { GroupCommit } from './group-commit.js';
-import type { MailboxStore, NewFrame } from './mailbox.js';
+import type { MailboxStore, NewFrame } from '../core/mailbox.js';
 import { RateLimiter, type RateLimitOptions } from './rate-limit.js';
 
 export interface HubOptions {

@@ -42,7 +42,7 @@ import { HttpObjects } from './http-objects.js';
 import { BlindObjectStore, type ObjectStoreLimits } from './object-store.js';
 import { OBJECTS_PREFIX } from '../core/relay-objects.js';
 import { RelayHub, type WireTap } from './hub.js';
-import { DEFAULT_MAILBOX_LIMITS, type MailboxLimits, type MailboxStore } from './mailbox.js';
+import { DEFAULT_MAILBOX_LIMITS, type MailboxLimits, type MailboxStore } from '../core/mailbox.js';
 import { DEFAULT_RATE_LIMIT, type RateLimitOptions } from './rate-limit.js';
 import { applySecurityHeaders, resolveStaticRoot, sendText, serveStatic } from './static.js';
 

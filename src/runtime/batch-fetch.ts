@@ -22,7 +22,8 @@ import { InboxStore, type InboxFrame } from '../storage/inbox-store.js';
 import { DexieKeyStore, KeyDatabase } from '../storage/key-store.js';
 import { systemClock } from './clock.js';
 import { RelayHttpClient, httpBaseOf, type RelayHttpClientError } from './relay-http-client.js';
-import { unwrapSecret, webRandom, webSigner } from './webcrypto.js';
+import { unwrapSecret } from '../storage/key-wrap.js';
+import { webRandom, webSigner } from './webcrypto.js';
 
 /** Background Sync tag, and the `{t}` of the message a page posts to ask for a run. */
 export const BATCH_SYNC_TAG = 'sov-batch';

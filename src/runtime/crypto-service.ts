@@ -30,7 +30,8 @@ import { decodeTicket, encodeTicket, type TicketError } from '../core/ticket.js'
 import { keyStoreOf, type IdentityRecord, type KeyDatabase, type KeyStore } from '../storage/key-store.js';
 import type { KeyKeeping } from '../storage/key-keeping.js';
 import { FrameChannel, generateFrameKey, type FrameKeyPair, type SenderBinding } from './frame-channel.js';
-import { generateSigningIdentity, unwrapSecret, webRandom, webSigner, webVerifier, wrapSecret } from './webcrypto.js';
+import { unwrapSecret, wrapSecret } from '../storage/key-wrap.js';
+import { generateSigningIdentity, webRandom, webSigner, webVerifier } from './webcrypto.js';
 
 export type IdentityView = {
   readonly signer: string;

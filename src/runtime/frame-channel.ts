@@ -33,7 +33,7 @@ import {
 } from '../core/frame.js';
 import type { Clock, Random } from '../core/ports.js';
 import { err, ok, type Result } from '../core/result.js';
-import { retryingKeyGeneration } from './webcrypto.js';
+import { retryingKeyGeneration } from '../storage/key-wrap.js';
 
 const ROTATE_MS = 10 * 60 * 1000;
 const ROTATE_FRAMES = 100_000;

@@ -43,7 +43,8 @@ import type { SequencerRejection } from '../core/mls/sequencer.js';
 import { err, ok, type Result } from '../core/result.js';
 import { domainSecretName, keyStoreOf, type KeyDatabase, type KeyStore } from '../storage/key-store.js';
 import { TsMlsProvider } from './mls/ts-mls-provider.js';
-import { unwrapSecret, webRandom, webSigner, wrapSecret } from './webcrypto.js';
+import { unwrapSecret, wrapSecret } from '../storage/key-wrap.js';
+import { webRandom, webSigner } from './webcrypto.js';
 
 export type MlsKeyring = {
   /** Machines (signing keys, hex) that may hold a leaf: the keyring's live machines. */

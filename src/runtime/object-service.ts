@@ -51,7 +51,8 @@ import { systemClock } from './clock.js';
 import { webPmeCipher } from './pme-cipher.js';
 import { httpBaseOf } from './relay-http-client.js';
 import { RelayObjectClient, type ObjectClientError } from './relay-objects-client.js';
-import { unwrapSecret, webRandom, webSigner, webVerifier, wrapSecret } from './webcrypto.js';
+import { unwrapSecret, wrapSecret } from '../storage/key-wrap.js';
+import { webRandom, webSigner, webVerifier } from './webcrypto.js';
 
 /** A sealed manifest travels in one state-plane cell (core/event.ts MAX_VALUE_CHARS, base64url). */
 export const MAX_SEALED_MANIFEST = 12 * 1024;

@@ -16,7 +16,7 @@
  * The wrapping key itself must be clonable: without it there is no non-extractable
  * root, and the store refuses to run rather than keep keys in the clear.
  */
-import { retryingKeyGeneration, unwrapSecret, wrapSecret, type WrappedSecret } from '../runtime/webcrypto.js';
+import { retryingKeyGeneration, unwrapSecret, wrapSecret, type WrappedSecret } from './key-wrap.js';
 
 /** The asymmetric key types a machine identity holds. */
 export type PairAlgorithm = 'Ed25519' | 'X25519';

@@ -8,7 +8,7 @@
  * under the wrapping key.
  */
 import { Dexie, type Table } from 'dexie';
-import { generateWrappingKey, type WrappedSecret } from '../runtime/webcrypto.js';
+import { generateWrappingKey, type WrappedSecret } from './key-wrap.js';
 import {
   probeKeyKeeping,
   unwrapPair,

@@ -13,7 +13,6 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { decodeCbor, encodeCbor } from '../core/cbor.js';
-import { webRandom } from '../runtime/webcrypto.js';
 import { unwrapPair, WRAP_ALL, wrapPair, type WrappedPair } from './key-keeping.js';
 import type {
   IdentityMaker,
@@ -48,7 +47,7 @@ function machineKeyBytes(dir: string): Uint8Array {
   const path = join(dir, MACHINE_KEY_FILE);
   if (!existsSync(path)) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    writeFileSync(path, webRandom.bytes(32), { mode: 0o600, flag: 'wx' });
+    writeFileSync(path, crypto.getRandomValues(new Uint8Array(32)), { mode: 0o600, flag: 'wx' });
     chmodSync(path, 0o600);
   }
   if ((statSync(path).mode & 0o077) !== 0) {

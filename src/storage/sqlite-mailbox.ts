@@ -34,7 +34,7 @@ import {
   type MailboxLimits,
   type MailboxStore,
   type NewFrame,
-} from '../relay/mailbox.js';
+} from '../core/mailbox.js';
 
 export const RELAY_DB_FILE = 'relay.sqlite';
 const SCHEMA_VERSION = 2;

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { err, ok, type Result } from '../../src/core/result.js';
 import { GroupCommit } from '../../src/relay/group-commit.js';
-import type { MailboxError, NewFrame } from '../../src/relay/mailbox.js';
+import type { MailboxError, NewFrame } from '../../src/core/mailbox.js';
 
 const frame = (n: number): NewFrame => ({
   topic: new Uint8Array(32),

@@ -6,7 +6,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { MemoryMailboxStore, type MailboxLimits, type MailboxStore } from '../../src/relay/mailbox.js';
+import type { MailboxLimits, MailboxStore } from '../../src/core/mailbox.js';
+import { MemoryMailboxStore } from '../../src/relay/mailbox.js';
 import { SqliteMailboxStore } from '../../src/storage/sqlite-mailbox.js';
 
 interface Harness {
