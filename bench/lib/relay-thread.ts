@@ -5,7 +5,7 @@
  * peer it serves. Options are plain data (no functions cross a thread).
  */
 import { Worker } from 'node:worker_threads';
-import type { MailboxLimits } from '../../src/relay/mailbox.js';
+import type { MailboxLimits } from '../../src/core/mailbox.js';
 
 export type RelayThreadOptions = { readonly dataDir: string; readonly mailboxLimits?: MailboxLimits };
 
