@@ -338,6 +338,32 @@ describe('deletes and removals', () => {
     expect(applyChange(row, removal('k', 1, stamp(0, 0, 1))).removed).toEqual({ hwm: 1, trustedHwm: 2 });
   });
 
+  it('a change that alters nothing returns the row itself (callers detect changes by identity)', () => {
+    const removed = applyChange(undefined, removal('k', 3, stamp(2, 0, 1), { a1: 4 }));
+    // The very same marks again: nothing changes.
+    expect(applyChange(removed, removal('k', 3, stamp(3, 0, 1), { a1: 4 }))).toBe(removed);
+    // A lower public or trusted mark, or a lower chain mark, is a change.
+    expect(applyChange(removed, removal('k', 2, stamp(3, 0, 1), { a1: 4 })).removed?.hwm).toBe(2);
+    expect(applyChange(removed, { ...removal('k', 3, stamp(3, 0, 1), { a1: 4 }), trustedHwm: 1 }).removed).toEqual({
+      hwm: 3,
+      trustedHwm: 1,
+      domains: { a1: 4 },
+    });
+    expect(applyChange(removed, removal('k', 3, stamp(3, 0, 1), { a1: 1 })).removed?.domains).toEqual({ a1: 1 });
+
+    const deleted = applyChange(undefined, del('W', stamp(5, 0, 1)));
+    expect(applyChange(deleted, del('W', stamp(5, 0, 1)))).toBe(deleted);
+    expect(applyChange(deleted, del('W', stamp(4, 0, 1)))).toBe(deleted);
+    expect(applyChange(deleted, del('W', stamp(5, 0, 2))).deleted).toEqual(stamp(5, 0, 2));
+
+    // A put that writes no cell into no row still gives a row.
+    expect(applyChange(undefined, change('W', {}, stamp(1, 0, 1)))).toEqual({
+      table: 'device_profiles',
+      row: 'W',
+      cells: {},
+    });
+  });
+
   it('roles only grow: admin beats member whatever the stamps', () => {
     const admin = grant('k', 'admin', stamp(1, 0, 1));
     const member = grant('k', 'member', stamp(9, 0, 1));

@@ -149,6 +149,54 @@ describe('sealed envelopes', () => {
   });
 });
 
+describe('malformed envelopes: each refused with its reason, before any key is used', () => {
+  const good = sealed();
+  const ct = good.ct;
+  const id = nobleBlake3(ct);
+  const shortCt = ct.subarray(0, 12 + 16);
+  const base = { domain: 'GENERAL', gen: 1, id, ct };
+  it.each([
+    ['not a map', encodeCbor([1, 2, 3]), 'fields'],
+    ['a bare string', encodeCbor('GENERAL'), 'fields'],
+    ['three fields', encodeCbor({ domain: 'GENERAL', gen: 1, id }), 'fields'],
+    ['a fifth field that is not lane', encodeCbor({ ...base, extra: 1 }), 'fields'],
+    ['six fields', encodeCbor({ ...base, lane: 'trusted', extra: 1 }), 'fields'],
+    ['lane public spelled out', encodeCbor({ ...base, lane: 'public' }), 'lane'],
+    ['lane of another type', encodeCbor({ ...base, lane: 1 }), 'lane'],
+    ['a lowercase domain', encodeCbor({ ...base, domain: 'general' }), 'domain or generation'],
+    ['generation 0', encodeCbor({ ...base, gen: 0 }), 'domain or generation'],
+    ['a fractional generation', encodeCbor({ ...base, gen: 1.5 }), 'domain or generation'],
+    ['a generation as text', encodeCbor({ ...base, gen: '1' }), 'domain or generation'],
+    ['a 31-byte id', encodeCbor({ ...base, id: id.subarray(1) }), 'id or ciphertext'],
+    ['a ciphertext as text', encodeCbor({ ...base, ct: 'x' }), 'id or ciphertext'],
+    [
+      'a ciphertext shorter than nonce and tag',
+      encodeCbor({ ...base, ct: ct.subarray(0, 27), id: nobleBlake3(ct.subarray(0, 27)) }),
+      'id or ciphertext',
+    ],
+  ] as const)('%s', (_, bytes, reason) => {
+    expect(decodeSealed(bytes)).toEqual({ ok: false, error: { type: 'MalformedEnvelope', reason } });
+  });
+
+  it('accepts the shortest ciphertext (nonce and tag, empty plaintext) and both lanes', () => {
+    const minimal = decodeSealed(encodeCbor({ ...base, ct: shortCt, id: nobleBlake3(shortCt) }));
+    expect(minimal.ok).toBe(true);
+    for (const lane of ['trusted', 'local'] as const) {
+      const decoded = decodeSealed(encodeCbor({ ...base, lane }));
+      expect(decoded.ok && decoded.value.lane).toBe(lane);
+    }
+    const publicLane = decodeSealed(encodeCbor(base));
+    expect(publicLane.ok && 'lane' in publicLane.value).toBe(false);
+  });
+
+  it('refuses bytes that are not CBOR, with the decoder’s reason', () => {
+    const result = decodeSealed(new Uint8Array([0xff, 0x00]));
+    expect(result.ok).toBe(false);
+    expect(!result.ok && result.error.type).toBe('MalformedEnvelope');
+    expect(!result.ok && result.error.type === 'MalformedEnvelope' && result.error.reason.length).toBeGreaterThan(0);
+  });
+});
+
 describe('identity', () => {
   it('topicOf is BLAKE3(secret ‖ "sovereign-sync-v1"), computed independently', () => {
     const secret = random.bytes(32);
