@@ -11,7 +11,10 @@
  *             `figures.add_ms_N`, `figures.remove_ms_N`, commit sizes
  *             `figures.add_bytes_N`, `figures.remove_bytes_N`; anchors
  *             `tsmls_add_ms_N`, `tsmls_remove_ms_N`; ratios over all N.
- *   removal   through a real relay on 127.0.0.1 (its blind sequencer): an admin
+ *   removal   through a real relay on 127.0.0.1 (its blind sequencer), enforcing
+ *             admission as `sov relay` does: the admin's machine pushes the
+ *             signed list naming the four endpoints, itself as the steward
+ *             (bench/lib/admission.ts), before the others connect; an admin
  *             and three members of a domain; the admin removes one; timed from
  *             the call until both remaining members hold the new generation
  *             (`figures.removal_to_new_generation_ms`, median of 5; aim ≤ 2000).
@@ -47,6 +50,7 @@ import { meshCryptoProvider } from '../src/runtime/mls/crypto-provider.js';
 import { NodeRelayClient } from '../src/runtime/node-relay-client.js';
 import { RelaySequencerPort } from '../src/runtime/sequencer-port.js';
 import { webRandom } from '../src/runtime/webcrypto.js';
+import { pushAdmission, signAdmission } from './lib/admission.ts';
 import type { BenchResult, Numbers } from './run.ts';
 
 const SIZES = [2, 16, 64, 256];
@@ -155,7 +159,7 @@ async function commitsAt(n: number, p: TsMlsProvider, seed: number): Promise<Num
 /** An admin and three members on a real relay; the admin removes one member, REMOVALS times. */
 async function removalThroughRelay(): Promise<number> {
   const dataDir = await mkdtemp(join(tmpdir(), 'sov-bench-mls-'));
-  const relay = await startRelay({ port: 0, dataDir, admission: 'open', log: () => undefined, heartbeatMs: 0 });
+  const relay = await startRelay({ port: 0, dataDir, log: () => undefined, heartbeatMs: 0 });
   const clients: NodeRelayClient[] = [];
   try {
     const samples: number[] = [];
@@ -166,12 +170,24 @@ async function removalThroughRelay(): Promise<number> {
       const topic = topicOf(webRandom.bytes(32));
       const group = webRandom.bytes(16);
       const members: DomainMember[] = [];
+      // Machine 0 is the admin: its signing key signs the list, its endpoint pushes it.
+      const endpointKeys = [0, 1, 2, 3].map(() => ed25519.utils.randomSecretKey());
+      const endpoints = endpointKeys.map((k) => ed25519.getPublicKey(k));
+      const adminMachine = machine(10_000 + round * 10);
+      const record = await signAdmission({
+        topic,
+        signer: adminMachine,
+        admins: [adminMachine.publicKey],
+        endpoints,
+        stewards: [endpoints[0]!],
+      });
+      await pushAdmission(relay.wsUrl, topic, endpointKeys[0]!, record);
       const make = async (i: number, admin: boolean): Promise<{ deps: DomainDeps }> => {
         const m = machine(10_000 + round * 10 + i);
         keyring.add(toHex(m.publicKey));
         if (admin) admins.add(toHex(m.publicKey));
-        const endpointKey = ed25519.utils.randomSecretKey();
-        const endpoint = ed25519.getPublicKey(endpointKey);
+        const endpointKey = endpointKeys[i]!;
+        const endpoint = endpoints[i]!;
         const log = new ReceiptLog(relayKey);
         const box: { port?: RelaySequencerPort } = {};
         const client = await NodeRelayClient.connect({

@@ -1,6 +1,9 @@
 /**
  * Benchmark `realtime`: push latency between two Node peers through the real
- * relay on 127.0.0.1 (startRelay, port 0, temp data dir).
+ * relay on 127.0.0.1 (startRelay, port 0, temp data dir), enforcing admission
+ * as `sov relay` does: before any other session, peer A (an admin) pushes the
+ * group's signed list naming A, B and every bare client below
+ * (bench/lib/admission.ts), so every send is checked against it.
  *
  *   measured   peer A writes an event (Replica.write: HLC, WebCrypto Ed25519
  *              signature, sealed envelope, recorded) and its SyncEngine pushes
@@ -34,6 +37,7 @@ import { startRelay, type RelayHandle } from '../src/relay/server.js';
 import { systemClock } from '../src/runtime/clock.js';
 import { NodeRelayClient, type RelayFrame } from '../src/runtime/node-relay-client.js';
 import { generateSigningIdentity, webRandom, webSigner } from '../src/runtime/webcrypto.js';
+import { signAdmission } from './lib/admission.ts';
 import { NodePeer, type Group } from './lib/node-peer.ts';
 import type { BenchResult } from './run.ts';
 
@@ -69,7 +73,8 @@ class AppliedWaiter {
 
 type Pair = { a: NodePeer; b: NodePeer; applied: AppliedWaiter };
 
-async function pair(relay: RelayHandle, group: Group): Promise<Pair> {
+/** A and B, both admins of the group; A pushes the list naming them and the bare clients, then both connect. */
+async function pair(relay: RelayHandle, group: Group, bare: readonly Uint8Array[]): Promise<Pair> {
   const signers = await Promise.all([0, 1].map(async () => webSigner(await generateSigningIdentity())));
   group.anchors.push(...signers.map((s) => toHex(s.publicKey)));
   const applied = new AppliedWaiter();
@@ -77,6 +82,14 @@ async function pair(relay: RelayHandle, group: Group): Promise<Pair> {
     NodePeer.create({ relayUrl: relay.wsUrl, group, signer: signers[i]!, clock: systemClock, listener });
   const a = await peer(0);
   const b = await peer(1, { onApplied: applied.onApplied });
+  const record = await signAdmission({
+    topic: topicOf(group.secret),
+    signer: signers[0]!,
+    admins: signers.map((s) => s.publicKey),
+    endpoints: [a.endpoint, b.endpoint, ...bare.map((key) => ed25519.getPublicKey(key))],
+    stewards: [a.endpoint, b.endpoint],
+  });
+  await a.admit(record);
   await a.connect();
   await b.connect();
   a.engine.setPeers([b.id]);
@@ -118,13 +131,13 @@ async function latencies(p: Pair, n: number, offset: number): Promise<number[]> 
 
 type Bare = { readonly endpoint: Uint8Array; readonly client: NodeRelayClient };
 
-/** A bare relay client: an endpoint key, a session, and a hook for frames. */
+/** A bare relay client: a session of the endpoint key `key` (on the admission list), and a hook for frames. */
 async function bareClient(
   relay: RelayHandle,
   topic: Uint8Array,
+  key: Uint8Array,
   onFrame: (client: NodeRelayClient, frame: RelayFrame) => void,
 ): Promise<Bare> {
-  const key = ed25519.utils.randomSecretKey();
   const endpoint = ed25519.getPublicKey(key);
   const client = await NodeRelayClient.connect({
     url: relay.wsUrl,
@@ -138,15 +151,15 @@ async function bareClient(
 }
 
 /** Raw relay timings for an opaque body of `size` bytes: round trip X → Y → X and one way X → Y. */
-async function rawRelay(relay: RelayHandle, topic: Uint8Array, size: number) {
+async function rawRelay(relay: RelayHandle, topic: Uint8Array, keys: readonly Uint8Array[], size: number) {
   let arrived: ((at: number) => void) | undefined;
   let echoed: ((at: number) => void) | undefined;
-  const y = await bareClient(relay, topic, (client, frame) => {
+  const y = await bareClient(relay, topic, keys[0]!, (client, frame) => {
     arrived?.(performance.now());
     client.ack([frame.id]);
     client.send(frame.from, frame.body);
   });
-  const x = await bareClient(relay, topic, (client, frame) => {
+  const x = await bareClient(relay, topic, keys[1]!, (client, frame) => {
     echoed?.(performance.now());
     client.ack([frame.id]);
   });
@@ -169,11 +182,14 @@ async function rawRelay(relay: RelayHandle, topic: Uint8Array, size: number) {
 }
 
 /** LOAD_PEERS bare clients exchanging `size`-byte frames at random; returns a stop function. */
-async function startLoad(relay: RelayHandle, topic: Uint8Array, size: number): Promise<() => Promise<number>> {
+async function startLoad(
+  relay: RelayHandle,
+  topic: Uint8Array,
+  keys: readonly Uint8Array[],
+  size: number,
+): Promise<() => Promise<number>> {
   const peers: Bare[] = [];
-  for (let i = 0; i < LOAD_PEERS; i++) {
-    peers.push(await bareClient(relay, topic, (client, frame) => client.ack([frame.id])));
-  }
+  for (const key of keys) peers.push(await bareClient(relay, topic, key, (client, frame) => client.ack([frame.id])));
   let sent = 0;
   const timers = peers.map((peer, i) =>
     setInterval(() => {
@@ -206,17 +222,18 @@ export async function run(): Promise<BenchResult> {
     log: () => undefined,
     heartbeatMs: 0,
     rateLimit,
-    admission: 'open',
   });
   try {
     const group = await makeGroup();
     const topic = topicOf(group.secret);
-    const p = await pair(relay, group);
+    const rawKeys = [0, 1].map(() => ed25519.utils.randomSecretKey());
+    const loadKeys = Array.from({ length: LOAD_PEERS }, () => ed25519.utils.randomSecretKey());
+    const p = await pair(relay, group, [...rawKeys, ...loadKeys]);
     await latencies(p, WARMUP, 0);
     const quiet = sortedOf(await latencies(p, SAMPLES, WARMUP));
     const size = await frameSize(p);
-    const raw = await rawRelay(relay, topic, size);
-    const stopLoad = await startLoad(relay, topic, size);
+    const raw = await rawRelay(relay, topic, rawKeys, size);
+    const stopLoad = await startLoad(relay, topic, loadKeys, size);
     const loadStart = performance.now();
     const loaded = sortedOf(await latencies(p, SAMPLES, WARMUP + SAMPLES));
     const loadSeconds = (performance.now() - loadStart) / 1000;

@@ -1,13 +1,23 @@
 /**
  * Benchmark `transport`: the secure channel between machines.
  *
- *   pairing      the whole cryptographic pairing exchange between two crypto
- *                services (runtime/crypto-service.ts over fake IndexedDB, as the
- *                crypto worker runs it): invitation, join request with its
- *                commitment, challenge, reveal, both pairing codes, confirmation,
- *                admission with the domain keys sealed to the joiner, and the
- *                joiner installing them — everything but the humans and the
- *                network. `figures.pairing_ms` is the median of PAIRINGS runs.
+ *   pairing      the whole cryptographic pairing exchange between two machines,
+ *                each a crypto service and an MLS service on one fake IndexedDB
+ *                key store (runtime/crypto-service.ts, runtime/mls-service.ts, as
+ *                their workers run them), the inviter having founded CONTROL and
+ *                GENERAL: invitation, join request with its commitment,
+ *                challenge, reveal, both pairing codes; the joiner's
+ *                confirmation carrying its MLS key package for each built-in
+ *                domain; the inviter naming the joiner in its MLS keyring and
+ *                adding it to each domain with full history (one MLS commit and
+ *                Welcome each, what MeshNode's admission runs); the join-accept
+ *                sealed to the joiner with the anchors, the table classes and
+ *                those Welcomes — the domain keys travel only inside MLS — and
+ *                the joiner opening it, joining both groups and loading their
+ *                generations, checked equal to the inviter's. Everything but the
+ *                humans and the network: the relay's blind sequencer is a stub
+ *                that accepts each commit (test/helpers/mls-machine.ts).
+ *                `figures.pairing_ms` is the median of PAIRINGS runs.
  *   frames       FrameChannel seal + open (runtime/frame-channel.ts: HPKE-derived
  *                key, AES-256-GCM, header checks, replay guard) over FRAME_BYTES
  *                messages; `figures.frame_mb_per_s` counts message bytes once.
@@ -17,12 +27,16 @@
  */
 import 'fake-indexeddb/auto';
 import { topicOf } from '../src/core/identity.js';
+import type { DomainItems } from '../src/core/peer-wire.js';
+import { DOMAINS } from '../src/core/schema.js';
 import { systemClock } from '../src/runtime/clock.js';
 import { CryptoService } from '../src/runtime/crypto-service.js';
 import { FrameChannel, generateFrameKey } from '../src/runtime/frame-channel.js';
 import { webRandom } from '../src/runtime/webcrypto.js';
+import type { MlsService } from '../src/runtime/mls-service.js';
+import { manifestView } from '../src/runtime/views.js';
 import { KeyDatabase } from '../src/storage/key-store.js';
-import { foundDomains } from '../test/helpers/mls-machine.ts';
+import { foundDomains, mlsMachine } from '../test/helpers/mls-machine.ts';
 import type { BenchResult } from './run.ts';
 
 const PAIRINGS = 15;
@@ -32,25 +46,64 @@ const RELAY_KEY = '00'.repeat(32);
 
 let databases = 0;
 
-async function service(): Promise<CryptoService> {
-  const s = new CryptoService(new KeyDatabase(`bench-transport-${++databases}`), systemClock);
-  await s.init();
-  return s;
+/** A machine's crypto service on a fresh key store, and that store's name (for its MLS service). */
+async function service(): Promise<{ crypto: CryptoService; db: string }> {
+  const db = `bench-transport-${++databases}`;
+  const crypto = new CryptoService(new KeyDatabase(db), systemClock);
+  await crypto.init();
+  return { crypto, db };
 }
 
 const hex = (h: string): Uint8Array => new Uint8Array(Buffer.from(h, 'hex'));
 
-/** One pairing exchange, from invitation to the accepted join; returns milliseconds. */
+/** The joiner's key packages for the built-in domains, as MeshDomains.joinOffers makes them. */
+async function joinOffers(mls: MlsService, joiner: CryptoService): Promise<DomainItems> {
+  const kps: [(typeof DOMAINS)[number], Uint8Array][] = [];
+  for (const domain of DOMAINS) {
+    const kp = await mls.offer(domain, joiner.groupIdOf(domain));
+    if (!kp.ok) throw new Error(`bench transport: offer ${domain}: ${kp.error.type}`);
+    kps.push([domain, kp.value]);
+  }
+  return kps;
+}
+
+/** The inviter adds the joiner to each built-in domain, as MeshDomains.addJoiner does; returns the Welcomes. */
+async function addJoiner(mls: MlsService, kps: DomainItems): Promise<DomainItems> {
+  const welcomes: [(typeof DOMAINS)[number], Uint8Array][] = [];
+  for (const domain of DOMAINS) {
+    const kp = kps.find(([d]) => d === domain)?.[1];
+    if (!kp) throw new Error(`bench transport: no key package for ${domain}`);
+    const bundle = await mls.change(domain, { add: [kp], history: 'full' });
+    if (!bundle.ok) throw new Error(`bench transport: add to ${domain}: ${bundle.error.type}`);
+    welcomes.push([domain, bundle.value]);
+  }
+  return welcomes;
+}
+
+/** The joiner takes in the Welcomes and loads the generations, as MeshDomains.joinFrom and the crypto worker do. */
+async function joinFrom(mls: MlsService, joiner: CryptoService, welcomes: DomainItems): Promise<void> {
+  for (const [domain, bundle] of welcomes) {
+    const joined = await mls.receive(domain, joiner.groupIdOf(domain), bundle, { trustLeaves: true });
+    if (!joined.ok || joined.value !== 'joined') throw new Error(`bench transport: the Welcome to ${domain} failed`);
+  }
+  await joiner.reloadDomainKeys();
+}
+
+/** One pairing exchange, from invitation to the joiner holding the domain keys; returns milliseconds. */
 async function pairOnce(): Promise<number> {
-  const inviter = await service();
+  const { crypto: inviter, db: inviterDb } = await service();
   const created = await inviter.createMesh();
   if (!created.ok) throw new Error('bench transport: createMesh failed');
-  await foundDomains(inviter, `bench-transport-${databases}`);
-  const joiner = await service();
+  const inviterMls = await foundDomains(inviter, inviterDb);
+  const { crypto: joiner, db: joinerDb } = await service();
+  const i = inviter.view();
+  // The joiner's MLS worker runs from the start; until the keyring arrives it believes only the inviter.
+  const joinerMls = await mlsMachine(joiner, joinerDb, { admitted: [], admins: [i.signer] });
+  const classes = manifestView([], new Map(), new Map()).map((e) => [e.table, e.mesh] as const);
   const start = performance.now();
   const ticket = await inviter.createInvitation('ws://127.0.0.1:1/ws', RELAY_KEY);
   if (!(await joiner.beginJoin(ticket)).ok) throw new Error('bench transport: beginJoin failed');
-  const [i, j] = [inviter.view(), joiner.view()];
+  const j = joiner.view();
   const request = await joiner.joinRequest('bench');
   if (!request.ok) throw new Error('bench transport: joinRequest failed');
   const opened = await inviter.openMessage(j.endpoint, request.value.body, undefined);
@@ -75,16 +128,26 @@ async function pairOnce(): Promise<number> {
     joinerNonce: reveal.value.message.nonce,
   });
   if (code !== revealed.value.sas) throw new Error('bench transport: pairing codes differ');
-  const confirm = await joiner.joinAnswer(true);
-  if (!confirm.ok || !(await inviter.openMessage(j.endpoint, confirm.value, undefined)).ok) {
-    throw new Error('bench transport: confirm failed');
+  const confirm = await joiner.joinAnswer(true, await joinOffers(joinerMls, joiner));
+  if (!confirm.ok) throw new Error('bench transport: confirm failed');
+  const confirmed = await inviter.openMessage(j.endpoint, confirm.value, undefined);
+  if (!confirmed.ok || confirmed.value.message.t !== 'join-confirm') {
+    throw new Error('bench transport: no confirmation');
   }
-  // The MLS commits that add the joiner to its domains are measured by benchmark `mls`.
-  const accept = await inviter.admitJoin({ inv: req.inv, endpoint: hex(j.endpoint), frame: j.frame }, [], [], []);
+  inviterMls.setKeyring({ admitted: [i.signer, j.signer], admins: [i.signer] });
+  const welcomes = await addJoiner(inviterMls, confirmed.value.message.kps);
+  const admitting = { inv: req.inv, endpoint: hex(j.endpoint), frame: j.frame };
+  const accept = await inviter.admitJoin(admitting, [hex(i.signer)], classes, welcomes);
   if (!accept.ok) throw new Error('bench transport: admit failed');
   const joined = await joiner.openMessage(i.endpoint, accept.value, undefined);
   if (!joined.ok || joined.value.message.t !== 'join-accept') throw new Error('bench transport: accept refused');
-  return performance.now() - start;
+  await joinFrom(joinerMls, joiner, joined.value.message.welcomes);
+  const ms = performance.now() - start;
+  const generations = (c: CryptoService) => JSON.stringify(c.domainGenerations());
+  if (!joiner.view().member || generations(joiner) !== generations(inviter)) {
+    throw new Error('bench transport: the joiner does not hold the domain keys');
+  }
+  return ms;
 }
 
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;

@@ -11,6 +11,8 @@
  * the previous one: Replica.ingest opens a batch while earlier ones are being
  * admitted and admits them in arrival order. A relay frame is acknowledged only
  * after its batch is durably applied (acks are coalesced per event-loop turn).
+ * The relay enforces admission (bench/lib/admission.ts): an admin peer pushes
+ * the group's list with `admit` before the group's other sessions open.
  */
 import { everyTablePublic } from '../../src/core/sync-manifest.js';
 import { ed25519 } from '@noble/curves/ed25519.js';
@@ -27,6 +29,7 @@ import { nodeEnvelopes } from '../../src/runtime/node-aead.js';
 import { NodeRelayClient, type RelayFrame } from '../../src/runtime/node-relay-client.js';
 import { webRandom, webVerifier } from '../../src/runtime/webcrypto.js';
 import { MemoryReplicaStore } from '../../src/storage/memory-store.js';
+import { pushAdmission } from './admission.ts';
 
 export type Group = {
   readonly secret: Uint8Array;
@@ -113,6 +116,12 @@ export class NodePeer {
       onError: (code, message) => process.stderr.write(`bench peer: relay error ${code}: ${message}\n`),
     });
     await this.engine.connected();
+  }
+
+  /** Pushes an admin-signed admission list from this peer's endpoint and waits until it is in force; not while connected. */
+  admit(record: Uint8Array): Promise<void> {
+    if (this.#client) throw new Error('bench peer: admit before connecting (one session per endpoint)');
+    return pushAdmission(this.#options.relayUrl, this.#topic, this.#endpointKey, record);
   }
 
   async disconnect(): Promise<void> {

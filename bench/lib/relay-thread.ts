@@ -2,7 +2,9 @@
  * The real relay (src/relay/server.ts) on its own worker thread, for benchmarks
  * whose peers run on the main thread: a relay is another machine in production,
  * so its work (SQLite mailboxes, WebSocket framing) must not be billed to the
- * peer it serves. Options are plain data (no functions cross a thread).
+ * peer it serves. It enforces admission lists, as `sov relay` does (the
+ * default of startRelay): a group's admin pushes its list first
+ * (bench/lib/admission.ts). Options are plain data (no functions cross a thread).
  */
 import { Worker } from 'node:worker_threads';
 import type { MailboxLimits } from '../../src/core/mailbox.js';
@@ -17,7 +19,7 @@ const WORKER_MAIN = `
   const { register } = await import(workerData.tsx);
   register();
   const { startRelay } = await import(workerData.server);
-  const relay = await startRelay({ port: 0, log: () => undefined, heartbeatMs: 0, admission: 'open', ...workerData.options });
+  const relay = await startRelay({ port: 0, log: () => undefined, heartbeatMs: 0, ...workerData.options });
   parentPort.on('message', async () => { await relay.close(); parentPort.postMessage({ closed: true }); });
   parentPort.postMessage({ url: relay.url, wsUrl: relay.wsUrl });
 `;

@@ -18,7 +18,7 @@
  * as a joiner that may write only to its inviter; before any list exists, a session may only
  * push the first list. A new list takes effect at once: sessions it no longer serves are closed
  * (`not-admitted`) and their mailboxes dropped. `admission: 'open'` serves every endpoint that
- * authenticates (the relay's own mechanics tests and the benchmarks).
+ * authenticates (the relay's own mechanics tests; the benchmarks enforce, as `sov relay` does).
  *   send{to, body}               stored durably under (topic, to) BEFORE anything else;
  *                                forwarded at once if `to` is online under the same topic
  *   ack{ids}                     deletes those frames of this (topic, endpoint) only

@@ -9,6 +9,7 @@ import type { ColumnValue } from '../../src/core/schema.js';
 const node = (byte: number): Uint8Array => new Uint8Array(32).fill(byte);
 const stamp = (ms: number, counter: number, nodeByte: number): Stamp => ({ ms, counter, node: node(nodeByte) });
 type PutChange = Extract<RowChange, { op: 'put' }>;
+type RemoveChange = Extract<RowChange, { op: 'remove' }>;
 const change = (row: string, cols: Record<string, ColumnValue>, s: Stamp): PutChange => ({
   op: 'put',
   table: 'device_profiles',
@@ -344,7 +345,9 @@ describe('deletes and removals', () => {
     expect(applyChange(removed, removal('k', 3, stamp(3, 0, 1), { a1: 4 }))).toBe(removed);
     // A lower public or trusted mark, or a lower chain mark, is a change.
     expect(applyChange(removed, removal('k', 2, stamp(3, 0, 1), { a1: 4 })).removed?.hwm).toBe(2);
-    expect(applyChange(removed, { ...removal('k', 3, stamp(3, 0, 1), { a1: 4 }), trustedHwm: 1 }).removed).toEqual({
+    expect(
+      applyChange(removed, { ...(removal('k', 3, stamp(3, 0, 1), { a1: 4 }) as RemoveChange), trustedHwm: 1 }).removed,
+    ).toEqual({
       hwm: 3,
       trustedHwm: 1,
       domains: { a1: 4 },
