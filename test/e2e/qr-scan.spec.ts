@@ -144,12 +144,10 @@ test('a ticket shown as a QR code is read back exactly by a camera scanner in an
     await expect(scanner.getByRole('alert')).toHaveCount(0);
     // onResult fires once, and the camera is released with it: the video holds no picture any more, so no
     // later look could decode a second result.
-    const video = await scanner
-      .getByTestId('qr-video')
-      .evaluate((v: HTMLVideoElement) => ({
-        stream: v.srcObject,
-        picture: v.readyState > HTMLMediaElement.HAVE_NOTHING,
-      }));
+    const video = await scanner.getByTestId('qr-video').evaluate((v: HTMLVideoElement) => ({
+      stream: v.srcObject,
+      picture: v.readyState > HTMLMediaElement.HAVE_NOTHING,
+    }));
     expect(video).toEqual({ stream: null, picture: false });
     await expect(result).toHaveAttribute('data-calls', '1');
 
