@@ -79,37 +79,30 @@ export function inspect(page: EnginePage, selector: string): Promise<ElementStat
 const matches = (actual: string | null, expected: string | RegExp): boolean =>
   actual !== null && (typeof expected === 'string' ? actual === expected : expected.test(actual));
 
-/** Waits until the first element at `selector` has the text `expected` (trimmed). */
-export async function expectText(
+/** Waits until the first element at `selector` shows `expected` as its trimmed text or its input value. */
+async function expectShown(
   page: EnginePage,
   selector: string,
+  field: 'text' | 'value',
   expected: string | RegExp,
-  timeout = WAIT_MS,
+  timeout: number,
 ): Promise<string> {
   const state = await waitFor(
-    `${page.engine}: text ${String(expected)} at ${selector}`,
+    `${page.engine}: ${field} ${String(expected)} at ${selector}`,
     () => inspect(page, selector),
-    (s) => matches(s.text, expected),
+    (s) => matches(s[field], expected),
     timeout,
   );
-  return state.text!;
+  return state[field]!;
 }
 
+/** Waits until the first element at `selector` has the text `expected` (trimmed). */
+export const expectText = (page: EnginePage, selector: string, expected: string | RegExp, timeout = WAIT_MS) =>
+  expectShown(page, selector, 'text', expected, timeout);
+
 /** Waits until the input at `selector` holds `expected`. */
-export async function expectValue(
-  page: EnginePage,
-  selector: string,
-  expected: string | RegExp,
-  timeout = WAIT_MS,
-): Promise<string> {
-  const state = await waitFor(
-    `${page.engine}: value ${String(expected)} at ${selector}`,
-    () => inspect(page, selector),
-    (s) => matches(s.value, expected),
-    timeout,
-  );
-  return state.value!;
-}
+export const expectValue = (page: EnginePage, selector: string, expected: string | RegExp, timeout = WAIT_MS) =>
+  expectShown(page, selector, 'value', expected, timeout);
 
 /** Waits until exactly `count` elements match `selector`. */
 export async function expectCount(page: EnginePage, selector: string, count: number, timeout = WAIT_MS): Promise<void> {
