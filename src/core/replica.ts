@@ -275,7 +275,16 @@ export class Replica {
             const applied = await store
               .transact(async (tx) => {
                 const verdict = await admitEvent(tx, item, trust, privacy, clock.now(), entry.pos);
-                // Anything but a clean apply leaves the entry held, as it was.
+                if (verdict.type === 'Parked') {
+                  // Readable now but waiting (a gap in its chain, a signer not yet known): parked with
+                  // its place in the log, so the event it waits for, whenever it arrives, lets it in.
+                  // Left only held, it would stay opaque until the next generation arrived.
+                  if (await tx.isParked(entry.outerId)) throw new KeepHeld();
+                  const parked = await run(this.#park(tx, 'local', item, verdict.reason, verdict.detail, entry.pos));
+                  if (parked.type !== 'Parked') throw new KeepHeld(); // parking is full: held, tried next time
+                  return undefined;
+                }
+                // Anything else but a clean apply leaves the entry held, as it was.
                 if (verdict.type !== 'Applied') throw new KeepHeld();
                 const { body, revoked, resurrections } = verdict;
                 return { type: 'Applied' as const, outerId: entry.outerId, body, revoked, resurrections };
@@ -317,7 +326,8 @@ export class Replica {
     return outcomes;
   }
 
-  *#admit(tx: ReplicaTx, peer: string, item: Opened): Steps<IngestOutcome> {
+  /** `fill`: the log position of an envelope held opaque there, admitted from the parked list. */
+  *#admit(tx: ReplicaTx, peer: string, item: Opened, fill?: number): Steps<IngestOutcome> {
     const now = this.#deps.clock.now();
     switch (item.kind) {
       case 'rejected': {
@@ -353,7 +363,7 @@ export class Replica {
         const { outerId } = namesOf(item);
         const parked = (yield tx.isParked(outerId)) as boolean;
         if (parked) return { type: 'Duplicate', outerId };
-        const verdict = yield* admission(tx, item, this.#deps.trust, this.#deps.privacy, now, undefined);
+        const verdict = yield* admission(tx, item, this.#deps.trust, this.#deps.privacy, now, fill);
         switch (verdict.type) {
           case 'Applied': {
             const { body, revoked, resurrections } = verdict;
@@ -362,7 +372,7 @@ export class Replica {
           case 'Duplicate':
             return { type: 'Duplicate', outerId };
           case 'Parked':
-            return yield* this.#park(tx, peer, item, verdict.reason, verdict.detail);
+            return yield* this.#park(tx, peer, item, verdict.reason, verdict.detail, fill);
           case 'Rejected':
             return yield* this.#reject(tx, peer, outerId, verdict.error);
           case 'Withheld':
@@ -385,6 +395,7 @@ export class Replica {
     opened: OpenedEnvelope,
     reason: ParkReason,
     detail: string,
+    fill?: number,
   ): Steps<IngestOutcome> {
     const { outerId } = namesOf(opened);
     const count = (yield tx.parkedCount()) as number;
@@ -400,6 +411,7 @@ export class Replica {
       parkedAt: this.#deps.clock.now(),
       signer: internedHex(opened.event.body.signer),
       seq: opened.event.body.seq,
+      ...(fill === undefined ? {} : { fill }),
     });
     return { type: 'Parked', outerId, reason, detail };
   }
@@ -418,7 +430,7 @@ export class Replica {
         if (!receive(HLC_ZERO, event.value.body.hlc, now, maxSkew).ok) continue;
         yield tx.unpark(parked.outerId);
         const opened: Opened = { kind: 'event', sealed: sealed.value, bytes: parked.sealed, event: event.value };
-        const outcome = yield* this.#admit(tx, peer, opened);
+        const outcome = yield* this.#admit(tx, peer, opened, parked.fill);
         outcomes.push(outcome);
         if (outcome.type === 'Applied') progress = true;
       }

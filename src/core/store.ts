@@ -56,6 +56,11 @@ export type ParkedEnvelope = {
   readonly parkedAt: number;
   readonly signer?: string;
   readonly seq?: number;
+  /**
+   * The log position where this envelope is held opaque: its key arrived but it could not apply yet
+   * (a gap in its chain, a signer not yet known). Admitted later, it fills that entry.
+   */
+  readonly fill?: number;
 };
 
 export type RejectionRecord = {

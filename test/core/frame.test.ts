@@ -30,11 +30,8 @@ const HEADER: FrameHeader = {
 };
 const CT = b(28, 7); // a nonce and a tag around an empty message: the shortest ciphertext there is
 
-const headerWith = (changes: Record<string, unknown>, drop?: string) => {
-  const h: Record<string, unknown> = { ...HEADER, ...changes };
-  if (drop) delete h[drop];
-  return encodeCbor(h);
-};
+const headerWith = (changes: Record<string, unknown>, drop?: string) =>
+  encodeCbor(Object.fromEntries(Object.entries({ ...HEADER, ...changes }).filter(([k]) => k !== drop)));
 
 describe('decodeFrame', () => {
   it('splits a well-formed frame into its header, exact header bytes and ciphertext', () => {

@@ -823,6 +823,29 @@ describe('created domains keep their own chains', () => {
     expect(await stateOf(s)).toBe(await stateOf(b));
   });
 
+  it('a held row whose key arrives before its predecessor waits parked in its place, and fills it when that arrives', async () => {
+    // Found by the property test's rotations: such a row used to stay opaque until the next generation.
+    const seed = 'chains5';
+    const { b, s } = await restricted(seed);
+    expect((await b.replica.write('field_notes', 'RESTRICTED:1', { title: 'first', text: '' })).ok).toBe(true);
+    expect((await b.replica.write('field_notes', 'RESTRICTED:2', { title: 'second', text: '' })).ok).toBe(true);
+    const log = await logOf(b);
+    const [first, second] = log.slice(-2);
+    await s.replica.ingest(b.id, log.slice(0, -2), 99);
+    await s.replica.ingest(b.id, [second!], 100); // the second arrives first, unreadable: held
+    s.keyring.add('RESTRICTED', 1, seededRandom(`${seed}/restricted`).bytes(32));
+    expect(await s.replica.reopen()).toEqual([]); // readable, but its predecessor is missing
+    expect(await s.store.parkedCount()).toBe(1);
+    const heldAt = (await s.store.entriesAfter(0, 100)).find((e) => e.domain === 'RESTRICTED')!.pos;
+    const outcomes = await s.replica.ingest(b.id, [first!], 101);
+    expect(outcomes.map((o) => o.type)).toEqual(['Applied', 'Applied']);
+    expect(await s.store.parkedCount()).toBe(0);
+    const restrictedEntries = (await s.store.entriesAfter(0, 100)).filter((e) => e.domain === 'RESTRICTED');
+    expect(restrictedEntries.map((e) => e.eventId !== undefined)).toEqual([true, true]);
+    expect(restrictedEntries[0]!.pos).toBe(heldAt); // filled where it was held, not appended again
+    expect(await stateOf(s)).toBe(await stateOf(b));
+  });
+
   it('a removal marks each created-domain chain it reads; a removed signer’s later rows there are revoked', async () => {
     const { a, b } = await restricted('chains3');
     expect((await b.replica.write('field_notes', 'RESTRICTED:1', { title: 'kept', text: '' })).ok).toBe(true);
