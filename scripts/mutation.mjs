@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const REPORT = join(ROOT, '.reports/mutation/mutation.json');
+const INCREMENTAL = join(ROOT, '.reports/mutation/incremental.json');
 const CUMULATIVE = join(ROOT, 'bench/results/mutation-mutants.json');
 const EQUIVALENT = join(ROOT, 'test/mutation/equivalent.json');
 const RESULT = join(ROOT, 'bench/results/mutation.json');
@@ -42,14 +43,35 @@ if (!reportOnly) {
 
 const report = JSON.parse(readFileSync(REPORT, 'utf8'));
 const cumulative = existsSync(CUMULATIVE) ? JSON.parse(readFileSync(CUMULATIVE, 'utf8')) : { files: {} };
-// Only what the score needs, one mutant a line: where, which mutator, what it became, and how it ended.
-for (const [file, result] of Object.entries(report.files)) {
+// Stryker's incremental file holds the latest result of every file run on this machine, with
+// its source: it refreshes files of earlier batches (a mutant's column and original text).
+const incremental = existsSync(INCREMENTAL) ? JSON.parse(readFileSync(INCREMENTAL, 'utf8')).files : {};
+const latest = { ...Object.fromEntries(Object.entries(incremental).filter(([f]) => f in cumulative.files)) };
+Object.assign(latest, report.files);
+// Only what the score needs, one mutant a line: where, which mutator, what it became, the code it
+// replaced, and how it ended.
+for (const [file, result] of Object.entries(latest)) {
+  const lines = (result.source ?? '').split('\n');
   cumulative.files[file] = result.mutants.map((m) => ({
-    location: { start: { line: m.location.start.line } },
+    location: { start: { line: m.location.start.line, column: m.location.start.column } },
     mutatorName: m.mutatorName,
+    original: originalText(lines, m.location),
     replacement: m.replacement,
     status: m.status,
   }));
+}
+
+/** The code a mutant replaced, on one line (its first 120 characters). */
+function originalText(lines, { start, end }) {
+  const text =
+    start.line === end.line
+      ? (lines[start.line - 1] ?? '').slice(start.column - 1, end.column - 1)
+      : [
+          (lines[start.line - 1] ?? '').slice(start.column - 1),
+          ...lines.slice(start.line, end.line - 1),
+          (lines[end.line - 1] ?? '').slice(0, end.column - 1),
+        ].join(' ');
+  return text.replace(/\s+/g, ' ').slice(0, 120);
 }
 mkdirSync(dirname(CUMULATIVE), { recursive: true });
 const sortedFiles = Object.keys(cumulative.files).sort();
@@ -62,14 +84,27 @@ writeFileSync(
 
 const equivalent = JSON.parse(readFileSync(EQUIVALENT, 'utf8')).mutants;
 const isEquivalent = (file, m) =>
-  equivalent.find((e) => e.file === file && e.line === m.location.start.line && e.replacement === m.replacement);
+  equivalent.find(
+    (e) =>
+      e.file === file &&
+      e.line === m.location.start.line &&
+      (e.column === undefined || e.column === m.location.start.column) &&
+      e.replacement === m.replacement,
+  );
 
 const counts = { killed: 0, timeout: 0, survived: 0, no_coverage: 0, equivalent: 0, errors: 0, ignored: 0 };
 const survivors = [];
 const equivalents = [];
 for (const [file, mutants] of Object.entries(cumulative.files)) {
   for (const m of mutants) {
-    const where = { file, line: m.location.start.line, mutator: m.mutatorName, replacement: m.replacement };
+    const where = {
+      file,
+      line: m.location.start.line,
+      column: m.location.start.column,
+      mutator: m.mutatorName,
+      original: m.original,
+      replacement: m.replacement,
+    };
     if (m.status === 'Killed') counts.killed++;
     else if (m.status === 'Timeout') counts.timeout++;
     else if (m.status === 'Ignored') counts.ignored++;

@@ -4,7 +4,20 @@
  * being checked, or checks the wrong thing, fails here by name.
  */
 import { describe, expect, it } from 'vitest';
-import { checkBody, MAX_COLUMNS, MAX_NAME_CHARS, MAX_VALUE_CHARS, ZERO_HASH } from '../../src/core/event.js';
+import { toHex } from '../../src/core/bytes.js';
+import { encodeCbor } from '../../src/core/cbor.js';
+import {
+  checkBody,
+  decodeEvent,
+  MAX_COLUMNS,
+  MAX_EVENT_BYTES,
+  MAX_NAME_CHARS,
+  MAX_VALUE_CHARS,
+  signEvent,
+  ZERO_HASH,
+  type EventBody,
+} from '../../src/core/event.js';
+import { unsafeTestingSigner } from '../helpers/deterministic.js';
 
 const SIGNER = new Uint8Array(32).fill(7);
 const REMOVAL = 'a removal carries only {hwm: uint, trusted_hwm?: uint, domain_hwms?: "DOMAIN[/lane]=seq,…"}';
@@ -73,6 +86,11 @@ describe('event bodies: each rule refuses with its reason', () => {
     ['a removal with malformed domain marks', control({ op: 'remove', cols: { hwm: 1, domain_hwms: 'r=1' } }), REMOVAL],
     ['a put without columns', put({ cols: {} }), 'cols count out of range'],
     ['a put with too many columns', put({ cols: manyColumns }), 'cols count out of range'],
+    [
+      'exactly the most columns, none of them known',
+      put({ cols: Object.fromEntries(Array.from({ length: MAX_COLUMNS }, (_, i) => [`c${i}`, 1])) }),
+      'unknown column device_profiles.c0',
+    ],
     ['an unknown column', put({ cols: { colour: 'red' } }), 'unknown column device_profiles.colour'],
     ['a column of the wrong type', put({ cols: { active: 'yes' } }), 'column device_profiles.active expects boolean'],
     [
@@ -84,6 +102,22 @@ describe('event bodies: each rule refuses with its reason', () => {
       'a value outside its choices',
       control({ table: 'sync_manifest', row: 'device_profiles', cols: { class: 'open' } }),
       'column sync_manifest.class expects one of public|trusted|local',
+    ],
+    [
+      'a row of a domain-per-row table in another domain',
+      put({ table: 'field_notes', row: 'RESTRICTED:1', cols: { title: 't' } }),
+      'row RESTRICTED:1 of field_notes is not in domain GENERAL',
+    ],
+    ['a row name that is a list', put({ row: ['pump'] }), 'bad table or row name'],
+    [
+      'a removal with a third column beside both marks',
+      control({ op: 'remove', cols: { hwm: 1, other: 0, trusted_hwm: 0 } }),
+      REMOVAL,
+    ],
+    [
+      'a number that is not finite',
+      control({ table: 'settings', row: 'retention', cols: { value: Infinity } }),
+      'column settings.value not finite',
     ],
     [
       'a role outside its ranks',
@@ -105,9 +139,41 @@ describe('event bodies: each rule refuses with its reason', () => {
       control({ cols: { name: 'M', trusted: true } }),
       control({ op: 'remove', cols: { hwm: 0 } }),
       control({ op: 'remove', cols: { hwm: 3, trusted_hwm: 0 } }),
+      control({ op: 'remove', cols: { trusted_hwm: 0, hwm: 3 } }), // fields in any order
+      control({ table: 'settings', row: 'retention', cols: { value: 1.5 } }),
       control({ op: 'remove', cols: { hwm: 3, trusted_hwm: 2, domain_hwms: 'RESTRICTED=4,RESTRICTED/trusted=1' } }),
       control({ table: 'sync_manifest', row: 'device_profiles', cols: { class: 'trusted' } }),
     ];
     for (const body of accepted) expect(checkBody(body), JSON.stringify(body)).toBeUndefined();
+  });
+});
+
+describe('event size: the largest body signs and decodes, one byte more is refused', () => {
+  const signer = unsafeTestingSigner('event-size');
+  /** A put whose encoded body is exactly `bytes` long (device profiles: five columns of up to 16 Ki characters). */
+  const bodyOf = (bytes: number): EventBody => {
+    const base = { ...put(), signer: signer.publicKey } as unknown as EventBody;
+    const third = MAX_VALUE_CHARS;
+    const cols = { name: 'n'.repeat(third), location: 'l'.repeat(third), schedule: 's'.repeat(third), notes: '' };
+    const room = bytes - encodeCbor({ ...base, cols }).length;
+    const body = { ...base, cols: { ...cols, notes: 'x'.repeat(room - 2) } };
+    // The notes' length header grows from one byte to three past 23 and to five past 65,535; settle it.
+    const fix = bytes - encodeCbor(body).length;
+    return { ...body, cols: { ...body.cols, notes: 'x'.repeat(room - 2 + fix) } };
+  };
+
+  it('signs and decodes a body of exactly MAX_EVENT_BYTES', async () => {
+    const body = bodyOf(MAX_EVENT_BYTES);
+    expect(encodeCbor(body).length).toBe(MAX_EVENT_BYTES);
+    const event = await signEvent(body, signer);
+    expect(event.bytes.length).toBeGreaterThan(MAX_EVENT_BYTES);
+    const decoded = decodeEvent(event.bytes);
+    expect(decoded.ok && toHex(decoded.value.id)).toBe(toHex(event.id));
+  });
+
+  it('refuses to sign a body one byte larger', async () => {
+    const body = bodyOf(MAX_EVENT_BYTES + 1);
+    expect(encodeCbor(body).length).toBe(MAX_EVENT_BYTES + 1);
+    await expect(signEvent(body, signer)).rejects.toThrow('event: body exceeds size limit');
   });
 });

@@ -58,7 +58,7 @@ describe('decodeFrame', () => {
 
   const frameRefusals: [string, Uint8Array, string | RegExp][] = [
     ['one byte over the limit', b(MAX_FRAME_BYTES + 1, 0), `${MAX_FRAME_BYTES + 1} bytes exceeds ${MAX_FRAME_BYTES}`],
-    ['not CBOR', Uint8Array.of(0xff), /./],
+    ['not CBOR', Uint8Array.of(0xff), /^cbor: /],
     ['a map, not a pair', encodeCbor({ h: encodeHeader(HEADER), ct: CT }), 'not a [header, ciphertext] pair'],
     ['a triple', encodeCbor([encodeHeader(HEADER), CT, CT]), 'not a [header, ciphertext] pair'],
     ['a single', encodeCbor([encodeHeader(HEADER)]), 'not a [header, ciphertext] pair'],
@@ -69,7 +69,7 @@ describe('decodeFrame', () => {
       encodeFrame(encodeHeader(HEADER), b(27, 7)),
       'ciphertext shorter than nonce and tag',
     ],
-    ['a header that is not CBOR', encodeFrame(Uint8Array.of(0xff), CT), /./],
+    ['a header that is not CBOR', encodeFrame(Uint8Array.of(0xff), CT), /^cbor: /],
     ['a header that is not a map', encodeFrame(encodeCbor([1, 2]), CT), 'header fields'],
     ['a header with an extra field', encodeFrame(headerWith({ x: 1 }), CT), 'header fields'],
     ['a header of version 2', encodeFrame(headerWith({ v: 2 }), CT), 'header fields'],

@@ -22,6 +22,7 @@ import { objectKeys, type StorageId } from '../../src/core/object/keys.js';
 import { openManifest, sealManifest, type ObjectManifest } from '../../src/core/object/manifest.js';
 import type { Random, Signer } from '../../src/core/ports.js';
 import { decodeSealed, encodeSealed, openSealed, sealAad, sealEvent } from '../../src/core/seal.js';
+import { fingerprint, shortFingerprint } from '../../src/core/identity.js';
 import { nobleVerifier } from '../helpers/deterministic.js';
 
 /** RFC 8032 §7.1, test 1. */
@@ -119,6 +120,7 @@ export const EXPECTED = {
     '7858205133d117b90402b2532e5c8c5a4b04323a9b28f884e5c183e9cf83989e6c8e9439c67113d1906916b6ed27d00a',
   receiptHash: 'f15c6d455f1481d864cf4167953a64bbd0cd504f68031455e7fe35894a480071',
   topic: '6060aee661784dc4a9f4b2add4f16e651009cea9be546596c5422218981f60ac',
+  fingerprint: '5d91649e2f322655d7f017fa17c9a4cc',
 };
 
 describe('known answers: events', () => {
@@ -273,6 +275,14 @@ describe('known answers: sequencer receipts and topics', () => {
     const secret = run(32, 0x00);
     expect(toHex(topicOf(secret))).toBe(EXPECTED.topic);
     expect(toHex(blake3(concat(secret, utf8('sovereign-sync-v1'))))).toBe(EXPECTED.topic);
+  });
+});
+
+describe('known answers: fingerprints', () => {
+  it('fingerprint = BLAKE3("sov/1/fingerprint" ‖ public key)[0..16], shown as four groups of four hex digits', () => {
+    expect(toHex(fingerprint(PUBLIC_KEY))).toBe(EXPECTED.fingerprint);
+    expect(toHex(blake3(concat(utf8('sov/1/fingerprint'), PUBLIC_KEY)).subarray(0, 16))).toBe(EXPECTED.fingerprint);
+    expect(shortFingerprint(PUBLIC_KEY)).toBe('5d91-649e-2f32-2655');
   });
 });
 

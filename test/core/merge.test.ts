@@ -345,6 +345,10 @@ describe('deletes and removals', () => {
     expect(applyChange(removed, removal('k', 3, stamp(3, 0, 1), { a1: 4 }))).toBe(removed);
     // A lower public or trusted mark, or a lower chain mark, is a change.
     expect(applyChange(removed, removal('k', 2, stamp(3, 0, 1), { a1: 4 })).removed?.hwm).toBe(2);
+    // A lower public mark alone (the same trusted mark and chain marks) is a change too.
+    expect(
+      applyChange(removed, { ...(removal('k', 2, stamp(3, 0, 1), { a1: 4 }) as RemoveChange), trustedHwm: 4 }).removed,
+    ).toEqual({ hwm: 2, trustedHwm: 4, domains: { a1: 4 } });
     expect(
       applyChange(removed, { ...(removal('k', 3, stamp(3, 0, 1), { a1: 4 }) as RemoveChange), trustedHwm: 1 }).removed,
     ).toEqual({

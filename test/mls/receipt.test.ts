@@ -83,14 +83,14 @@ describe('verifyReceipt', () => {
 
   const sig = ed25519.sign(receiptSigningPayload(encodeCbor(BODY)), relaySecret);
   const outerRefusals: [string, Uint8Array, string | RegExp][] = [
-    ['not CBOR', Uint8Array.of(0xff), /^receipt: ./],
+    ['not CBOR', Uint8Array.of(0xff), /^receipt: cbor: /],
     ['over the size limit', signedAnyway({ ...BODY, x: new Uint8Array(1024) }), /^receipt: ./],
     ['a map', encodeCbor({ body: encodeCbor(BODY), sig }), 'receipt: not [body, sig]'],
     ['a single', encodeCbor([encodeCbor(BODY)]), 'receipt: not [body, sig]'],
     ['a triple', encodeCbor([encodeCbor(BODY), sig, sig]), 'receipt: not [body, sig]'],
     ['a body that is not bytes', encodeCbor([BODY, sig]), 'receipt: not [body, sig]'],
     ['a signature of 63 bytes', encodeCbor([encodeCbor(BODY), sig.subarray(1)]), 'receipt: not [body, sig]'],
-    ['a body that is not CBOR', encodeCbor([Uint8Array.of(0xff), sig]), /^receipt: ./],
+    ['a body that is not CBOR', encodeCbor([Uint8Array.of(0xff), sig]), /^receipt: cbor: /],
     [
       'a signature under another key',
       encodeCbor([encodeCbor(BODY), ed25519.sign(receiptSigningPayload(encodeCbor(BODY)), new Uint8Array(32))]),
@@ -108,6 +108,17 @@ describe('verifyReceipt', () => {
     if (typeof reason === 'string') expect(got).toBe(reason);
     else expect(got).toMatch(reason);
     expect(got).not.toBe('accepted');
+  });
+
+  it('verifies strictly (RFC 8032, not ZIP-215): a small-order key does not accept a forged signature', () => {
+    const identity = new Uint8Array(32);
+    identity[0] = 1; // the neutral point: under ZIP-215, R = it and S = 0 "verify" for every message
+    const forged = new Uint8Array(64);
+    forged[0] = 1;
+    expect(ed25519.verify(forged, receiptSigningPayload(encodeCbor(BODY)), identity, { zip215: true })).toBe(true);
+    expect(reasonOf(encodeCbor([encodeCbor(BODY), forged]), identity)).toBe(
+      'receipt: signature does not verify under the pinned relay key',
+    );
   });
 
   it('treats a pinned key that is not a curve point as a failed verification, not a crash', () => {
