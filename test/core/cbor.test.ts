@@ -9,6 +9,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { bytesEqual, fromHex } from '../../src/core/bytes.js';
 import { decodeCbor, encodeCbor } from '../../src/core/cbor.js';
+import { runs } from '../helpers/runs.js';
 
 const LIMIT = 1 << 20;
 
@@ -76,7 +77,7 @@ describe('canonical CBOR decoding', () => {
         expect(decoded.ok).toBe(true);
         if (decoded.ok) expect(bytesEqual(encodeCbor(decoded.value), bytes)).toBe(true);
       }),
-      { numRuns: 500 },
+      { numRuns: runs(500) },
     );
   });
 
@@ -89,7 +90,7 @@ describe('canonical CBOR decoding', () => {
         expect(ours.ok).toBe(theirs !== undefined);
         if (ours.ok) expect(ours.value).toStrictEqual(theirs!.value);
       }),
-      { numRuns: 3000 },
+      { numRuns: runs(3000) },
     );
   });
 

@@ -5,6 +5,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CsvParser, csvRecord, parseTimestamp, SchemaInference, toCell } from '../../src/core/csv.js';
+import { runs } from '../helpers/runs.js';
 
 function parseAll(text: string, chunk = text.length || 1): string[][] {
   const parser = new CsvParser();
@@ -40,7 +41,7 @@ describe('CSV parsing', () => {
           expect(parseAll(text, chunk)).toEqual(records);
         },
       ),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 

@@ -24,6 +24,7 @@ import {
   type Machine,
   type Mesh,
 } from '../helpers/deterministic.js';
+import { runs } from '../helpers/runs.js';
 
 const SENDER = 'sender';
 
@@ -306,7 +307,7 @@ describe('random crashes during delivery', () => {
           expect(new Set(eventIds).size).toBe(eventIds.length);
         },
       ),
-      { numRuns: 200 },
+      { numRuns: runs(200) },
     );
   });
 });

@@ -15,6 +15,7 @@ import type { CellValue, ColumnSpec } from '../../src/core/parquet/schema.js';
 import { EncryptedParquetWriter, writeEncryptedParquet } from '../../src/core/parquet/write.js';
 import { webPmeCipher } from '../../src/runtime/pme-cipher.js';
 import { seededRandom } from '../helpers/deterministic.js';
+import { runs } from '../helpers/runs.js';
 
 const random = seededRandom('parquet-roundtrip');
 const DEK = random.bytes(32);
@@ -114,7 +115,7 @@ describe('encrypted Parquet round trip', () => {
       fc.property(text, text, (a, b) => {
         expect(Math.sign(compareStrings(a, b))).toBe(Math.sign(compareBytes(utf8(a), utf8(b))));
       }),
-      { numRuns: 2000 },
+      { numRuns: runs(2000) },
     );
   });
 
@@ -193,7 +194,7 @@ describe('encrypted Parquet round trip', () => {
           return true;
         },
       ),
-      { numRuns: 60 },
+      { numRuns: runs(60) },
     );
   });
 });

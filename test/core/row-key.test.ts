@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { rowKeyOf, spellsRowKey } from '../../src/core/store.js';
+import { runs } from '../helpers/runs.js';
 
 describe('row keys', () => {
   it('spellsRowKey agrees with building the key, for any strings (1,000 runs)', () => {
@@ -11,7 +12,7 @@ describe('row keys', () => {
         expect(spellsRowKey(key, t1, r1)).toBe(true);
         expect(spellsRowKey(key, t2, r2)).toBe(key === rowKeyOf(t2, r2));
       }),
-      { numRuns: 1000 },
+      { numRuns: runs(1000) },
     );
   });
 });

@@ -33,8 +33,9 @@ import { isAlive, type Cell, type RowState } from '../../src/core/merge.js';
 import type { IngestOutcome, WriteOutcome } from '../../src/core/replica.js';
 import { TABLES, type ColumnValue, type DomainName } from '../../src/core/schema.js';
 import { makeMachine, makeMesh, seededRandom, TestNetwork, type Machine } from '../helpers/deterministic.js';
+import { runs } from '../helpers/runs.js';
 
-const NUM_RUNS = Number(process.env.PROP_RUNS ?? 1000);
+const NUM_RUNS = runs(1000);
 const ROWS = ['pump', 'valve'] as const;
 const COLUMNS = ['name', 'location', 'schedule', 'notes', 'active'] as const;
 

@@ -6,6 +6,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { toHex } from '../../src/core/bytes.js';
 import { Arena, NameColumn } from '../../src/storage/memory-log.js';
+import { runs } from '../helpers/runs.js';
 
 /** Names as replicas make them: hex ids with an envelope suffix, bare hex, and short irregular ones. */
 const name = fc.oneof(
@@ -47,7 +48,7 @@ describe('NameColumn', () => {
         for (const pos of [...byPos.keys()]) expect(column.named(pos)).toBe(true);
         expect(column.find('ff'.repeat(32))).toBe(model.get('ff'.repeat(32)) ?? 0);
       }),
-      { numRuns: 1000 },
+      { numRuns: runs(1000) },
     );
   });
 
