@@ -62,3 +62,25 @@ export function shortAuthString(t: PairingTranscript): string {
   const digits = String(value % 10 ** SAS_DIGITS).padStart(SAS_DIGITS, '0');
   return `${digits.slice(0, 3)} ${digits.slice(3)}`;
 }
+
+/** Where an invitation of ours stands: a joiner presenting a closed or expired one is told which. */
+export type InvitationState =
+  | { readonly state: 'open' }
+  | { readonly state: 'closed'; readonly reason: string }
+  | { readonly state: 'expired' }
+  | { readonly state: 'unknown' };
+
+/** The reason kept on an invitation a machine joined with. */
+export const INVITATION_USED = 'this ticket was already used to join';
+
+/** What a joiner is told when its invitation no longer admits anyone. */
+export function invitationRefusal(invitation: Exclude<InvitationState, { state: 'open' }>): string {
+  switch (invitation.state) {
+    case 'closed':
+      return invitation.reason;
+    case 'expired':
+      return 'this ticket has expired';
+    case 'unknown':
+      return 'the inviting machine does not know this ticket';
+  }
+}

@@ -8,7 +8,14 @@
 import { bytesEqual, fromHex, toHex } from '../core/bytes.js';
 import { admissionBody, admissionSigningPayload, encodeAdmission, inviteId } from '../core/admission.js';
 import { decodeCbor, encodeCbor } from '../core/cbor.js';
-import { commitOpens, pairingCommit, shortAuthString, type PairingParty } from '../core/pairing.js';
+import {
+  commitOpens,
+  INVITATION_USED,
+  pairingCommit,
+  shortAuthString,
+  type InvitationState,
+  type PairingParty,
+} from '../core/pairing.js';
 import { DomainKeyring } from '../core/domain-keys.js';
 import { MAX_FRAME_AGE_MS, MAX_FRAME_SKEW_MS, MAX_REQUEST_AGE_MS, type FrameRejection } from '../core/frame.js';
 import { blake3 } from '../core/hash.js';
@@ -379,15 +386,25 @@ export class CryptoService {
     return decoded.ok ? (decoded.value as PendingJoin) : undefined;
   }
 
-  /** Inviter: whether an invitation is open (issued, not used, not expired). */
-  async hasInvitation(inv: Uint8Array): Promise<boolean> {
+  /** Inviter: whether an invitation is open (issued, not closed, not expired), or why not. */
+  async invitationState(inv: Uint8Array): Promise<InvitationState> {
     const invitation = await this.#db.invitation(toHex(inv));
-    return invitation !== undefined && invitation.expiresAt >= this.#clock.now();
+    if (!invitation) return { state: 'unknown' };
+    if (invitation.expiresAt < this.#clock.now()) return { state: 'expired' };
+    if (invitation.closed !== undefined) return { state: 'closed', reason: invitation.closed };
+    return { state: 'open' };
   }
 
-  /** Inviter: withdraws an invitation (a human declined the pairing, or it went wrong). */
-  async revokeInvitation(inv: Uint8Array): Promise<void> {
-    await this.#db.deleteInvitation(toHex(inv));
+  /**
+   * Inviter: closes an invitation (used, declined, or the ceremony went wrong). It is kept, closed,
+   * for the pairing-request window (or less, if it expires sooner): the relay goes on serving its
+   * joiner, which repeats its last step until answered, so the answer reaches it.
+   */
+  async closeInvitation(inv: Uint8Array, reason: string): Promise<void> {
+    const invitation = await this.#db.invitation(toHex(inv));
+    if (!invitation || invitation.closed !== undefined) return;
+    const expiresAt = Math.min(invitation.expiresAt, this.#clock.now() + MAX_REQUEST_AGE_MS);
+    await this.#db.putInvitation({ ...invitation, expiresAt, closed: reason });
   }
 
   /** Inviter: the string for a joiner whose revealed nonce opened its commitment; undefined if it did not. */
@@ -419,9 +436,9 @@ export class CryptoService {
     if (!kid || kid.length !== 32) return err({ type: 'InvitationUnknown' });
     const inv = toHex(request.inv);
     const invitation = await this.#db.invitation(inv);
-    if (!invitation) return err({ type: 'InvitationUnknown' });
-    await this.#db.deleteInvitation(inv);
+    if (!invitation || invitation.closed !== undefined) return err({ type: 'InvitationUnknown' });
     if (invitation.expiresAt < this.#clock.now()) return err({ type: 'InvitationExpired' });
+    await this.closeInvitation(request.inv, INVITATION_USED);
     return ok(
       await this.#seal(request.endpoint, kid, {
         t: 'join-accept',
@@ -539,6 +556,8 @@ export class CryptoService {
     if (kid && kid.length === 32) return { kid };
     const pending = this.#pending;
     if (pending && bytesEqual(pending.inviter, sender)) return { kid: pending.kid };
+    // While any invitation of ours is served (closed ones too, so their joiners hear why), a
+    // joiner's frame may be opened: only join requests and answers are accepted from it.
     const now = this.#clock.now();
     const open = (await this.#db.openInvitations(now)).length;
     return open > 0 ? 'unbound' : undefined;

@@ -27,6 +27,7 @@ import { DexieReplicaStore, NodeDatabase } from '../storage/dexie-store.js';
 import type { ReplicaStore } from '../core/store.js';
 import { systemClock } from './clock.js';
 import type { CryptoService, IdentityView, InboundMessage, JoinError, PeerAddress } from './crypto-service.js';
+import { invitationRefusal } from '../core/pairing.js';
 import { MeshDomains, type DomainsError } from './mesh-domains.js';
 import { MeshObjects, PLACEMENT_TABLE, type ObjectEntry, type ObjectPort, type QueryOptions } from './mesh-objects.js';
 import type { ImportProgress, ObjectError, PendingObject } from './object-service.js';
@@ -88,7 +89,12 @@ export type PairingView = {
 };
 
 /** The joining side of the ceremony: the string to compare, and whether our human answered. */
-export type JoinView = { readonly sas: string | undefined; readonly answered: boolean };
+export type JoinView = {
+  readonly sas: string | undefined;
+  readonly answered: boolean;
+  /** The inviting machine ended the ceremony, and why (declined, ticket used or expired …). */
+  readonly refused?: string;
+};
 
 export type NodeSnapshot = {
   readonly identity: IdentityView;
@@ -198,6 +204,8 @@ export class MeshNode {
   readonly #pairings = new Map<string, Pairing>();
   /** Join-accepts sent in the request window, re-sent if the joiner's confirmation arrives again (a lost accept). */
   readonly #accepted = new Map<string, { to: string; body: Uint8Array; at: number }>();
+  /** Join refusals already shown (`inv:reason`), so a joiner's repeats do not repeat the notice. */
+  readonly #refusals = new Set<string>();
   #joinRetry: ReturnType<typeof setInterval> | undefined;
   #join: JoinView = { sas: undefined, answered: false };
   #noticeId = 0;
@@ -520,7 +528,7 @@ export class MeshNode {
       if (this.#relayState !== 'ready') return;
       void (async () => {
         const inviter = meta.anchorPeers?.[0];
-        if (!inviter) return;
+        if (!inviter || this.#join.refused !== undefined) return;
         if (!this.#join.sas) {
           const request = await this.#crypto.joinRequest(meta.name);
           if (request.ok) this.#sendTo(request.value.to, request.value.body);
@@ -967,7 +975,14 @@ export class MeshNode {
         return this.#publishStanding();
       }
       case 'join-refused': {
-        if (this.#meta?.status === 'joining') return this.#notice('warning', `join refused: ${message.reason}`);
+        if (this.#meta?.status === 'joining') {
+          // Only the inviter our ticket names can end our ceremony (its frame key opened this one).
+          if (this.#meta.anchorPeers?.[0]?.endpoint !== from) return this.#count('UnexpectedPairingMessage');
+          if (this.#join.refused !== undefined) return;
+          clearInterval(this.#joinRetry);
+          this.#join = { ...this.#join, refused: message.reason };
+          return this.#notice('warning', `join refused: ${message.reason}`);
+        }
         const pairing = this.#pairingFrom(from, frame, message.inv);
         if (pairing) await this.#endPairing(toHex(message.inv), pairing, undefined, message.reason);
         return;
@@ -984,8 +999,15 @@ export class MeshNode {
     }
   }
 
+  /**
+   * Tells a joiner why its ceremony ended. The relay still serves it: its invitation stays on
+   * the admission list, closed, until it expires (crypto-service `closeInvitation`).
+   */
   #refuse(joiner: PeerAddress, inv: Uint8Array, reason: string): void {
-    this.#notice('warning', `refused a join request: ${reason}`);
+    // A joiner repeats its request until an answer arrives: one notice per ticket and reason.
+    const key = `${toHex(inv)}:${reason}`;
+    if (!this.#refusals.has(key)) this.#notice('warning', `refused a join request: ${reason}`);
+    this.#refusals.add(key);
     void this.#crypto
       .sealMessage(joiner, { t: 'join-refused', inv, reason })
       .then((b) => this.#sendTo(joiner.endpoint, b));
@@ -997,11 +1019,12 @@ export class MeshNode {
       return this.#refuse(joiner, request.inv, 'endpoint does not match the sender');
     }
     if (!this.#isAdmin() || !this.#meta) return this.#refuse(joiner, request.inv, 'this machine is not an admin');
-    if (!(await this.#crypto.hasInvitation(request.inv))) {
-      return this.#refuse(joiner, request.inv, 'InvitationUnknown');
-    }
     const inv = toHex(request.inv);
     const known = this.#pairingFrom(joiner.endpoint, joiner.frame, request.inv);
+    const invitation = await this.#crypto.invitationState(request.inv);
+    if (invitation.state !== 'open') {
+      return this.#refuse(joiner, request.inv, invitationRefusal(invitation));
+    }
     if (known && !bytesEqual(known.request.commit, request.commit)) return this.#count('UnexpectedPairingMessage');
     // A repeated request (our challenge was lost) gets the same challenge again.
     const nonce = known?.nonce ?? crypto.getRandomValues(new Uint8Array(32));
@@ -1063,7 +1086,7 @@ export class MeshNode {
   /** Ends a ceremony without admitting: tells the joiner why (when we refuse) and withdraws the invitation. */
   async #endPairing(inv: string, pairing: Pairing, refusal?: string, theirReason?: string): Promise<void> {
     this.#pairings.delete(inv);
-    await this.#crypto.revokeInvitation(pairing.request.inv);
+    await this.#crypto.closeInvitation(pairing.request.inv, refusal ?? `declined by the joining machine`);
     if (refusal) this.#refuse(pairing.joiner, pairing.request.inv, refusal);
     else this.#notice('warning', `${pairing.request.name || 'the joining machine'} declined: ${theirReason ?? ''}`);
     await this.#pushAdmission();
@@ -1081,7 +1104,8 @@ export class MeshNode {
     const from = joiner.endpoint;
     const refuse = (reason: string): void => this.#refuse(joiner, request.inv, reason);
     if (!this.#isAdmin() || !this.#meta) return refuse('this machine is not an admin');
-    if (!(await this.#crypto.hasInvitation(request.inv))) return refuse('InvitationUnknown');
+    const invitation = await this.#crypto.invitationState(request.inv);
+    if (invitation.state !== 'open') return refuse(invitationRefusal(invitation));
     const anchors = this.#meta.anchors.map((a) => fromHex(a)!);
     const classes = (await this.#manifest()).map((e) => [e.table, e.mesh] as const);
     // The joiner enters each built-in domain's MLS group before the keyring names it, so

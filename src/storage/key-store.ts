@@ -41,7 +41,16 @@ export type SecretRecord = { readonly name: string } & WrappedSecret;
 export type ReplayRecord = { readonly rid: string; readonly ts: number };
 
 /** An invitation this machine issued and has not yet seen used. */
-export type InvitationRecord = { readonly inv: string; readonly expiresAt: number };
+export type InvitationRecord = {
+  readonly inv: string;
+  readonly expiresAt: number;
+  /**
+   * Why the invitation no longer admits anyone (used, declined, failed), once it was closed. A
+   * closed invitation is kept until it expires: the relay keeps serving the joiner that holds
+   * it, so the answer reaches that joiner, and a later request with it is told why.
+   */
+  readonly closed?: string;
+};
 
 export class KeyDatabase extends Dexie {
   identity!: Table<StoredIdentity, 'self'>;
@@ -74,7 +83,7 @@ export interface KeyStore {
   invitation(inv: string): Promise<InvitationRecord | undefined>;
   putInvitation(record: InvitationRecord): Promise<void>;
   deleteInvitation(inv: string): Promise<void>;
-  /** Invitations not expired at `now`. */
+  /** Invitations not expired at `now`, closed ones included. */
   openInvitations(now: number): Promise<InvitationRecord[]>;
   /** Replay records, oldest first, after dropping those older than `before`. */
   replays(before: number): Promise<ReplayRecord[]>;

@@ -28,10 +28,17 @@ export const MACHINE_KEY_FILE = 'machine.key';
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS identity (id TEXT PRIMARY KEY, record BLOB NOT NULL);
   CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, iv BLOB NOT NULL, ct BLOB NOT NULL);
-  CREATE TABLE IF NOT EXISTS invitations (inv TEXT PRIMARY KEY, expires_at INTEGER NOT NULL);
+  CREATE TABLE IF NOT EXISTS invitations (inv TEXT PRIMARY KEY, expires_at INTEGER NOT NULL, closed TEXT);
   CREATE TABLE IF NOT EXISTS replay (rid TEXT PRIMARY KEY, ts INTEGER NOT NULL);
   CREATE INDEX IF NOT EXISTS replay_ts ON replay (ts);
 `;
+
+type InvitationRow = { inv: string; expires_at: number; closed: string | null };
+const invitationOf = (r: InvitationRow): InvitationRecord => ({
+  inv: r.inv,
+  expiresAt: r.expires_at,
+  ...(r.closed === null ? {} : { closed: r.closed }),
+});
 
 type StoredIdentity = {
   readonly signing: WrappedPair;
@@ -76,6 +83,9 @@ export class SqliteKeyStore implements KeyStore {
     const db = new Database(join(dir, 'keys.sqlite'));
     db.pragma('journal_mode = WAL');
     db.exec(SCHEMA);
+    // Stores made before invitations could be closed lack the column.
+    const columns = db.prepare('PRAGMA table_info(invitations)').all() as { name: string }[];
+    if (!columns.some((c) => c.name === 'closed')) db.exec('ALTER TABLE invitations ADD COLUMN closed TEXT');
     return new SqliteKeyStore(db, root);
   }
 
@@ -154,15 +164,15 @@ export class SqliteKeyStore implements KeyStore {
   }
 
   async invitation(inv: string): Promise<InvitationRecord | undefined> {
-    const row = this.#db.prepare('SELECT inv, expires_at FROM invitations WHERE inv = ?').get(inv) as
-      { inv: string; expires_at: number } | undefined;
-    return row && { inv: row.inv, expiresAt: row.expires_at };
+    const row = this.#db.prepare('SELECT inv, expires_at, closed FROM invitations WHERE inv = ?').get(inv) as
+      InvitationRow | undefined;
+    return row && invitationOf(row);
   }
 
   async putInvitation(record: InvitationRecord): Promise<void> {
     this.#db
-      .prepare('INSERT OR REPLACE INTO invitations (inv, expires_at) VALUES (?, ?)')
-      .run(record.inv, record.expiresAt);
+      .prepare('INSERT OR REPLACE INTO invitations (inv, expires_at, closed) VALUES (?, ?, ?)')
+      .run(record.inv, record.expiresAt, record.closed ?? null);
   }
 
   async deleteInvitation(inv: string): Promise<void> {
@@ -170,11 +180,10 @@ export class SqliteKeyStore implements KeyStore {
   }
 
   async openInvitations(now: number): Promise<InvitationRecord[]> {
-    const rows = this.#db.prepare('SELECT inv, expires_at FROM invitations WHERE expires_at >= ?').all(now) as {
-      inv: string;
-      expires_at: number;
-    }[];
-    return rows.map((r) => ({ inv: r.inv, expiresAt: r.expires_at }));
+    const rows = this.#db
+      .prepare('SELECT inv, expires_at, closed FROM invitations WHERE expires_at >= ?')
+      .all(now) as InvitationRow[];
+    return rows.map(invitationOf);
   }
 
   async replays(before: number): Promise<ReplayRecord[]> {

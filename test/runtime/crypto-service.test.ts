@@ -7,6 +7,7 @@ import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
 import { toHex } from '../../src/core/bytes.js';
 import { MAX_REQUEST_AGE_MS } from '../../src/core/frame.js';
+import { decodeAdmission, inviteId } from '../../src/core/admission.js';
 import { CryptoService } from '../../src/runtime/crypto-service.js';
 import { ok } from '../../src/core/result.js';
 import { DOMAINS } from '../../src/core/schema.js';
@@ -167,7 +168,8 @@ describe('crypto service pairing over end-to-end frames', () => {
       ok: false,
       error: { type: 'WrongGroup' },
     });
-    // The inviter's invitation is consumed; with none left, unknown endpoints are refused outright.
+    // The inviter's invitation is consumed: served for the request window, so answers reach its
+    // joiner, and with none left after that, unknown endpoints are refused outright.
     const opened = await inviter.openMessage(j.endpoint, request, undefined);
     expect(opened.ok).toBe(true);
     if (!opened.ok) return;
@@ -181,6 +183,7 @@ describe('crypto service pairing over end-to-end frames', () => {
       [],
       [],
     );
+    clock.advance(MAX_REQUEST_AGE_MS + 1);
     const again = await joiner.joinRequest('field tablet');
     if (!again.ok) throw new Error(again.error.type);
     expect(await inviter.openMessage(j.endpoint, again.value.body, undefined)).toMatchObject({
@@ -250,5 +253,39 @@ describe('crypto service pairing over end-to-end frames', () => {
       ok: false,
       error: { type: 'ReplayedRequest' },
     });
+  });
+
+  it('closes an invitation without forgetting it: served at the relay for the request window, never admitting', async () => {
+    const clock = testClock();
+    const { inviter, joiner, request } = await pair(clock);
+    const opened = await inviter.openMessage(joiner.view().endpoint, request, undefined);
+    if (!opened.ok || opened.value.message.t !== 'join-request') throw new Error('no join request');
+    const inv = opened.value.message.inv;
+    expect(await inviter.invitationState(inv)).toEqual({ state: 'open' });
+    await inviter.closeInvitation(inv, 'the inviting machine declined the pairing code');
+    await inviter.closeInvitation(inv, 'a second reason does not replace the first');
+    expect(await inviter.invitationState(inv)).toEqual({
+      state: 'closed',
+      reason: 'the inviting machine declined the pairing code',
+    });
+    // The relay keeps serving the joiner, so the refusal can reach it …
+    const listed = async () => {
+      const record = decodeAdmission(await inviter.signAdmission([], [inviter.view().endpoint], 1));
+      if (!record.ok) throw new Error(record.error.reason);
+      return record.value.list.invites.map((i) => toHex(i.id));
+    };
+    expect(await listed()).toEqual([toHex(inviteId(inv))]);
+    // … but the invitation admits nobody.
+    const accept = await inviter.admitJoin(
+      { inv, endpoint: hex(joiner.view().endpoint), frame: 'ab'.repeat(32) },
+      [],
+      [],
+      [],
+    );
+    expect(accept).toMatchObject({ ok: false, error: { type: 'InvitationUnknown' } });
+    expect(await inviter.invitationState(Uint8Array.of(1, 2, 3))).toEqual({ state: 'unknown' });
+    clock.advance(MAX_REQUEST_AGE_MS + 1);
+    expect(await inviter.invitationState(inv)).toEqual({ state: 'expired' });
+    expect(await listed()).toEqual([]);
   });
 });

@@ -7,6 +7,7 @@
 import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ok } from '../../src/core/result.js';
 import { DOMAINS } from '../../src/core/schema.js';
@@ -78,6 +79,23 @@ describe('SQLite key store', () => {
     await reopened.putReplay({ rid: 'r2', ts: 20 });
     expect(await reopened.replays(15)).toEqual([{ rid: 'r2', ts: 20 }]);
     reopened.close();
+  });
+
+  it('keeps why an invitation was closed, and opens a store made before invitations could be closed', async () => {
+    // A store of the earlier schema: invitations without the closed column.
+    await SqliteKeyStore.open(dir).then((s) => s.close());
+    const raw = new Database(join(dir, 'keys.sqlite'));
+    raw.exec('DROP TABLE invitations; CREATE TABLE invitations (inv TEXT PRIMARY KEY, expires_at INTEGER NOT NULL)');
+    raw.prepare('INSERT INTO invitations VALUES (?, ?)').run('aa', 5);
+    raw.close();
+    const store = await SqliteKeyStore.open(dir);
+    expect(await store.invitation('aa')).toEqual({ inv: 'aa', expiresAt: 5 });
+    await store.putInvitation({ inv: 'aa', expiresAt: 4, closed: 'declined' });
+    store.close();
+    const again = await SqliteKeyStore.open(dir);
+    expect(await again.openInvitations(4)).toEqual([{ inv: 'aa', expiresAt: 4, closed: 'declined' }]);
+    expect(await again.openInvitations(5)).toEqual([]);
+    again.close();
   });
 
   it('opens nothing under another machine key, and refuses a key file others may read', async () => {
