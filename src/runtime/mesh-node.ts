@@ -1108,25 +1108,32 @@ export class MeshNode {
     if (invitation.state !== 'open') return refuse(invitationRefusal(invitation));
     const anchors = this.#meta.anchors.map((a) => fromHex(a)!);
     const classes = (await this.#manifest()).map((e) => [e.table, e.mesh] as const);
+    // The relay serves the joiner as a member before its MLS add reaches the sequencer (both go
+    // over our session, in order); if the admission fails below, the next list leaves it out.
+    await this.#pushAdmission(from);
+    const refuseAndRetract = async (reason: string): Promise<void> => {
+      refuse(reason);
+      await this.#pushAdmission();
+    };
     // The joiner enters each built-in domain's MLS group before the keyring names it, so
     // our MLS worker must admit its leaf now; other members admit it once the record arrives.
     await this.#syncKeyring([toHex(request.signer)]);
     const welcomes = await this.#domains.addJoiner(kps);
-    if (!welcomes.ok) return refuse(`${welcomes.error.type}: ${domainErrorText(welcomes.error)}`);
+    if (!welcomes.ok) return refuseAndRetract(`${welcomes.error.type}: ${domainErrorText(welcomes.error)}`);
     const accept = await this.#crypto.admitJoin(
       { inv: request.inv, endpoint: request.endpoint, frame: joiner.frame },
       anchors,
       classes,
       welcomes.value,
     );
-    if (!accept.ok) return refuse(accept.error.type);
+    if (!accept.ok) return refuseAndRetract(accept.error.type);
     const name = request.name || 'machine';
     const added = await this.#replica.write('keyring', toHex(request.signer), {
       endpoint: from,
       frame: joiner.frame,
       name,
     });
-    if (!added.ok) return refuse(added.error.type);
+    if (!added.ok) return refuseAndRetract(added.error.type);
     // The relay serves the joiner as a member (and forgets the used invitation) before the keys go out.
     await this.#refreshPeers();
     await this.#pushAdmission();
@@ -1232,11 +1239,11 @@ export class MeshNode {
    * every machine of the keyring not removed, the admins among them, and our open
    * invitations. Versions only grow, so a later list always wins at the relay.
    */
-  async #admissionRecord(): Promise<Uint8Array | undefined> {
+  async #admissionRecord(joining?: string): Promise<Uint8Array | undefined> {
     const meta = this.#meta;
     if (!meta || meta.status !== 'member' || !this.#isAdmin()) return undefined;
     const live = this.#machines.filter((m) => !m.removed);
-    const endpoints = [this.#identity.endpoint, ...live.map((m) => m.endpoint)];
+    const endpoints = [this.#identity.endpoint, ...live.map((m) => m.endpoint), ...(joining ? [joining] : [])];
     const admins = [...meta.anchors, ...live.filter((m) => m.role === 'admin').map((m) => m.signer)];
     const version = Math.max(Date.now(), (meta.admissionVersion ?? 0) + 1);
     await this.#saveMeta({ ...meta, admissionVersion: version });
@@ -1246,9 +1253,10 @@ export class MeshNode {
     return this.#crypto.signAdmission(admins, endpoints, version, stewards);
   }
 
-  async #pushAdmission(): Promise<void> {
+  /** Pushes the admission list in force, naming also `joining`, a machine being admitted now. */
+  async #pushAdmission(joining?: string): Promise<void> {
     if (this.#relay?.state !== 'ready') return;
-    const record = await this.#admissionRecord();
+    const record = await this.#admissionRecord(joining);
     if (record) this.#relay.admit(record);
   }
 

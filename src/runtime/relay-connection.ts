@@ -175,9 +175,12 @@ export class RelayConnection {
         if (!this.#handlers.pinnedRelayKey()) this.#handlers.onRelayKey(pending.relay);
         this.#backoff = MIN_BACKOFF_MS;
         this.#refusal = undefined;
-        this.#setState('ready', toHex(message.endpoint).slice(0, 8));
+        // The admission list goes out before anything else this session sends: the relay takes
+        // messages in order, so what the list names (this founder, a machine just admitted) is
+        // served before its commits or fetches reach the sequencer.
         const record = await this.#handlers.admissionRecord?.();
-        if (record) this.admit(record);
+        if (record && socket.readyState === WebSocket.OPEN) socket.send(encodeRelayMessage({ t: 'admit', record }));
+        this.#setState('ready', toHex(message.endpoint).slice(0, 8));
         return;
       }
       case 'admitted':

@@ -36,6 +36,11 @@ test('pair, sync both ways, survive offline, reload and a relay restart', async 
   await a.getByTestId('new-profile-location').fill('north shed');
   await a.getByTestId('add-profile').click();
   await expect(profile(b, 'Pump 1').getByTestId('value-location')).toHaveText('north shed');
+  // Nothing was refused on the way (the edit arriving proves the sessions ran): each admission
+  // list reached the relay before the commits and fetches it covers.
+  for (const page of [a, b]) {
+    await expect(page.locator('[data-testid="rejection"][data-reason^="relay:"]')).toHaveCount(0);
+  }
 
   // The service worker controls B, so B can reload without a network.
   await b.evaluate(async () => {
