@@ -6,9 +6,7 @@
  * through `subscribe` and never sees a key.
  */
 import { proxy, type Remote } from 'comlink';
-import { bytesEqual, fromHex, toHex } from '../core/bytes.js';
-import { MAX_REQUEST_AGE_MS } from '../core/frame.js';
-import { shortFingerprint } from '../core/identity.js';
+import { fromHex, toHex } from '../core/bytes.js';
 import type { IngestOutcome, WriteError, WriteOutcome } from '../core/replica.js';
 import { Replica } from '../core/replica.js';
 import { err, ok, type Result } from '../core/result.js';
@@ -27,7 +25,8 @@ import { DexieReplicaStore, NodeDatabase } from '../storage/dexie-store.js';
 import type { ReplicaStore } from '../core/store.js';
 import { systemClock } from './clock.js';
 import type { CryptoService, IdentityView, InboundMessage, JoinError, PeerAddress } from './crypto-service.js';
-import { invitationRefusal } from '../core/pairing.js';
+import { InviterCeremony, type PairingView } from './pairing-inviter.js';
+import { JoinerCeremony, type JoinView } from './pairing-joiner.js';
 import { MeshDomains, type DomainsError } from './mesh-domains.js';
 import { MeshObjects, PLACEMENT_TABLE, type ObjectEntry, type ObjectPort, type QueryOptions } from './mesh-objects.js';
 import type { ImportProgress, ObjectError, PendingObject } from './object-service.js';
@@ -75,27 +74,6 @@ export type Notice = {
   readonly text: string;
 };
 
-/** A pairing request waiting at this (inviting) machine, as the UI shows it. */
-export type PairingView = {
-  readonly inv: string;
-  readonly name: string;
-  readonly fingerprint: string;
-  /** The short authentication string, once the joiner revealed its nonce. */
-  readonly sas: string | undefined;
-  readonly confirmed: boolean;
-  readonly joinerConfirmed: boolean;
-  /** Names of the live machines that vouched for this joiner's fingerprint. */
-  readonly vouchedBy: readonly string[];
-};
-
-/** The joining side of the ceremony: the string to compare, and whether our human answered. */
-export type JoinView = {
-  readonly sas: string | undefined;
-  readonly answered: boolean;
-  /** The inviting machine ended the ceremony, and why (declined, ticket used or expired …). */
-  readonly refused?: string;
-};
-
 export type NodeSnapshot = {
   readonly identity: IdentityView;
   readonly status: MeshStatus;
@@ -137,23 +115,9 @@ export type DomainEntry = {
   readonly stuck: boolean;
 };
 
-type JoinRequest = Extract<InboundMessage, { t: 'join-request' }>;
-
-/** Inviter-side state of one ceremony (in the tab holding the relay session; a reload restarts it). */
-type Pairing = {
-  readonly joiner: PeerAddress;
-  readonly request: JoinRequest;
-  /** The joiner's MLS key packages, from its confirmation. */
-  kps?: DomainItems;
-  /** Our nonce Ni, sent only after the joiner's commitment arrived. */
-  readonly nonce: Uint8Array;
-  readonly startedAt: number;
-  sas?: string;
-  confirmed: boolean;
-  joinerConfirmed: boolean;
-};
-
 export type { Machine, ManifestEntry, RowView } from './views.js';
+export type { PairingView } from './pairing-inviter.js';
+export type { JoinView } from './pairing-joiner.js';
 
 const META_KEY = 'mesh';
 const RECEIPTS_KEY = 'mls-receipts';
@@ -162,7 +126,6 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const BATCH_CYCLE_MS = 15_000;
 const REEVALUATE_MS = 30_000;
 const MAX_NOTICES = 30;
-const JOIN_RETRY_MS = 4000;
 
 /** A machine's replica store with its small durable values (IndexedDB in browsers, SQLite in Node). */
 export type MachineStore = ReplicaStore & {
@@ -201,13 +164,8 @@ export class MeshNode {
   #timers: ReturnType<typeof setInterval>[] = [];
   readonly #transient: Record<string, number> = {};
   readonly #notices: Notice[] = [];
-  readonly #pairings = new Map<string, Pairing>();
-  /** Join-accepts sent in the request window, re-sent if the joiner's confirmation arrives again (a lost accept). */
-  readonly #accepted = new Map<string, { to: string; body: Uint8Array; at: number }>();
-  /** Join refusals already shown (`inv:reason`), so a joiner's repeats do not repeat the notice. */
-  readonly #refusals = new Set<string>();
-  #joinRetry: ReturnType<typeof setInterval> | undefined;
-  #join: JoinView = { sas: undefined, answered: false };
+  readonly #inviter: InviterCeremony;
+  readonly #joiner: JoinerCeremony;
   #noticeId = 0;
   readonly #listeners = new Set<(snapshot: NodeSnapshot) => void>();
 
@@ -299,6 +257,56 @@ export class MeshNode {
         trustGrant: () => this.#trustGrant(),
       },
     );
+    [this.#inviter, this.#joiner] = this.#ceremonies(crypto);
+  }
+
+  /** The two sides of pairing, wired to this machine (pairing-inviter.ts, pairing-joiner.ts). */
+  #ceremonies(crypto: Remote<CryptoService>): [InviterCeremony, JoinerCeremony] {
+    const common = {
+      sendTo: (endpoint: string, body: Uint8Array) => this.#sendTo(endpoint, body),
+      notice: (kind: 'info' | 'warning', text: string) => this.#notice(kind, text),
+      count: (type: string) => this.#count(type),
+      changed: () => this.#publish(),
+    };
+    const inviter = new InviterCeremony({
+      ...common,
+      crypto,
+      self: () => this.#identity.signer,
+      isAdmin: () => this.#meta !== undefined && this.#isAdmin(),
+      anchors: () => this.#meta?.anchors ?? [],
+      classes: async () => (await this.#manifest()).map((e) => [e.table, e.mesh] as const),
+      vouchers: () => this.#vouchers(),
+      vouchThreshold: () => this.#vouchK(),
+      names: () => new Map(this.#machines.map((m) => [m.signer, m.name])),
+      pushAdmission: (joining) => this.#pushAdmission(joining),
+      syncKeyring: (extra) => this.#syncKeyring(extra),
+      addJoiner: async (kps) => {
+        const added = await this.#domains.addJoiner(kps);
+        return added.ok ? added : err({ type: added.error.type, text: domainErrorText(added.error) });
+      },
+      recordMachine: async (signer, cols) => {
+        const written = await this.#replica.write('keyring', signer, cols);
+        if (written.ok) await this.#refreshPeers();
+        return written;
+      },
+      joined: async () => {
+        this.#announce();
+        await this.#refreshPeers();
+        await this.#sync.offerAll();
+      },
+      now: () => Date.now(),
+      random: (n) => globalThis.crypto.getRandomValues(new Uint8Array(n)),
+    });
+    const joiner = new JoinerCeremony({
+      ...common,
+      crypto,
+      joinOffers: () => this.#domains.joinOffers(),
+      inviter: () => (this.#meta?.status === 'joining' ? this.#meta.anchorPeers?.[0] : undefined),
+      name: () => this.#meta?.name ?? '',
+      online: () => this.#relayState === 'ready',
+      abandon: () => this.cancelJoin(),
+    });
+    return [inviter, joiner];
   }
 
   /**
@@ -483,62 +491,15 @@ export class MeshNode {
 
   /**
    * Inviter: the human compared the string with the joining machine's and
-   * confirmed (or declined). The machine is admitted only once both sides
-   * confirmed; a decline refuses it and withdraws the invitation.
+   * confirmed (or declined), or admits by members' vouches (pairing-inviter.ts).
    */
-  async answerPairing(inv: string, confirmed: boolean, by: 'code' | 'vouches' = 'code'): Promise<void> {
-    const pairing = this.#pairings.get(inv);
-    if (!pairing?.sas) return;
-    if (!confirmed) return this.#endPairing(inv, pairing, 'the inviting machine declined the pairing code');
-    if (by === 'vouches') {
-      const vouched = (await this.#vouchers()).get(shortFingerprint(pairing.request.signer)) ?? [];
-      if (vouched.length < (await this.#vouchK())) throw new Error('mesh: not enough vouches for this machine');
-    }
-    pairing.confirmed = true;
-    await this.#completePairing(inv, pairing);
-    await this.#publish();
+  answerPairing(inv: string, confirmed: boolean, by: 'code' | 'vouches' = 'code'): Promise<void> {
+    return this.#inviter.answer(inv, confirmed, by);
   }
 
   /** Joiner: the human compared the string with the inviting machine's and confirmed (or declined). */
-  async answerJoin(confirmed: boolean): Promise<void> {
-    const meta = this.#meta;
-    if (meta?.status !== 'joining' || !this.#join.sas) return;
-    const kps = confirmed ? await this.#domains.joinOffers() : ok([]);
-    if (!kps.ok) return this.#notice('warning', `join: ${kps.error.type}`);
-    const answer = await this.#crypto.joinAnswer(confirmed, kps.value);
-    if (!answer.ok) return this.#notice('warning', `join: ${answer.error.type}`);
-    const inviter = meta.anchorPeers?.[0];
-    if (inviter) this.#sendTo(inviter.endpoint, answer.value);
-    this.#join = { ...this.#join, answered: true };
-    if (!confirmed) return this.cancelJoin();
-    await this.#publish();
-  }
-
-  /**
-   * Frames can be lost (a relay restart, a dropped socket), so while joining
-   * the joiner repeats its last step until the inviter answers: the request
-   * until the challenge arrives, then its confirmation until the keys do. The
-   * inviter answers repeats idempotently.
-   */
-  #repeatJoinSteps(): void {
-    clearInterval(this.#joinRetry);
-    this.#joinRetry = setInterval(() => {
-      const meta = this.#meta;
-      if (meta?.status !== 'joining') return clearInterval(this.#joinRetry);
-      if (this.#relayState !== 'ready') return;
-      void (async () => {
-        const inviter = meta.anchorPeers?.[0];
-        if (!inviter || this.#join.refused !== undefined) return;
-        if (!this.#join.sas) {
-          const request = await this.#crypto.joinRequest(meta.name);
-          if (request.ok) this.#sendTo(request.value.to, request.value.body);
-        } else if (this.#join.answered) {
-          const kps = await this.#domains.joinOffers();
-          const answer = kps.ok ? await this.#crypto.joinAnswer(true, kps.value) : kps;
-          if (answer.ok) this.#sendTo(inviter.endpoint, answer.value);
-        }
-      })();
-    }, JOIN_RETRY_MS);
+  answerJoin(confirmed: boolean): Promise<void> {
+    return this.#joiner.answer(confirmed);
   }
 
   /**
@@ -846,7 +807,7 @@ export class MeshNode {
   /** Stops the relay session and the timers (tests and page teardown). */
   close(): void {
     for (const timer of this.#timers) clearInterval(timer);
-    clearInterval(this.#joinRetry);
+    this.#joiner.stop();
     this.#background?.close();
     this.#relay?.stop();
     this.#tabs.close();
@@ -885,14 +846,7 @@ export class MeshNode {
   }
 
   async #onReady(): Promise<void> {
-    if (this.#meta?.status === 'joining') {
-      this.#join = { sas: undefined, answered: false };
-      const request = await this.#crypto.joinRequest(this.#meta.name);
-      if (request.ok) this.#sendTo(request.value.to, request.value.body);
-      else this.#notice('warning', `join: ${request.error.type}`);
-      this.#repeatJoinSteps();
-      return;
-    }
+    if (this.#meta?.status === 'joining') return this.#joiner.start();
     await this.#onMember();
     await this.#publish();
     void this.#objects?.sync();
@@ -938,20 +892,14 @@ export class MeshNode {
   async #dispatch(from: string, message: InboundMessage, frame: string): Promise<void> {
     switch (message.t) {
       case 'join-request':
-        return this.#challenge({ endpoint: from, frame }, message);
+        return this.#inviter.request({ endpoint: from, frame }, message);
       case 'join-challenge':
-        return this.#reveal(message);
+        if (this.#meta?.status !== 'joining') return this.#count('UnexpectedPairingMessage');
+        return this.#joiner.challenged(message);
       case 'join-reveal':
-        return this.#revealed({ endpoint: from, frame }, message);
-      case 'join-confirm': {
-        const sent = this.#accepted.get(toHex(message.inv));
-        if (sent?.to === from) return this.#sendTo(from, sent.body);
-        const pairing = this.#pairingFrom(from, frame, message.inv);
-        if (!pairing?.sas) return this.#count('UnexpectedPairingMessage');
-        pairing.joinerConfirmed = true;
-        pairing.kps = message.kps;
-        return this.#completePairing(toHex(message.inv), pairing);
-      }
+        return this.#inviter.revealed({ endpoint: from, frame }, message);
+      case 'join-confirm':
+        return this.#inviter.joinerConfirmed({ endpoint: from, frame }, message);
       case 'join-accept':
         return this.#joined(
           { endpoint: from, frame },
@@ -974,19 +922,10 @@ export class MeshNode {
         await this.#domains.welcomed(message.domain, message.bundle);
         return this.#publishStanding();
       }
-      case 'join-refused': {
-        if (this.#meta?.status === 'joining') {
-          // Only the inviter our ticket names can end our ceremony (its frame key opened this one).
-          if (this.#meta.anchorPeers?.[0]?.endpoint !== from) return this.#count('UnexpectedPairingMessage');
-          if (this.#join.refused !== undefined) return;
-          clearInterval(this.#joinRetry);
-          this.#join = { ...this.#join, refused: message.reason };
-          return this.#notice('warning', `join refused: ${message.reason}`);
-        }
-        const pairing = this.#pairingFrom(from, frame, message.inv);
-        if (pairing) await this.#endPairing(toHex(message.inv), pairing, undefined, message.reason);
+      case 'join-refused':
+        if (this.#meta?.status === 'joining') return this.#joiner.refused(from, message.reason);
+        await this.#inviter.joinerDeclined({ endpoint: from, frame }, message.inv, message.reason);
         return;
-      }
       case 'events':
       case 'ack':
       case 'want':
@@ -997,153 +936,6 @@ export class MeshNode {
         if (!this.#sync.peers.includes(from)) return this.#count('UnknownEndpoint');
         return this.#sync.receive(from, message);
     }
-  }
-
-  /**
-   * Tells a joiner why its ceremony ended. The relay still serves it: its invitation stays on
-   * the admission list, closed, until it expires (crypto-service `closeInvitation`).
-   */
-  #refuse(joiner: PeerAddress, inv: Uint8Array, reason: string): void {
-    // A joiner repeats its request until an answer arrives: one notice per ticket and reason.
-    const key = `${toHex(inv)}:${reason}`;
-    if (!this.#refusals.has(key)) this.#notice('warning', `refused a join request: ${reason}`);
-    this.#refusals.add(key);
-    void this.#crypto
-      .sealMessage(joiner, { t: 'join-refused', inv, reason })
-      .then((b) => this.#sendTo(joiner.endpoint, b));
-  }
-
-  /** Inviter, step 1: a join request with its commitment arrived; answer with our nonce. */
-  async #challenge(joiner: PeerAddress, request: JoinRequest): Promise<void> {
-    if (toHex(request.endpoint) !== joiner.endpoint) {
-      return this.#refuse(joiner, request.inv, 'endpoint does not match the sender');
-    }
-    if (!this.#isAdmin() || !this.#meta) return this.#refuse(joiner, request.inv, 'this machine is not an admin');
-    const inv = toHex(request.inv);
-    const known = this.#pairingFrom(joiner.endpoint, joiner.frame, request.inv);
-    const invitation = await this.#crypto.invitationState(request.inv);
-    if (invitation.state !== 'open') {
-      return this.#refuse(joiner, request.inv, invitationRefusal(invitation));
-    }
-    if (known && !bytesEqual(known.request.commit, request.commit)) return this.#count('UnexpectedPairingMessage');
-    // A repeated request (our challenge was lost) gets the same challenge again.
-    const nonce = known?.nonce ?? crypto.getRandomValues(new Uint8Array(32));
-    if (!known) {
-      this.#pairings.set(inv, {
-        joiner,
-        request,
-        nonce,
-        startedAt: Date.now(),
-        confirmed: false,
-        joinerConfirmed: false,
-      });
-    }
-    const signer = fromHex(this.#identity.signer)!;
-    this.#sendTo(
-      joiner.endpoint,
-      await this.#crypto.sealMessage(joiner, { t: 'join-challenge', inv: request.inv, signer, nonce }),
-    );
-  }
-
-  /** Joiner, step 2: the inviter's nonce arrived; reveal ours and show the string. */
-  async #reveal(challenge: Extract<InboundMessage, { t: 'join-challenge' }>): Promise<void> {
-    const meta = this.#meta;
-    if (meta?.status !== 'joining') return this.#count('UnexpectedPairingMessage');
-    const revealed = await this.#crypto.joinReveal(challenge);
-    if (!revealed.ok) return this.#notice('warning', `join: ${revealed.error.type}`);
-    const inviter = meta.anchorPeers?.[0];
-    if (inviter) this.#sendTo(inviter.endpoint, revealed.value.body);
-    if (this.#join.sas === revealed.value.sas) return;
-    this.#join = { sas: revealed.value.sas, answered: false };
-    this.#notice('info', 'compare the pairing code with the inviting machine');
-  }
-
-  /** Inviter, step 3: the joiner's nonce must open its commitment; then both humans compare the string. */
-  async #revealed(from: PeerAddress, reveal: Extract<InboundMessage, { t: 'join-reveal' }>): Promise<void> {
-    const inv = toHex(reveal.inv);
-    const pairing = this.#pairingFrom(from.endpoint, from.frame, reveal.inv);
-    if (!pairing || pairing.sas) return this.#count('UnexpectedPairingMessage');
-    const { request } = pairing;
-    const sas = await this.#crypto.pairingCode({
-      inv: request.inv,
-      joiner: { signer: request.signer, endpoint: request.endpoint, frame: fromHex(from.frame)! },
-      commit: request.commit,
-      inviterNonce: pairing.nonce,
-      joinerNonce: reveal.nonce,
-    });
-    if (!sas) return this.#endPairing(inv, pairing, 'CommitmentMismatch');
-    pairing.sas = sas;
-    this.#notice('info', `${request.name || 'a machine'} asks to join: compare the pairing code`);
-  }
-
-  /** The ceremony this frame belongs to: same invitation, same sender endpoint and frame key. */
-  #pairingFrom(endpoint: string, frame: string, inv: Uint8Array): Pairing | undefined {
-    const pairing = this.#pairings.get(toHex(inv));
-    if (!pairing || pairing.joiner.endpoint !== endpoint || pairing.joiner.frame !== frame) return undefined;
-    return pairing;
-  }
-
-  /** Ends a ceremony without admitting: tells the joiner why (when we refuse) and withdraws the invitation. */
-  async #endPairing(inv: string, pairing: Pairing, refusal?: string, theirReason?: string): Promise<void> {
-    this.#pairings.delete(inv);
-    await this.#crypto.closeInvitation(pairing.request.inv, refusal ?? `declined by the joining machine`);
-    if (refusal) this.#refuse(pairing.joiner, pairing.request.inv, refusal);
-    else this.#notice('warning', `${pairing.request.name || 'the joining machine'} declined: ${theirReason ?? ''}`);
-    await this.#pushAdmission();
-    await this.#publish();
-  }
-
-  /** Both humans confirmed the same string: admit the machine. */
-  async #completePairing(inv: string, pairing: Pairing): Promise<void> {
-    if (!pairing.confirmed || !pairing.joinerConfirmed) return;
-    this.#pairings.delete(inv);
-    await this.#admit(pairing.joiner, pairing.request, pairing.kps ?? []);
-  }
-
-  async #admit(joiner: PeerAddress, request: JoinRequest, kps: DomainItems): Promise<void> {
-    const from = joiner.endpoint;
-    const refuse = (reason: string): void => this.#refuse(joiner, request.inv, reason);
-    if (!this.#isAdmin() || !this.#meta) return refuse('this machine is not an admin');
-    const invitation = await this.#crypto.invitationState(request.inv);
-    if (invitation.state !== 'open') return refuse(invitationRefusal(invitation));
-    const anchors = this.#meta.anchors.map((a) => fromHex(a)!);
-    const classes = (await this.#manifest()).map((e) => [e.table, e.mesh] as const);
-    // The relay serves the joiner as a member before its MLS add reaches the sequencer (both go
-    // over our session, in order); if the admission fails below, the next list leaves it out.
-    await this.#pushAdmission(from);
-    const refuseAndRetract = async (reason: string): Promise<void> => {
-      refuse(reason);
-      await this.#pushAdmission();
-    };
-    // The joiner enters each built-in domain's MLS group before the keyring names it, so
-    // our MLS worker must admit its leaf now; other members admit it once the record arrives.
-    await this.#syncKeyring([toHex(request.signer)]);
-    const welcomes = await this.#domains.addJoiner(kps);
-    if (!welcomes.ok) return refuseAndRetract(`${welcomes.error.type}: ${domainErrorText(welcomes.error)}`);
-    const accept = await this.#crypto.admitJoin(
-      { inv: request.inv, endpoint: request.endpoint, frame: joiner.frame },
-      anchors,
-      classes,
-      welcomes.value,
-    );
-    if (!accept.ok) return refuseAndRetract(accept.error.type);
-    const name = request.name || 'machine';
-    const added = await this.#replica.write('keyring', toHex(request.signer), {
-      endpoint: from,
-      frame: joiner.frame,
-      name,
-    });
-    if (!added.ok) return refuseAndRetract(added.error.type);
-    // The relay serves the joiner as a member (and forgets the used invitation) before the keys go out.
-    await this.#refreshPeers();
-    await this.#pushAdmission();
-    this.#sendTo(from, accept.value);
-    this.#accepted.set(toHex(request.inv), { to: from, body: accept.value, at: Date.now() });
-    for (const [inv, sent] of this.#accepted) if (Date.now() - sent.at > MAX_REQUEST_AGE_MS) this.#accepted.delete(inv);
-    this.#announce();
-    this.#notice('info', `${name} joined the mesh`);
-    await this.#refreshPeers();
-    await this.#sync.offerAll();
   }
 
   async #joined(
@@ -1314,22 +1106,6 @@ export class MeshNode {
     };
   }
 
-  /** Open ceremonies; one left unconfirmed for the request window is dropped (default deny). */
-  #pairingViews(vouchers: ReadonlyMap<string, readonly string[]>): PairingView[] {
-    const names = new Map(this.#machines.map((m) => [m.signer, m.name]));
-    const now = Date.now();
-    for (const [inv, p] of this.#pairings) if (now - p.startedAt > MAX_REQUEST_AGE_MS) this.#pairings.delete(inv);
-    return [...this.#pairings].map(([inv, p]) => ({
-      inv,
-      name: p.request.name || 'machine',
-      fingerprint: shortFingerprint(p.request.signer),
-      sas: p.sas,
-      confirmed: p.confirmed,
-      joinerConfirmed: p.joinerConfirmed,
-      vouchedBy: (vouchers.get(shortFingerprint(p.request.signer)) ?? []).map((s) => names.get(s) ?? s.slice(0, 8)),
-    }));
-  }
-
   async #manifest(): Promise<ManifestEntry[]> {
     const { provisional, narrowing } = this.#classChoices();
     return manifestView(await this.#store.rows('sync_manifest'), provisional, narrowing);
@@ -1351,8 +1127,8 @@ export class MeshNode {
       machines: this.#machines,
       sync,
       notices: [...this.#notices],
-      pairings: this.#pairingViews(await this.#vouchers()),
-      join: this.#join,
+      pairings: this.#inviter.views(await this.#vouchers()),
+      join: this.#joiner.view,
       vouchK: await this.#vouchK(),
       manifest: await this.#manifest(),
       domains: await this.#domainEntries(),
