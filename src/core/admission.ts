@@ -29,6 +29,11 @@ import { err, ok, type Result } from './result.js';
 const SIGN_LABEL = utf8('sov/1/admission');
 const INVITE_LABEL = utf8('sov/1/invite');
 export const MAX_ADMITTED = 1024;
+/**
+ * The largest record: room for every list full (admins, endpoints and stewards of MAX_ADMITTED
+ * keys, and as many invitations) with its signature, so a mesh at the limit can still push it.
+ */
+export const MAX_ADMISSION_BYTES = 256 * 1024;
 
 export type AdmissionInvite = { readonly id: Uint8Array; readonly by: Uint8Array; readonly exp: number };
 
@@ -80,14 +85,14 @@ function decodeInvite(value: unknown): AdmissionInvite | undefined {
 
 /** Decodes a record and checks its shape and signature (not whether it may replace the list in force). */
 export function decodeAdmission(record: Uint8Array): Result<SignedAdmission, AdmissionError> {
-  const outer = decodeCbor(record, 64 * 1024);
+  const outer = decodeCbor(record, MAX_ADMISSION_BYTES);
   if (!outer.ok) return refused(outer.error.reason);
   const pair = outer.value;
   if (!Array.isArray(pair) || pair.length !== 2 || !isBytes(pair[0]) || !isBytes(pair[1], 64)) {
     return refused('not a [body, signature] pair');
   }
   const [body, sig] = pair as [Uint8Array, Uint8Array];
-  const decoded = decodeCbor(body, 64 * 1024);
+  const decoded = decodeCbor(body, MAX_ADMISSION_BYTES);
   if (!decoded.ok) return refused(decoded.error.reason);
   const b = decoded.value;
   const fields = 'admins,endpoints,invites,signer,topic,v,version';
