@@ -34,7 +34,13 @@ import type { DomainName } from '../core/schema.js';
 import { decodeSealed, openSealed, type SealedEvent, type SealError, type SealLane } from '../core/seal.js';
 import type { PrivacyClass } from '../core/sync-manifest.js';
 import { decodeTicket, encodeTicket, type TicketError } from '../core/ticket.js';
-import { keyStoreOf, type IdentityRecord, type KeyDatabase, type KeyStore } from '../storage/key-store.js';
+import {
+  keyStoreOf,
+  type IdentityRecord,
+  type InvitationRecord,
+  type KeyDatabase,
+  type KeyStore,
+} from '../storage/key-store.js';
 import type { KeyKeeping } from '../storage/key-keeping.js';
 import { FrameChannel, generateFrameKey, type FrameKeyPair, type SenderBinding } from './frame-channel.js';
 import { unwrapSecret, wrapSecret } from '../storage/key-wrap.js';
@@ -109,6 +115,13 @@ const PENDING_JOIN = 'pending-join';
 export const INVITATION_TTL_MS = 24 * 60 * 60 * 1000;
 /** Request ids are kept as long as core/frame.ts would accept their frames. */
 const REPLAY_RETAIN_MS = MAX_FRAME_AGE_MS + MAX_FRAME_SKEW_MS;
+/**
+ * Whether the relay should serve an invitation's holder: open ones, and closed ones for the
+ * request window so a refusal reaches the joiner. A used one is not: its joiner is a member
+ * now, and a relay that remembers which invitation an endpoint came in with would otherwise
+ * go on serving that endpoint on it after a removal.
+ */
+const served = (i: InvitationRecord): boolean => i.closed !== INVITATION_USED;
 
 /**
  * A new identity's key pairs: Ed25519 signing and endpoint keys, the X25519 frame key;
@@ -476,7 +489,7 @@ export class CryptoService {
     if (!this.#group) throw new Error('crypto: no group');
     const id = this.#id();
     const now = this.#clock.now();
-    const open = await this.#db.openInvitations(now);
+    const open = (await this.#db.openInvitations(now)).filter(served);
     const keys = (hexes: readonly string[]) =>
       [...new Set(hexes)].flatMap((h) => {
         const k = fromHex(h);
@@ -559,7 +572,7 @@ export class CryptoService {
     // While any invitation of ours is served (closed ones too, so their joiners hear why), a
     // joiner's frame may be opened: only join requests and answers are accepted from it.
     const now = this.#clock.now();
-    const open = (await this.#db.openInvitations(now)).length;
+    const open = (await this.#db.openInvitations(now)).filter(served).length;
     return open > 0 ? 'unbound' : undefined;
   }
 

@@ -22,32 +22,27 @@ import {
   type PrivacyClass,
 } from '../core/sync-manifest.js';
 import { DexieReplicaStore, NodeDatabase } from '../storage/dexie-store.js';
-import type { ReplicaStore } from '../core/store.js';
 import { systemClock } from './clock.js';
 import type { CryptoService, IdentityView, InboundMessage, JoinError, PeerAddress } from './crypto-service.js';
-import { InviterCeremony, type PairingView } from './pairing-inviter.js';
-import { JoinerCeremony, type JoinView } from './pairing-joiner.js';
+import { InviterCeremony } from './pairing-inviter.js';
+import { JoinerCeremony } from './pairing-joiner.js';
 import { MeshDomains, type DomainsError } from './mesh-domains.js';
-import { MeshObjects, PLACEMENT_TABLE, type ObjectEntry, type ObjectPort, type QueryOptions } from './mesh-objects.js';
+import { MeshObjects, PLACEMENT_TABLE, type ObjectPort, type QueryOptions } from './mesh-objects.js';
 import type { ImportProgress, ObjectError, PendingObject } from './object-service.js';
 import type { QueryResult } from '../core/query/execute.js';
-import type { DomainView, MlsService } from './mls-service.js';
+import type { MlsService } from './mls-service.js';
 import { RelayConnection, type RelayState } from './relay-connection.js';
-import { browserEnv, type BackgroundPort, type MachineEnv, type SessionPort } from './machine-env.js';
+import { Coalesced } from './coalesce.js';
+import type { MachineStore } from './machine-store.js';
 import {
-  countByReason,
-  machinesView,
-  manifestView,
-  rowView,
-  vouchesView,
-  vouchThreshold,
-  type Machine,
-  type ManifestEntry,
-  type RowView,
-  type SyncView,
-} from './views.js';
-
-export type MeshStatus = 'new' | 'joining' | 'member';
+  buildSnapshot,
+  type MeshStatus,
+  type NodeSnapshot,
+  type Notice,
+  type SnapshotSources,
+} from './node-snapshot.js';
+import { browserEnv, type BackgroundPort, type MachineEnv, type SessionPort } from './machine-env.js';
+import { machinesView, manifestView, vouchesView, vouchThreshold, type Machine, type ManifestEntry } from './views.js';
 
 type MeshMeta = {
   readonly status: 'joining' | 'member';
@@ -67,56 +62,10 @@ type MeshMeta = {
   readonly provisionalClasses?: Readonly<Record<string, PrivacyClass>>;
 };
 
-export type Notice = {
-  readonly id: number;
-  readonly at: number;
-  readonly kind: 'info' | 'warning' | 'resurrection';
-  readonly text: string;
-};
-
-export type NodeSnapshot = {
-  readonly identity: IdentityView;
-  readonly status: MeshStatus;
-  readonly name: string;
-  readonly isAdmin: boolean;
-  /** `standby`: another tab of this browser holds the relay session for this machine. */
-  readonly relay: RelayState | 'standby';
-  readonly relayDetail: string;
-  readonly pending: number;
-  readonly profiles: readonly RowView[];
-  readonly machines: readonly Machine[];
-  readonly sync: SyncView;
-  readonly notices: readonly Notice[];
-  readonly pairings: readonly PairingView[];
-  readonly join: JoinView;
-  /** Vouches that let an admin admit a machine without comparing codes itself. */
-  readonly vouchK: number;
-  /** Each data table's privacy class: who may hold a copy of its rows. */
-  readonly manifest: readonly ManifestEntry[];
-  /** Every domain this machine is (or was, or waits to be) a member of, and the created domains it knows. */
-  readonly domains: readonly DomainEntry[];
-  /** Receipts that prove the relay signed two commits for one epoch (or broke a chain). */
-  readonly misbehaviour: number;
-  /** Rows of `field_notes` this machine can read. */
-  readonly notes: readonly RowView[];
-  /** Objects this machine formed, reads in the catalog, or stores (SOP/1). */
-  readonly objects: readonly ObjectEntry[];
-  /** Which domains' objects each machine stores, by signer (admins' `placement` records). */
-  readonly placement: Readonly<Record<string, string>>;
-};
-
-/** A domain as the Domains page shows it. */
-export type DomainEntry = {
-  readonly domain: DomainName;
-  readonly purpose: string;
-  /** This machine's view of the group, when it is (or was) a member. */
-  readonly mls: DomainView | undefined;
-  /** An accepted commit keeps failing here: the machine is resyncing by external commit. */
-  readonly stuck: boolean;
-};
-
 export type { Machine, ManifestEntry, RowView } from './views.js';
 export type { PairingView } from './pairing-inviter.js';
+export type { DomainEntry, MeshStatus, NodeSnapshot, Notice } from './node-snapshot.js';
+export type { MachineStore } from './machine-store.js';
 export type { JoinView } from './pairing-joiner.js';
 
 const META_KEY = 'mesh';
@@ -126,15 +75,6 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const BATCH_CYCLE_MS = 15_000;
 const REEVALUATE_MS = 30_000;
 const MAX_NOTICES = 30;
-
-/** A machine's replica store with its small durable values (IndexedDB in browsers, SQLite in Node). */
-export type MachineStore = ReplicaStore & {
-  getMeta<T>(key: string): Promise<T | undefined>;
-  setMeta(key: string, value: unknown): Promise<void>;
-  deleteMeta(key: string): Promise<void>;
-  /** Envelopes held without being readable here, oldest first. */
-  opaque(limit: number): Promise<{ readonly domain: string; readonly sealed: Uint8Array }[]>;
-};
 
 export function defaultRelayUrl(location: Location): string {
   return `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`;
@@ -168,6 +108,10 @@ export class MeshNode {
   readonly #joiner: JoinerCeremony;
   #noticeId = 0;
   readonly #listeners = new Set<(snapshot: NodeSnapshot) => void>();
+  readonly #publisher = new Coalesced(async () => {
+    const snapshot = await buildSnapshot(this.#snapshotSources());
+    for (const listener of this.#listeners) listener(snapshot);
+  });
 
   private constructor(
     crypto: Remote<CryptoService>,
@@ -672,21 +616,6 @@ export class MeshNode {
     return { byDomain, attempt: await this.#crypto.tryEveryKey(held.map((e) => e.sealed)) };
   }
 
-  async #domainEntries(): Promise<DomainEntry[]> {
-    const purposes = new Map(
-      (await this.#store.rows('domains')).map((r) => [r.row, String(rowView(r, new Map()).values['purpose'] ?? '')]),
-    );
-    const names = new Set<string>([...DOMAINS, ...purposes.keys(), ...this.#domains.views.map((v) => v.domain)]);
-    return [...names].map((domain) => ({
-      domain,
-      purpose:
-        purposes.get(domain) ??
-        (domain === 'CONTROL' ? 'mesh control records' : domain === 'GENERAL' ? 'shared data' : ''),
-      mls: this.#domains.views.find((v) => v.domain === domain),
-      stuck: this.#domains.stuck().includes(domain),
-    }));
-  }
-
   /** Removes a machine for good: its later events, bindings and sessions fail closed everywhere. */
   async removeMachine(signer: string): Promise<Result<WriteOutcome, WriteError>> {
     const removed = await this.#local(() => this.#replica.remove(signer));
@@ -1083,63 +1012,37 @@ export class MeshNode {
     this.#notices.length = Math.min(this.#notices.length, MAX_NOTICES);
   }
 
-  async #syncView(): Promise<SyncView> {
-    const names = new Map(this.#machines.map((m) => [m.endpoint, m.name]));
-    const last = await this.#store.lastPos();
-    const peers = [];
-    for (const endpoint of this.#sync.peers) {
-      const cursor = await this.#store.cursor(endpoint);
-      const watermark = await this.#store.watermark(endpoint);
-      peers.push({ endpoint, name: names.get(endpoint) ?? '', cursor, watermark, pending: Math.max(0, last - cursor) });
-    }
-    const recent = await this.#store.rejections(500);
-    const relay = this.#relayState;
-    return {
-      mode: relay === 'ready' ? 'realtime' : relay === 'standby' ? 'standby' : this.#lastBatchAt ? 'batch' : 'offline',
-      lastBatchAt: this.#lastBatchAt,
-      logLength: last,
-      peers,
-      parked: countByReason(await this.#store.parked(1000), {}),
-      withheld: countByReason(await this.#store.withheld(10_000), {}),
-      rejected: countByReason(recent, this.#transient),
-      recentRejections: recent.slice(0, 20),
-    };
-  }
-
   async #manifest(): Promise<ManifestEntry[]> {
     const { provisional, narrowing } = this.#classChoices();
     return manifestView(await this.#store.rows('sync_manifest'), provisional, narrowing);
   }
 
-  async #publish(): Promise<void> {
-    if (this.#listeners.size === 0) return;
-    const names = new Map(this.#machines.map((m) => [m.signer, m.name]));
-    const sync = await this.#syncView();
-    const snapshot: NodeSnapshot = {
-      identity: this.#identity,
-      status: this.status,
-      name: this.#meta?.name ?? '',
-      isAdmin: this.#isAdmin(),
-      relay: this.#relayState,
-      relayDetail: this.#relayDetail,
-      pending: Math.max(0, ...sync.peers.map((p) => p.pending)),
-      profiles: (await this.#store.rows('device_profiles')).map((r) => rowView(r, names)),
-      machines: this.#machines,
-      sync,
-      notices: [...this.#notices],
-      pairings: this.#inviter.views(await this.#vouchers()),
-      join: this.#joiner.view,
-      vouchK: await this.#vouchK(),
-      manifest: await this.#manifest(),
-      domains: await this.#domainEntries(),
-      misbehaviour: this.#domains.misbehaviour().length,
-      notes: (await this.#store.rows('field_notes')).map((r) => rowView(r, names)),
-      objects: (await this.#objects?.entries()) ?? [],
-      placement: Object.fromEntries(
-        (await this.#store.rows(PLACEMENT_TABLE)).map((r) => [r.row, String(r.cells['domains']?.value ?? '')]),
-      ),
+  /** Coalesced (coalesce.ts): a burst of changes rebuilds what the UI shows once, not once per change. */
+  #publish(): Promise<void> {
+    if (this.#listeners.size === 0) return Promise.resolve();
+    return this.#publisher.request();
+  }
+
+  #snapshotSources(): SnapshotSources {
+    return {
+      store: this.#store,
+      identity: () => this.#identity,
+      status: () => this.status,
+      name: () => this.#meta?.name ?? '',
+      isAdmin: () => this.#isAdmin(),
+      relay: () => ({ state: this.#relayState, detail: this.#relayDetail, lastBatchAt: this.#lastBatchAt }),
+      transient: () => this.#transient,
+      machines: () => this.#machines,
+      peers: () => this.#sync.peers,
+      notices: () => this.#notices,
+      pairings: (vouchers) => this.#inviter.views(vouchers),
+      join: () => this.#joiner.view,
+      vouchers: () => this.#vouchers(),
+      vouchK: () => this.#vouchK(),
+      manifest: () => this.#manifest(),
+      domains: () => this.#domains,
+      objects: async () => (await this.#objects?.entries()) ?? [],
     };
-    for (const listener of this.#listeners) listener(snapshot);
   }
 }
 

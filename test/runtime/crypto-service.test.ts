@@ -168,8 +168,8 @@ describe('crypto service pairing over end-to-end frames', () => {
       ok: false,
       error: { type: 'WrongGroup' },
     });
-    // The inviter's invitation is consumed: served for the request window, so answers reach its
-    // joiner, and with none left after that, unknown endpoints are refused outright.
+    // The inviter's invitation is used: the relay no longer serves it, and with no other out,
+    // unknown endpoints are refused outright.
     const opened = await inviter.openMessage(j.endpoint, request, undefined);
     expect(opened.ok).toBe(true);
     if (!opened.ok) return;
@@ -183,7 +183,6 @@ describe('crypto service pairing over end-to-end frames', () => {
       [],
       [],
     );
-    clock.advance(MAX_REQUEST_AGE_MS + 1);
     const again = await joiner.joinRequest('field tablet');
     if (!again.ok) throw new Error(again.error.type);
     expect(await inviter.openMessage(j.endpoint, again.value.body, undefined)).toMatchObject({
@@ -287,5 +286,26 @@ describe('crypto service pairing over end-to-end frames', () => {
     clock.advance(MAX_REQUEST_AGE_MS + 1);
     expect(await inviter.invitationState(inv)).toEqual({ state: 'expired' });
     expect(await listed()).toEqual([]);
+  });
+
+  it('a used invitation leaves the admission list at once: its joiner is a member, and a removal must end its session', async () => {
+    const clock = testClock();
+    const { inviter, joiner, request } = await pair(clock);
+    const opened = await inviter.openMessage(joiner.view().endpoint, request, undefined);
+    if (!opened.ok || opened.value.message.t !== 'join-request') throw new Error('no join request');
+    const inv = opened.value.message.inv;
+    const listed = async () => {
+      const record = decodeAdmission(await inviter.signAdmission([], [inviter.view().endpoint], 1));
+      if (!record.ok) throw new Error(record.error.reason);
+      return record.value.list.invites.length;
+    };
+    expect(await listed()).toBe(1);
+    const j = joiner.view();
+    expect((await inviter.admitJoin({ inv, endpoint: hex(j.endpoint), frame: j.frame }, [], [], [])).ok).toBe(true);
+    expect(await listed()).toBe(0);
+    expect(await inviter.invitationState(inv)).toEqual({
+      state: 'closed',
+      reason: 'this ticket was already used to join',
+    });
   });
 });

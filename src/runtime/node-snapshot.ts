@@ -1,0 +1,168 @@
+/**
+ * What the UI shows of a machine, built from its store and state in one pass (mesh-node.ts
+ * rebuilds it, coalesced, after changes): rows, machines, sync progress, pairing, domains,
+ * objects. Everything is read through `SnapshotSources`, so a test can build one from fakes.
+ */
+import { DOMAINS, type DomainName } from '../core/schema.js';
+import type { IdentityView } from './crypto-service.js';
+import type { MachineStore } from './machine-store.js';
+import { PLACEMENT_TABLE, type ObjectEntry } from './mesh-objects.js';
+import type { DomainView } from './mls-service.js';
+import type { PairingView } from './pairing-inviter.js';
+import type { JoinView } from './pairing-joiner.js';
+import type { RelayState } from './relay-connection.js';
+import { countByReason, rowView, type Machine, type ManifestEntry, type RowView, type SyncView } from './views.js';
+
+export type MeshStatus = 'new' | 'joining' | 'member';
+
+export type Notice = {
+  readonly id: number;
+  readonly at: number;
+  readonly kind: 'info' | 'warning' | 'resurrection';
+  readonly text: string;
+};
+
+export type NodeSnapshot = {
+  readonly identity: IdentityView;
+  readonly status: MeshStatus;
+  readonly name: string;
+  readonly isAdmin: boolean;
+  /** `standby`: another tab of this browser holds the relay session for this machine. */
+  readonly relay: RelayState | 'standby';
+  readonly relayDetail: string;
+  readonly pending: number;
+  readonly profiles: readonly RowView[];
+  readonly machines: readonly Machine[];
+  readonly sync: SyncView;
+  readonly notices: readonly Notice[];
+  readonly pairings: readonly PairingView[];
+  readonly join: JoinView;
+  /** Vouches that let an admin admit a machine without comparing codes itself. */
+  readonly vouchK: number;
+  /** Each data table's privacy class: who may hold a copy of its rows. */
+  readonly manifest: readonly ManifestEntry[];
+  /** Every domain this machine is (or was, or waits to be) a member of, and the created domains it knows. */
+  readonly domains: readonly DomainEntry[];
+  /** Receipts that prove the relay signed two commits for one epoch (or broke a chain). */
+  readonly misbehaviour: number;
+  /** Rows of `field_notes` this machine can read. */
+  readonly notes: readonly RowView[];
+  /** Objects this machine formed, reads in the catalog, or stores (SOP/1). */
+  readonly objects: readonly ObjectEntry[];
+  /** Which domains' objects each machine stores, by signer (admins' `placement` records). */
+  readonly placement: Readonly<Record<string, string>>;
+};
+
+/** A domain as the Domains page shows it. */
+export type DomainEntry = {
+  readonly domain: DomainName;
+  readonly purpose: string;
+  /** This machine's view of the group, when it is (or was) a member. */
+  readonly mls: DomainView | undefined;
+  /** An accepted commit keeps failing here: the machine is resyncing by external commit. */
+  readonly stuck: boolean;
+};
+
+/** Where a snapshot's parts come from. */
+export type SnapshotSources = {
+  readonly store: MachineStore;
+  identity(): IdentityView;
+  status(): MeshStatus;
+  name(): string;
+  isAdmin(): boolean;
+  relay(): {
+    readonly state: RelayState | 'standby';
+    readonly detail: string;
+    readonly lastBatchAt: number | undefined;
+  };
+  /** Refusals counted but not stored (frames refused before any import), by reason. */
+  transient(): Readonly<Record<string, number>>;
+  machines(): readonly Machine[];
+  /** Endpoints this machine syncs with. */
+  peers(): readonly string[];
+  notices(): readonly Notice[];
+  pairings(vouchers: ReadonlyMap<string, readonly string[]>): PairingView[];
+  join(): JoinView;
+  vouchers(): Promise<ReadonlyMap<string, readonly string[]>>;
+  vouchK(): Promise<number>;
+  manifest(): Promise<ManifestEntry[]>;
+  domains(): {
+    readonly views: readonly DomainView[];
+    stuck(): readonly string[];
+    misbehaviour(): readonly unknown[];
+  };
+  objects(): Promise<ObjectEntry[]>;
+};
+
+export async function buildSnapshot(src: SnapshotSources): Promise<NodeSnapshot> {
+  const machines = src.machines();
+  const names = new Map(machines.map((m) => [m.signer, m.name]));
+  const sync = await syncView(src);
+  const domains = src.domains();
+  return {
+    identity: src.identity(),
+    status: src.status(),
+    name: src.name(),
+    isAdmin: src.isAdmin(),
+    relay: src.relay().state,
+    relayDetail: src.relay().detail,
+    pending: Math.max(0, ...sync.peers.map((p) => p.pending)),
+    profiles: (await src.store.rows('device_profiles')).map((r) => rowView(r, names)),
+    machines,
+    sync,
+    notices: [...src.notices()],
+    pairings: src.pairings(await src.vouchers()),
+    join: src.join(),
+    vouchK: await src.vouchK(),
+    manifest: await src.manifest(),
+    domains: await domainEntries(src.store, domains),
+    misbehaviour: domains.misbehaviour().length,
+    notes: (await src.store.rows('field_notes')).map((r) => rowView(r, names)),
+    objects: await src.objects(),
+    placement: Object.fromEntries(
+      (await src.store.rows(PLACEMENT_TABLE)).map((r) => [r.row, String(r.cells['domains']?.value ?? '')]),
+    ),
+  };
+}
+
+async function syncView(src: SnapshotSources): Promise<SyncView> {
+  const { store } = src;
+  const names = new Map(src.machines().map((m) => [m.endpoint, m.name]));
+  const last = await store.lastPos();
+  const peers = [];
+  for (const endpoint of src.peers()) {
+    const cursor = await store.cursor(endpoint);
+    const watermark = await store.watermark(endpoint);
+    peers.push({ endpoint, name: names.get(endpoint) ?? '', cursor, watermark, pending: Math.max(0, last - cursor) });
+  }
+  const recent = await store.rejections(500);
+  const { state, lastBatchAt } = src.relay();
+  return {
+    mode: state === 'ready' ? 'realtime' : state === 'standby' ? 'standby' : lastBatchAt ? 'batch' : 'offline',
+    lastBatchAt,
+    logLength: last,
+    peers,
+    parked: countByReason(await store.parked(1000), {}),
+    withheld: countByReason(await store.withheld(10_000), {}),
+    rejected: countByReason(recent, src.transient()),
+    recentRejections: recent.slice(0, 20),
+  };
+}
+
+async function domainEntries(
+  store: MachineStore,
+  domains: ReturnType<SnapshotSources['domains']>,
+): Promise<DomainEntry[]> {
+  const purposes = new Map(
+    (await store.rows('domains')).map((r) => [r.row, String(rowView(r, new Map()).values['purpose'] ?? '')]),
+  );
+  const names = new Set<string>([...DOMAINS, ...purposes.keys(), ...domains.views.map((v) => v.domain)]);
+  return [...names].map((domain) => ({
+    domain,
+    purpose:
+      purposes.get(domain) ??
+      (domain === 'CONTROL' ? 'mesh control records' : domain === 'GENERAL' ? 'shared data' : ''),
+    mls: domains.views.find((v) => v.domain === domain),
+    stuck: domains.stuck().includes(domain),
+  }));
+}
