@@ -21,7 +21,6 @@
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { Remote } from 'comlink';
 import { WebSocket as NodeWebSocket } from 'ws';
 import { systemClock } from '../runtime/clock.js';
 import { CryptoService } from '../runtime/crypto-service.js';
@@ -29,6 +28,7 @@ import { soloEnv } from '../runtime/machine-env.js';
 import { MeshNode, type NodeSnapshot } from '../runtime/mesh-node.js';
 import { MlsService } from '../runtime/mls-service.js';
 import { ObjectService } from '../runtime/object-service.js';
+import { inProcess } from '../runtime/ports.js';
 import { SqliteKeyStore } from '../storage/sqlite-key-store.js';
 import { SqliteObjectStore } from '../storage/sqlite-object-store.js';
 import { SqliteReplicaStore } from '../storage/sqlite-replica-store.js';
@@ -121,14 +121,14 @@ export async function nodeMain(argv: readonly string[]): Promise<number> {
   process.once('SIGTERM', () => stop(0, 'SIGTERM, closing'));
 
   // The services run in this process, called directly where a browser calls its workers.
-  const crypto = new CryptoService(keys, systemClock) as unknown as Remote<CryptoService>;
-  const mls = new MlsService(keys) as unknown as Remote<MlsService>;
-  const node = await MeshNode.open(crypto, mls, new ObjectService(keys, objects, systemClock), {
+  const crypto = new CryptoService(keys, systemClock);
+  const mls = new MlsService(keys);
+  const node = await MeshNode.open(inProcess(crypto), inProcess(mls), new ObjectService(keys, objects, systemClock), {
     store: replica,
     env: soloEnv(() => stop(1, 'the join was abandoned; start again with --join and a new ticket')),
     ...(args.role === 'archive' ? { defaultPlacement: '*' as const } : {}),
   });
-  const identity = await crypto.view();
+  const identity = crypto.view();
   say(`role ${args.role}, machine ${identity.fingerprint}, data ${args.data}`);
 
   const input = stdinLines();

@@ -5,7 +5,8 @@
  * pairing exchange, machine removal, and dispatching frames. The UI observes it
  * through `subscribe` and never sees a key.
  */
-import { proxy, type Remote } from 'comlink';
+import { proxy } from 'comlink';
+import type { CryptoPort, MlsPort } from './ports.js';
 import { fromHex, toHex } from '../core/bytes.js';
 import type { IngestOutcome, WriteError, WriteOutcome } from '../core/replica.js';
 import { Replica } from '../core/replica.js';
@@ -30,7 +31,6 @@ import { MeshDomains, type DomainsError } from './mesh-domains.js';
 import { MeshObjects, PLACEMENT_TABLE, type ObjectPort, type QueryOptions } from './mesh-objects.js';
 import type { ImportProgress, ObjectError, PendingObject } from './object-service.js';
 import type { QueryResult } from '../core/query/execute.js';
-import type { MlsService } from './mls-service.js';
 import { RelayConnection, type RelayState } from './relay-connection.js';
 import { Coalesced } from './coalesce.js';
 import type { MachineStore } from './machine-store.js';
@@ -81,10 +81,10 @@ export function defaultRelayUrl(location: Location): string {
 }
 
 export class MeshNode {
-  readonly #crypto: Remote<CryptoService>;
+  readonly #crypto: CryptoPort;
   readonly #domains: MeshDomains;
   readonly #objects: MeshObjects | undefined;
-  readonly #mls: Remote<MlsService>;
+  readonly #mls: MlsPort;
   readonly #store: MachineStore;
   readonly #env: MachineEnv;
   readonly #replica: Replica;
@@ -114,8 +114,8 @@ export class MeshNode {
   });
 
   private constructor(
-    crypto: Remote<CryptoService>,
-    mls: Remote<MlsService>,
+    crypto: CryptoPort,
+    mls: MlsPort,
     identity: IdentityView,
     store: MachineStore,
     meta: MeshMeta | undefined,
@@ -205,7 +205,7 @@ export class MeshNode {
   }
 
   /** The two sides of pairing, wired to this machine (pairing-inviter.ts, pairing-joiner.ts). */
-  #ceremonies(crypto: Remote<CryptoService>): [InviterCeremony, JoinerCeremony] {
+  #ceremonies(crypto: CryptoPort): [InviterCeremony, JoinerCeremony] {
     const common = {
       sendTo: (endpoint: string, body: Uint8Array) => this.#sendTo(endpoint, body),
       notice: (kind: 'info' | 'warning', text: string) => this.#notice(kind, text),
@@ -279,8 +279,8 @@ export class MeshNode {
    * browser needs no options; a headless machine passes its SQLite store and `soloEnv`.
    */
   static async open(
-    crypto: Remote<CryptoService>,
-    mls: Remote<MlsService>,
+    crypto: CryptoPort,
+    mls: MlsPort,
     objects?: ObjectPort,
     options: {
       readonly store?: MachineStore;

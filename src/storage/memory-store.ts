@@ -265,10 +265,6 @@ function setState(slot: RowSlot, state: RowState | undefined, undo: Undoable): v
   undo.steps.push(() => (slot.state = old));
 }
 
-/** No entries, shared: frozen, so a caller that tried to extend it would throw instead of sharing the change. */
-const NONE = Object.freeze([]) as unknown as LogEntry[];
-const NO_STAMPS = Object.freeze([]) as unknown as StampedEntry[];
-
 /** Every answer is immediate (steps.ts): the apply path runs without suspending. */
 function txOver(s: State, undo: Undoable): ReplicaTx {
   const rowKey = (slot: number): string => s.slotList[slot]!.key;
@@ -326,13 +322,13 @@ function txOver(s: State, undo: Undoable): ReplicaTx {
     rowEntries: (rowKey, op?: EventOp) => {
       const slot = findSlotOfKey(s, rowKey);
       const head = slot === undefined ? 0 : op === undefined ? slot.all : slot[op];
-      if (head === 0) return NONE;
+      if (head === 0) return [];
       const prev = op === undefined ? (p: number) => s.log.prevInRow(p) : (p: number) => s.log.prevOfOp(p);
       return entries(chainFrom(head, prev));
     },
     rowStamps: (rowKey, op) => {
       const head = findSlotOfKey(s, rowKey)?.[op] ?? 0;
-      if (head === 0) return NO_STAMPS;
+      if (head === 0) return [];
       const found: StampedEntry[] = [];
       for (const pos of chainFrom(head, (p) => s.log.prevOfOp(p))) {
         const stamped = s.log.stampedAt(pos);
