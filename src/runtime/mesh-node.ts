@@ -31,7 +31,8 @@ import { MeshDomains, type DomainsError } from './mesh-domains.js';
 import { MeshObjects, PLACEMENT_TABLE, type ObjectPort, type QueryOptions } from './mesh-objects.js';
 import type { ImportProgress, ObjectError, PendingObject } from './object-service.js';
 import type { QueryResult } from '../core/query/execute.js';
-import { RelayConnection, type RelayState } from './relay-connection.js';
+import type { RelayState } from './relay-connection.js';
+import { RelaySession } from './relay-session.js';
 import { Coalesced } from './coalesce.js';
 import type { MachineStore } from './machine-store.js';
 import {
@@ -41,7 +42,7 @@ import {
   type Notice,
   type SnapshotSources,
 } from './node-snapshot.js';
-import { browserEnv, type BackgroundPort, type MachineEnv, type SessionPort } from './machine-env.js';
+import { browserEnv, type MachineEnv, type SessionPort } from './machine-env.js';
 import { machinesView, manifestView, vouchesView, vouchThreshold, type Machine, type ManifestEntry } from './views.js';
 
 type MeshMeta = {
@@ -72,8 +73,6 @@ const META_KEY = 'mesh';
 const RECEIPTS_KEY = 'mls-receipts';
 const RELAY_KEY_WAIT_MS = 10_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const BATCH_CYCLE_MS = 15_000;
-const REEVALUATE_MS = 30_000;
 const MAX_NOTICES = 30;
 
 export function defaultRelayUrl(location: Location): string {
@@ -95,13 +94,10 @@ export class MeshNode {
   #machines: Machine[] = [];
   /** Endpoints of trusted machines as last seen; undefined until the keyring was first read. */
   #trusted: Set<string> | undefined;
-  #relay: RelayConnection | undefined;
-  #background: BackgroundPort | undefined;
-  #relayState: RelayState | 'standby' = 'offline';
-  #relayDetail = '';
-  #lastBatchAt: number | undefined;
-  #frames: Promise<void> = Promise.resolve();
-  #timers: ReturnType<typeof setInterval>[] = [];
+  /** The relay session, in the tab that leads; undefined in tabs standing by (relay-session.ts). */
+  #relay: RelaySession | undefined;
+  /** Set until this tab leads: another tab holds the relay session for this machine. */
+  #standby = false;
   readonly #transient: Record<string, number> = {};
   readonly #notices: Notice[] = [];
   readonly #inviter: InviterCeremony;
@@ -167,7 +163,7 @@ export class MeshNode {
         relayUrl: () => this.#meta?.relay,
         write: (table, row, cols) => this.#local(() => this.#replica.write(table, row, cols)),
         rows: (table) => store.rows(table),
-        online: () => this.#relayState === 'ready' && this.#meta?.status === 'member',
+        online: () => this.#online() && this.#meta?.status === 'member',
         catchUp: () => this.#domains.catchUp(),
         removed: () => this.#machines.some((m) => m.signer === this.#identity.signer && m.removed),
         notice: (kind, text) => this.#notice(kind, text),
@@ -247,7 +243,7 @@ export class MeshNode {
       joinOffers: () => this.#domains.joinOffers(),
       inviter: () => (this.#meta?.status === 'joining' ? this.#meta.anchorPeers?.[0] : undefined),
       name: () => this.#meta?.name ?? '',
-      online: () => this.#relayState === 'ready',
+      online: () => this.#online(),
       abandon: () => this.cancelJoin(),
     });
     return [inviter, joiner];
@@ -495,7 +491,7 @@ export class MeshNode {
     if (this.#domains.views.some((v) => v.domain === domain) || (await this.#store.row('domains', domain))) {
       return invalid(`domain ${domain} exists already`);
     }
-    if (this.#relayState !== 'ready') return invalid('connect to the relay first: the sequencer orders the change');
+    if (!this.#online()) return invalid('connect to the relay first: the sequencer orders the change');
     const live = new Set(this.#machines.filter((m) => !m.removed).map((m) => m.signer));
     const members = readers.filter((r) => r !== this.#identity.signer && live.has(r));
     const recorded = await this.#local(() =>
@@ -654,75 +650,57 @@ export class MeshNode {
   async #startRelay(): Promise<void> {
     if (!this.#meta) return;
     await this.#refreshPeers();
-    if (!this.#relay) this.#relayState = 'standby';
+    if (!this.#relay) this.#standby = true;
     this.#tabs.requestLeadership(() => this.#lead());
   }
 
-  /** This tab was elected: connect to the relay and run the batch cycle and re-evaluation. */
+  #online(): boolean {
+    return this.#relay?.state === 'ready';
+  }
+
+  /** This tab was elected: the relay session, its frame queue and timers (relay-session.ts). */
   #lead(): void {
     if (!this.#meta) return;
-    const relay = new RelayConnection(this.#meta.relay, {
-      authenticate: (nonce) => this.#crypto.relayAuth(nonce),
-      pinnedRelayKey: () => (this.#meta?.relayKey ? fromHex(this.#meta.relayKey) : undefined),
-      onRelayKey: (key) => {
-        if (this.#meta && !this.#meta.relayKey) void this.#saveMeta({ ...this.#meta, relayKey: toHex(key) });
+    this.#standby = false;
+    this.#relay = new RelaySession(
+      {
+        url: () => this.#meta?.relay ?? '',
+        topic: () => this.#identity.topic,
+        authenticate: (nonce) => this.#crypto.relayAuth(nonce),
+        pinnedRelayKey: () => (this.#meta?.relayKey ? fromHex(this.#meta.relayKey) : undefined),
+        pinRelayKey: (key) => {
+          if (this.#meta && !this.#meta.relayKey) void this.#saveMeta({ ...this.#meta, relayKey: toHex(key) });
+        },
+        admissionRecord: () => this.#admissionRecord(),
+        // Another tab may have led before: take the MLS states up from the key store, then connect.
+        prepare: async () => {
+          await this.#mls.init();
+          await this.#domains.refresh();
+        },
+        frame: (from, body) => this.#onFrame(from, body),
+        drainable: () => this.#meta?.status === 'member',
+        stateChanged: (state) => this.#relayChanged(state),
+        sequencer: (message) => this.#domains.onSequencer(message),
+        relayError: (code, message) => {
+          this.#count(`relay:${code}`);
+          if (code === 'not-a-member') this.#domains.refused(message);
+        },
+        batchCycle: (online) => this.#batchCycle(online),
+        reevaluate: () => this.#reevaluate(),
+        notice: (kind, text) => this.#notice(kind, text),
       },
-      admissionRecord: () => this.#admissionRecord(),
-      onState: (state, detail) => this.#relayChanged(state, detail ?? ''),
-      onSequencer: (message) => this.#domains.onSequencer(message),
-      onRelayError: (code, message) => {
-        this.#count(`relay:${code}`);
-        if (code === 'not-a-member') this.#domains.refused(message);
-        this.#relayDetail = `relay refused: ${message}`;
-      },
-      onFrame: (frame) => {
-        this.#frames = this.#frames
-          .then(async () => {
-            // Acknowledged to the relay only once its effects are durable; a failure means redelivery.
-            await this.#onFrame(toHex(frame.from), frame.body);
-            relay.ack([frame.id]);
-          })
-          .catch((e: unknown) => this.#notice('warning', `frame handling failed: ${String(e)}`));
-      },
-    });
-    this.#relay = relay;
-    if (this.#identity.topic && this.#env.background) {
-      this.#background = this.#env.background(this.#identity.topic, () => void this.#drainInbox());
-      void this.#background.request();
-      void this.#drainInbox();
-    }
-    this.#env.onNetwork(
-      () => {
-        relay.resume();
-        void this.#background?.request();
-      },
-      () => {
-        relay.suspend('browser offline');
-        void this.#background?.request();
-      },
-    );
-    // Another tab may have led before: take the MLS states up from the key store, then connect.
-    void this.#mls
-      .init()
-      .then(() => this.#domains.refresh())
-      .then(() => relay.start());
-    this.#timers.push(
-      setInterval(() => void this.#batchCycle(), BATCH_CYCLE_MS),
-      setInterval(() => void this.#reevaluate(), REEVALUATE_MS),
+      this.#env,
     );
   }
 
   /** The correctness backstop behind realtime push: re-offer everything unacknowledged. */
-  async #batchCycle(): Promise<void> {
+  async #batchCycle(online: boolean): Promise<void> {
     await this.#sync.resend();
-    if (this.#relayState === 'ready') {
-      this.#lastBatchAt = Date.now();
-      if (this.#meta?.status === 'member') {
-        await this.#domains.catchUp();
-        void this.#objects?.sync();
-        for (const m of this.#machines)
-          if (!m.removed && m.signer !== this.#identity.signer) void this.#domains.gossip(m.signer);
-      }
+    if (online && this.#meta?.status === 'member') {
+      await this.#domains.catchUp();
+      void this.#objects?.sync();
+      for (const m of this.#machines)
+        if (!m.removed && m.signer !== this.#identity.signer) void this.#domains.gossip(m.signer);
     }
     await this.#publish();
   }
@@ -735,10 +713,8 @@ export class MeshNode {
 
   /** Stops the relay session and the timers (tests and page teardown). */
   close(): void {
-    for (const timer of this.#timers) clearInterval(timer);
     this.#joiner.stop();
-    this.#background?.close();
-    this.#relay?.stop();
+    this.#relay?.close();
     this.#tabs.close();
   }
 
@@ -757,9 +733,7 @@ export class MeshNode {
     await this.#publish();
   }
 
-  #relayChanged(state: RelayState, detail: string): void {
-    this.#relayState = state;
-    this.#relayDetail = detail;
+  #relayChanged(state: RelayState): void {
     if (state === 'ready') void this.#attachSequencer().then(() => this.#onReady());
     else if (state === 'offline') {
       this.#domains.detach();
@@ -771,7 +745,7 @@ export class MeshNode {
   async #attachSequencer(): Promise<void> {
     const relay = this.#relay;
     const key = this.#meta?.relayKey && fromHex(this.#meta.relayKey);
-    if (relay && key) await this.#domains.attach((m) => void relay.sequencer(m), key);
+    if (relay && key) await this.#domains.attach((m) => void relay.sequencerSend(m), key);
   }
 
   async #onReady(): Promise<void> {
@@ -782,8 +756,7 @@ export class MeshNode {
   }
 
   #sendTo(peer: string, body: Uint8Array): void {
-    const to = fromHex(peer);
-    if (to && this.#relay?.send(to, body) !== true) this.#count('NotSentOffline');
+    if (this.#relay?.send(peer, body) !== true) this.#count('NotSentOffline');
   }
 
   /**
@@ -808,14 +781,6 @@ export class MeshNode {
     if (machine) return { endpoint, frame: machine.frame };
     if (this.#machines.some((m) => m.endpoint === endpoint && m.removed)) return undefined;
     return this.#meta?.anchorPeers?.find((p) => p.endpoint === endpoint);
-  }
-
-  /** Applies what the service worker fetched while no page was connected. */
-  async #drainInbox(): Promise<void> {
-    if (!this.#background || this.#meta?.status !== 'member') return;
-    const drain = this.#background.drain((from, body) => this.#onFrame(from, body));
-    this.#frames = this.#frames.then(() => drain.then(() => undefined));
-    await this.#frames;
   }
 
   async #dispatch(from: string, message: InboundMessage, frame: string): Promise<void> {
@@ -930,7 +895,7 @@ export class MeshNode {
 
   /** Admins: machines the keyring removed leave every group we share with them. */
   async #reconcileDomains(): Promise<void> {
-    if (!this.#isAdmin() || this.#relayState !== 'ready') return;
+    if (!this.#isAdmin() || !this.#online()) return;
     await this.#domains.reconcileRemovals(new Set(this.#machines.filter((m) => m.removed).map((m) => m.signer)));
   }
 
@@ -992,7 +957,7 @@ export class MeshNode {
         .then(() => this.#pushAdmission())
         .then(() => this.#sync.offerAll())
         // A commit refused for a leaf the keyring did not name yet is in the log: take it now.
-        .then(() => (this.#relayState === 'ready' ? this.#domains.catchUp() : undefined))
+        .then(() => (this.#online() ? this.#domains.catchUp() : undefined))
         .then(() => this.#reconcileDomains());
     }
   }
@@ -1030,7 +995,11 @@ export class MeshNode {
       status: () => this.status,
       name: () => this.#meta?.name ?? '',
       isAdmin: () => this.#isAdmin(),
-      relay: () => ({ state: this.#relayState, detail: this.#relayDetail, lastBatchAt: this.#lastBatchAt }),
+      relay: () => ({
+        state: this.#relay?.state ?? (this.#standby ? 'standby' : 'offline'),
+        detail: this.#relay?.detail ?? '',
+        lastBatchAt: this.#relay?.lastBatchAt,
+      }),
       transient: () => this.#transient,
       machines: () => this.#machines,
       peers: () => this.#sync.peers,
