@@ -10,6 +10,8 @@
 import { gcm } from '@noble/ciphers/aes.js';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { blake3 } from '@noble/hashes/blake3.js';
+import { hkdf } from '@noble/hashes/hkdf.js';
+import { sha256 } from '@noble/hashes/sha2.js';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { concat, fromHex, toHex, utf8 } from '../../src/core/bytes.js';
@@ -23,6 +25,7 @@ import { openManifest, sealManifest, type ObjectManifest } from '../../src/core/
 import type { Random, Signer } from '../../src/core/ports.js';
 import { decodeSealed, encodeSealed, openSealed, sealAad, sealEvent } from '../../src/core/seal.js';
 import { fingerprint, shortFingerprint } from '../../src/core/identity.js';
+import { pairingCommit, shortAuthString } from '../../src/core/pairing.js';
 import { nobleVerifier } from '../helpers/deterministic.js';
 
 /** RFC 8032 §7.1, test 1. */
@@ -121,6 +124,7 @@ export const EXPECTED = {
   receiptHash: 'f15c6d455f1481d864cf4167953a64bbd0cd504f68031455e7fe35894a480071',
   topic: '6060aee661784dc4a9f4b2add4f16e651009cea9be546596c5422218981f60ac',
   fingerprint: '5d91649e2f322655d7f017fa17c9a4cc',
+  pairingCommit: '9776dbab3678dba6493cf142fc9c00cb103e16945e83075bb53cd95e86b2266d',
 };
 
 describe('known answers: events', () => {
@@ -283,6 +287,41 @@ describe('known answers: fingerprints', () => {
     expect(toHex(fingerprint(PUBLIC_KEY))).toBe(EXPECTED.fingerprint);
     expect(toHex(blake3(concat(utf8('sov/1/fingerprint'), PUBLIC_KEY)).subarray(0, 16))).toBe(EXPECTED.fingerprint);
     expect(shortFingerprint(PUBLIC_KEY)).toBe('5d91-649e-2f32-2655');
+  });
+});
+
+describe('known answers: pairing', () => {
+  const inviter = { signer: run(32, 0x00), endpoint: run(32, 0x20), frame: run(32, 0x40) };
+  const joiner = { signer: run(32, 0x60), endpoint: run(32, 0x80), frame: run(32, 0xa0) };
+  const joinerNonce = run(32, 0xc0);
+
+  it('commitment = BLAKE3("sov/1/pair-commit" ‖ J.signer ‖ J.endpoint ‖ J.frame ‖ Nj)', () => {
+    const commit = pairingCommit(joiner, joinerNonce);
+    expect(toHex(commit)).toBe(EXPECTED.pairingCommit);
+    const independent = blake3(
+      concat(utf8('sov/1/pair-commit'), run(32, 0x60), run(32, 0x80), run(32, 0xa0), joinerNonce),
+    );
+    expect(toHex(independent)).toBe(EXPECTED.pairingCommit);
+  });
+
+  it('code = 6 digits of HKDF-SHA-256(BLAKE3(transcript), info "sov/1/sas", 6 bytes), as "ddd ddd"', () => {
+    const commit = hex(EXPECTED.pairingCommit);
+    const [topic, inv, inviterNonce] = [run(32, 0x10), run(16, 0xe0), run(32, 0xf0)];
+    const sas = shortAuthString({ topic, inv, inviter, joiner, commit, inviterNonce, joinerNonce });
+    expect(sas).toBe('200 228');
+    const transcript = concat(
+      utf8('sov/1/sas-transcript'),
+      topic,
+      inv,
+      run(96, 0x00),
+      run(96, 0x60),
+      commit,
+      inviterNonce,
+      joinerNonce,
+    );
+    const bytes = hkdf(sha256, blake3(transcript), undefined, utf8('sov/1/sas'), 6);
+    const value = bytes.reduce((v, byte) => v * 256 + byte, 0) % 1_000_000;
+    expect(String(value).padStart(6, '0')).toBe(sas.replace(' ', ''));
   });
 });
 
