@@ -61,4 +61,24 @@ describe('steps', () => {
     expect(later).toBeInstanceOf(Promise);
     expect(await later).toBe(30);
   });
+
+  it('waits for any thenable, a callable one too, and passes every other value straight back (null included)', async () => {
+    const callable = Object.assign(() => undefined, { then: (resolve: (v: number) => void) => resolve(5) });
+    const plain = { then: 'not a function' };
+    const seen: unknown[] = [];
+    const reads = function* (): Steps<string> {
+      seen.push(yield null);
+      seen.push(yield plain);
+      seen.push(yield undefined);
+      return 'done';
+    };
+    expect(run(reads())).toBe('done'); // nothing to wait for: answered at once
+    expect(seen).toEqual([null, plain, undefined]);
+    const waits = function* (): Steps<number> {
+      return (yield callable) as number;
+    };
+    const answer = run(waits());
+    expect(answer).toBeInstanceOf(Promise);
+    expect(await answer).toBe(5);
+  });
 });
