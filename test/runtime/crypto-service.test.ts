@@ -51,6 +51,21 @@ async function pair(clock: TestClock) {
   return { inviter, joiner, request: request.value.body };
 }
 
+/** A pairing up to the inviter's view of the request: both machines and the invitation id. */
+async function requested(clock: TestClock) {
+  const { inviter, joiner, request } = await pair(clock);
+  const opened = await inviter.openMessage(joiner.view().endpoint, request, undefined);
+  if (!opened.ok || opened.value.message.t !== 'join-request') throw new Error('no join request');
+  return { inviter, joiner, inv: opened.value.message.inv };
+}
+
+/** The invitation ids an inviter's admission list serves now. */
+async function servedInvites(inviter: CryptoService): Promise<string[]> {
+  const record = decodeAdmission(await inviter.signAdmission([], [inviter.view().endpoint], 1));
+  if (!record.ok) throw new Error(record.error.reason);
+  return record.value.list.invites.map((i) => toHex(i.id));
+}
+
 describe('crypto service pairing over end-to-end frames', () => {
   it('pairs: commit, challenge, reveal — both sides derive one code; keys only through MLS after both confirmed', async () => {
     const clock = testClock();
@@ -256,10 +271,7 @@ describe('crypto service pairing over end-to-end frames', () => {
 
   it('closes an invitation without forgetting it: served at the relay for the request window, never admitting', async () => {
     const clock = testClock();
-    const { inviter, joiner, request } = await pair(clock);
-    const opened = await inviter.openMessage(joiner.view().endpoint, request, undefined);
-    if (!opened.ok || opened.value.message.t !== 'join-request') throw new Error('no join request');
-    const inv = opened.value.message.inv;
+    const { inviter, joiner, inv } = await requested(clock);
     expect(await inviter.invitationState(inv)).toEqual({ state: 'open' });
     await inviter.closeInvitation(inv, 'the inviting machine declined the pairing code');
     await inviter.closeInvitation(inv, 'a second reason does not replace the first');
@@ -268,12 +280,7 @@ describe('crypto service pairing over end-to-end frames', () => {
       reason: 'the inviting machine declined the pairing code',
     });
     // The relay keeps serving the joiner, so the refusal can reach it …
-    const listed = async () => {
-      const record = decodeAdmission(await inviter.signAdmission([], [inviter.view().endpoint], 1));
-      if (!record.ok) throw new Error(record.error.reason);
-      return record.value.list.invites.map((i) => toHex(i.id));
-    };
-    expect(await listed()).toEqual([toHex(inviteId(inv))]);
+    expect(await servedInvites(inviter)).toEqual([toHex(inviteId(inv))]);
     // … but the invitation admits nobody.
     const accept = await inviter.admitJoin(
       { inv, endpoint: hex(joiner.view().endpoint), frame: 'ab'.repeat(32) },
@@ -285,24 +292,15 @@ describe('crypto service pairing over end-to-end frames', () => {
     expect(await inviter.invitationState(Uint8Array.of(1, 2, 3))).toEqual({ state: 'unknown' });
     clock.advance(MAX_REQUEST_AGE_MS + 1);
     expect(await inviter.invitationState(inv)).toEqual({ state: 'expired' });
-    expect(await listed()).toEqual([]);
+    expect(await servedInvites(inviter)).toEqual([]);
   });
 
   it('a used invitation leaves the admission list at once: its joiner is a member, and a removal must end its session', async () => {
-    const clock = testClock();
-    const { inviter, joiner, request } = await pair(clock);
-    const opened = await inviter.openMessage(joiner.view().endpoint, request, undefined);
-    if (!opened.ok || opened.value.message.t !== 'join-request') throw new Error('no join request');
-    const inv = opened.value.message.inv;
-    const listed = async () => {
-      const record = decodeAdmission(await inviter.signAdmission([], [inviter.view().endpoint], 1));
-      if (!record.ok) throw new Error(record.error.reason);
-      return record.value.list.invites.length;
-    };
-    expect(await listed()).toBe(1);
+    const { inviter, joiner, inv } = await requested(testClock());
+    expect(await servedInvites(inviter)).toHaveLength(1);
     const j = joiner.view();
     expect((await inviter.admitJoin({ inv, endpoint: hex(j.endpoint), frame: j.frame }, [], [], [])).ok).toBe(true);
-    expect(await listed()).toBe(0);
+    expect(await servedInvites(inviter)).toEqual([]);
     expect(await inviter.invitationState(inv)).toEqual({
       state: 'closed',
       reason: 'this ticket was already used to join',
