@@ -44,7 +44,8 @@ export type NewLogEntry = Omit<LogEntry, 'pos'>;
 export type ChainHead = { readonly seq: number; readonly eventId: string };
 
 /** Why an envelope waits instead of being applied, and when to look again. */
-export type ParkReason = 'UnknownSigner' | 'NotAuthorized' | 'ChainGap' | 'ClockSkew';
+export const PARK_REASONS = ['UnknownSigner', 'NotAuthorized', 'ChainGap', 'ClockSkew'] as const;
+export type ParkReason = (typeof PARK_REASONS)[number];
 
 export type ParkedEnvelope = {
   readonly outerId: string;
@@ -88,9 +89,12 @@ export type WithheldRecord = {
   /** The table; empty when refused unopened. */
   readonly table: string;
   readonly lane: 'public' | 'trusted' | 'local';
-  readonly reason: 'NotSyncable' | 'NotEligible';
+  readonly reason: WithheldReason;
   readonly at: number;
 };
+
+export const WITHHELD_REASONS = ['NotSyncable', 'NotEligible'] as const;
+export type WithheldReason = (typeof WITHHELD_REASONS)[number];
 
 /** A delete overtaken by a later edit of the same row, reported once per pair. */
 export type Resurrection = {
@@ -192,6 +196,12 @@ export interface ReplicaTx {
   setWatermark(peer: string, upto: number): Awaitable<void>;
 }
 
+/** Counts by reason, for the Sync panel (reasons with none are left out). */
+export type ReasonCounts = {
+  readonly parked: Readonly<Record<string, number>>;
+  readonly withheld: Readonly<Record<string, number>>;
+};
+
 export interface ReplicaStore {
   transact<T>(fn: (tx: ReplicaTx) => Awaitable<T>): Promise<T>;
   /** Log entries with pos > `after`, in order, at most `limit`. */
@@ -211,6 +221,8 @@ export interface ReplicaStore {
   row(table: string, row: string): Promise<RowState | undefined>;
   parked(limit: number): Promise<ParkedEnvelope[]>;
   parkedCount(): Promise<number>;
+  /** How many envelopes wait parked and how many are withheld, by reason, without reading them. */
+  reasonCounts(): Promise<ReasonCounts>;
   rejections(limit: number): Promise<RejectionRecord[]>;
   resurrections(limit: number): Promise<Resurrection[]>;
 }

@@ -136,14 +136,16 @@ async function syncView(src: SnapshotSources): Promise<SyncView> {
     peers.push({ endpoint, name: names.get(endpoint) ?? '', cursor, watermark, pending: Math.max(0, last - cursor) });
   }
   const recent = await store.rejections(500);
+  const counts = await store.reasonCounts();
   const { state, lastBatchAt } = src.relay();
   return {
     mode: state === 'ready' ? 'realtime' : state === 'standby' ? 'standby' : lastBatchAt ? 'batch' : 'offline',
     lastBatchAt,
     logLength: last,
     peers,
-    parked: countByReason(await store.parked(1000), {}),
-    withheld: countByReason(await store.withheld(10_000), {}),
+    // Counted in the store: a machine may hold many thousands of these.
+    parked: counts.parked,
+    withheld: counts.withheld,
     rejected: countByReason(recent, src.transient()),
     recentRejections: recent.slice(0, 20),
   };

@@ -13,7 +13,7 @@ import type { RowState } from '../core/merge.js';
 import type { EventBody, EventOp } from '../core/event.js';
 import { stampedOf } from '../core/materialize.js';
 import type { Awaitable } from '../core/steps.js';
-import { MAX_REJECTION_RECORDS } from '../core/store.js';
+import { MAX_REJECTION_RECORDS, PARK_REASONS, WITHHELD_REASONS } from '../core/store.js';
 import type {
   ChainHead,
   LogEntry,
@@ -24,6 +24,7 @@ import type {
   ReplicaTx,
   Resurrection,
   WithheldRecord,
+  ReasonCounts,
 } from '../core/store.js';
 
 type HeadRecord = ChainHead & { readonly signer: string };
@@ -71,6 +72,8 @@ export class NodeDatabase extends Dexie {
       );
     // v4: envelopes withheld by privacy class, by identity only (store.ts WithheldRecord).
     this.version(4).stores({ withheld: 'outerId, at' });
+    // v5: counted by reason through the index, so the Sync panel reads no records.
+    this.version(5).stores({ withheld: 'outerId, at, reason', parked: 'outerId, parkedAt, reason' });
   }
 }
 
@@ -234,6 +237,22 @@ export class DexieReplicaStore implements ReplicaStore {
 
   parkedCount(): Promise<number> {
     return this.db.parked.count();
+  }
+
+  async reasonCounts(): Promise<ReasonCounts> {
+    const count = async (table: Pick<Table, 'where'>, reasons: readonly string[]) => {
+      const counts: Record<string, number> = {};
+      for (const reason of reasons) {
+        const n = await table.where('reason').equals(reason).count();
+        if (n > 0) counts[reason] = n;
+      }
+      return counts;
+    };
+    const { parked, withheld } = this.db;
+    return this.db.transaction('r', [parked, withheld], async () => ({
+      parked: await count(parked, PARK_REASONS),
+      withheld: await count(withheld, WITHHELD_REASONS),
+    }));
   }
 
   rejections(limit: number): Promise<RejectionRecord[]> {

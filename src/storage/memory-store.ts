@@ -20,6 +20,7 @@ import {
   type NewLogEntry,
   type ParkedEnvelope,
   type RejectionRecord,
+  type ReasonCounts,
   type ReplicaStore,
   type ReplicaTx,
   type Resurrection,
@@ -450,6 +451,15 @@ export class MemoryReplicaStore implements ReplicaStore {
 
   async parkedCount(): Promise<number> {
     return this.#state.parked.size;
+  }
+
+  async reasonCounts(): Promise<ReasonCounts> {
+    const count = (records: Iterable<{ readonly reason: string }>) => {
+      const counts: Record<string, number> = {};
+      for (const r of records) counts[r.reason] = (counts[r.reason] ?? 0) + 1;
+      return counts;
+    };
+    return { parked: count(this.#state.parked.values()), withheld: count(this.#state.withheld.values()) };
   }
 
   async rejections(limit: number): Promise<RejectionRecord[]> {

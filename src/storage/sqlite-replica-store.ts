@@ -26,6 +26,7 @@ import {
   type NewLogEntry,
   type ParkedEnvelope,
   type RejectionRecord,
+  type ReasonCounts,
   type ReplicaStore,
   type ReplicaTx,
   type Resurrection,
@@ -52,7 +53,7 @@ const SCHEMA = `
   CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
   CREATE TABLE IF NOT EXISTS cursors (peer TEXT PRIMARY KEY, pos INTEGER NOT NULL);
   CREATE TABLE IF NOT EXISTS watermarks (peer TEXT PRIMARY KEY, pos INTEGER NOT NULL);
-  CREATE TABLE IF NOT EXISTS parked (outer_id TEXT PRIMARY KEY, parked_at INTEGER NOT NULL, record BLOB NOT NULL);
+  CREATE TABLE IF NOT EXISTS parked (outer_id TEXT PRIMARY KEY, parked_at INTEGER NOT NULL, reason TEXT NOT NULL DEFAULT '', record BLOB NOT NULL);
   CREATE INDEX IF NOT EXISTS parked_at ON parked (parked_at);
   CREATE TABLE IF NOT EXISTS rejected (outer_id TEXT PRIMARY KEY, at INTEGER NOT NULL, record BLOB NOT NULL);
   CREATE INDEX IF NOT EXISTS rejected_at ON rejected (at);
@@ -62,7 +63,7 @@ const SCHEMA = `
   CREATE INDEX IF NOT EXISTS resurrections_delete ON resurrections (delete_id);
   CREATE INDEX IF NOT EXISTS resurrections_edit ON resurrections (edit_id);
   CREATE INDEX IF NOT EXISTS resurrections_at ON resurrections (at);
-  CREATE TABLE IF NOT EXISTS withheld (outer_id TEXT PRIMARY KEY, at INTEGER NOT NULL, record BLOB NOT NULL);
+  CREATE TABLE IF NOT EXISTS withheld (outer_id TEXT PRIMARY KEY, at INTEGER NOT NULL, reason TEXT NOT NULL DEFAULT '', record BLOB NOT NULL);
   CREATE INDEX IF NOT EXISTS withheld_at ON withheld (at);
 `;
 
@@ -94,6 +95,26 @@ function logEntry(row: LogRow): LogEntry {
   return { ...(unpack(row.record) as NewLogEntry), pos: row.pos };
 }
 
+/**
+ * Stores made before reasons were columns: add them and fill them from the records, once,
+ * so the Sync panel counts by reason without reading a record.
+ */
+function migrateReasons(db: Database.Database): void {
+  for (const table of ['parked', 'withheld'] as const) {
+    const columns = db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[];
+    if (columns.some((c) => c.name === 'reason')) continue;
+    db.transaction(() => {
+      db.exec(`ALTER TABLE ${table} ADD COLUMN reason TEXT NOT NULL DEFAULT ''`);
+      const rows = db.prepare(`SELECT outer_id, record FROM ${table}`).all() as {
+        outer_id: string;
+        record: Uint8Array;
+      }[];
+      const set = db.prepare(`UPDATE ${table} SET reason = ? WHERE outer_id = ?`);
+      for (const row of rows) set.run((unpack(row.record) as { reason: string }).reason, row.outer_id);
+    })();
+  }
+}
+
 export class SqliteReplicaStore implements ReplicaStore {
   readonly #db: Database.Database;
   /** Committed state only (a second connection); the writer itself for ':memory:', which has no file to share. */
@@ -106,6 +127,7 @@ export class SqliteReplicaStore implements ReplicaStore {
     this.#db.pragma('journal_mode = WAL');
     this.#db.pragma('synchronous = NORMAL');
     this.#db.exec(SCHEMA);
+    migrateReasons(this.#db);
     this.#reader = path === ':memory:' ? this.#db : new Database(path, { readonly: true, fileMustExist: true });
   }
 
@@ -229,9 +251,10 @@ export class SqliteReplicaStore implements ReplicaStore {
       deleteRow: (table, row) => void run('DELETE FROM rows WHERE tbl = ? AND row = ?', table, row),
       park: (envelope) =>
         void run(
-          'INSERT OR REPLACE INTO parked (outer_id, parked_at, record) VALUES (?, ?, ?)',
+          'INSERT OR REPLACE INTO parked (outer_id, parked_at, reason, record) VALUES (?, ?, ?, ?)',
           envelope.outerId,
           envelope.parkedAt,
+          envelope.reason,
           pack(envelope),
         ),
       unpark: (outerId) => void run('DELETE FROM parked WHERE outer_id = ?', outerId),
@@ -254,7 +277,13 @@ export class SqliteReplicaStore implements ReplicaStore {
         return row && (unpack(row.record) as RejectionRecord).reason;
       },
       withhold: (w) =>
-        void run('INSERT OR REPLACE INTO withheld (outer_id, at, record) VALUES (?, ?, ?)', w.outerId, w.at, pack(w)),
+        void run(
+          'INSERT OR REPLACE INTO withheld (outer_id, at, reason, record) VALUES (?, ?, ?, ?)',
+          w.outerId,
+          w.at,
+          w.reason,
+          pack(w),
+        ),
       withheldRecord: (outerId) => {
         const row = one<{ record: Uint8Array }>('SELECT record FROM withheld WHERE outer_id = ?', outerId);
         return row && (unpack(row.record) as WithheldRecord);
@@ -369,6 +398,16 @@ export class SqliteReplicaStore implements ReplicaStore {
 
   async parkedCount(): Promise<number> {
     return (await this.#one<{ n: number }>('SELECT count(*) AS n FROM parked'))!.n;
+  }
+
+  async reasonCounts(): Promise<ReasonCounts> {
+    const count = async (table: 'parked' | 'withheld') =>
+      Object.fromEntries(
+        (
+          await this.#all<{ reason: string; n: number }>(`SELECT reason, count(*) AS n FROM ${table} GROUP BY reason`)
+        ).map((r) => [r.reason, r.n]),
+      );
+    return { parked: await count('parked'), withheld: await count('withheld') };
   }
 
   async rejections(limit: number): Promise<RejectionRecord[]> {

@@ -501,6 +501,7 @@ export class CrashingStore implements ReplicaStore {
   row = (table: string, row: string) => this.inner.row(table, row);
   parked = (limit: number) => this.inner.parked(limit);
   parkedCount = () => this.inner.parkedCount();
+  reasonCounts = () => this.inner.reasonCounts();
   rejections = (limit: number) => this.inner.rejections(limit);
   resurrections = (limit: number) => this.inner.resurrections(limit);
 }

@@ -459,6 +459,41 @@ function replicaStoreSuite(name: string, create: () => ReplicaStore): void {
       expect(await store.parkedCount()).toBe(1);
     });
 
+    it('counts parked and withheld envelopes by reason, following parking again, unparking and releasing', async () => {
+      const store = create();
+      expect(await store.reasonCounts()).toEqual({ parked: {}, withheld: {} });
+      const parked = [parkedEnvelope('UnknownSigner', 1), parkedEnvelope('ChainGap', 2), parkedEnvelope('ChainGap', 3)];
+      const held = (n: number, reason: WithheldRecord['reason']): WithheldRecord => ({
+        outerId: fixedId(50 + n),
+        eventId: '',
+        chain: '',
+        seq: n,
+        table: '',
+        lane: 'trusted',
+        reason,
+        at: n,
+      });
+      await store.transact(async (tx) => {
+        for (const p of parked) await tx.park(p);
+        await tx.park({ ...parked[0]!, reason: 'ClockSkew' }); // parked again: counted under its new reason
+        await tx.withhold(held(1, 'NotEligible'));
+        await tx.withhold(held(2, 'NotEligible'));
+        await tx.withhold(held(3, 'NotSyncable'));
+      });
+      expect(await store.reasonCounts()).toEqual({
+        parked: { ClockSkew: 1, ChainGap: 2 },
+        withheld: { NotEligible: 2, NotSyncable: 1 },
+      });
+      await store.transact(async (tx) => {
+        await tx.unpark(parked[1]!.outerId);
+        await tx.release(held(3, 'NotSyncable').outerId);
+      });
+      expect(await store.reasonCounts()).toEqual({
+        parked: { ClockSkew: 1, ChainGap: 1 },
+        withheld: { NotEligible: 2 },
+      });
+    });
+
     it('records rejections by outer id', async () => {
       const store = create();
       const records = [rejection('SignatureInvalid', 1), rejection('ChainFork', 2), rejection('MalformedEvent', 3)];
@@ -611,6 +646,28 @@ replicaStoreSuite(
 );
 
 describe('Dexie schema upgrade', () => {
+  it('v4 parked and withheld records are counted by reason once the v5 index is built on open', async () => {
+    const name = `replica-store-reasons-${hex(4)}`;
+    const v4 = new Dexie(name);
+    const stores = {
+      log: '++pos, &outerId, eventId, rowKey, [signer+seq], [rowKey+op]',
+      heads: 'signer',
+      rows: '[table+row], table',
+      cursors: 'peer',
+      meta: 'key',
+      watermarks: 'peer',
+      parked: 'outerId, parkedAt',
+      rejected: 'outerId, at',
+      resurrections: 'key, deleteId, editId, at',
+      withheld: 'outerId, at',
+    };
+    v4.version(4).stores(stores);
+    await v4.table('parked').bulkAdd([parkedEnvelope('ChainGap', 1), parkedEnvelope('UnknownSigner', 2)]);
+    v4.close();
+    const store = new DexieReplicaStore(new NodeDatabase(name));
+    expect(await store.reasonCounts()).toEqual({ parked: { ChainGap: 1, UnknownSigner: 1 }, withheld: {} });
+  });
+
   it('v2 logs gain the [rowKey+op] index on open, so per-op row history still finds old entries', async () => {
     const name = `replica-store-upgrade-${hex(4)}`;
     const v2 = new Dexie(name);
@@ -643,6 +700,33 @@ describe('Dexie schema upgrade', () => {
 });
 
 describe('SQLite store on disk', () => {
+  it('gives parked and withheld records of an earlier schema their reason column, counted as before', async () => {
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const Database = (await import('better-sqlite3')).default;
+    const { encodeCbor } = await import('../../src/core/cbor.js');
+    const dir = mkdtempSync(join(tmpdir(), 'sov-sqlite-reasons-'));
+    try {
+      const path = join(dir, 'replica.sqlite');
+      new SqliteReplicaStore(path).close();
+      const raw = new Database(path);
+      raw.exec(
+        'DROP TABLE parked; CREATE TABLE parked (outer_id TEXT PRIMARY KEY, parked_at INTEGER NOT NULL, record BLOB NOT NULL);' +
+          'DROP TABLE withheld; CREATE TABLE withheld (outer_id TEXT PRIMARY KEY, at INTEGER NOT NULL, record BLOB NOT NULL);',
+      );
+      const old = parkedEnvelope('ChainGap', 1);
+      raw.prepare('INSERT INTO parked VALUES (?, ?, ?)').run(old.outerId, old.parkedAt, encodeCbor(old));
+      raw.close();
+      const store = new SqliteReplicaStore(path);
+      expect(await store.reasonCounts()).toEqual({ parked: { ChainGap: 1 }, withheld: {} });
+      expect(plain(await store.parked(10))).toEqual(plain([old]));
+      store.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('keeps what committed across a reopen, and nothing of a transaction that threw', async () => {
     const { mkdtempSync, rmSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
