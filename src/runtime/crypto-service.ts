@@ -34,6 +34,7 @@ import type { DomainName } from '../core/schema.js';
 import { decodeSealed, openSealed, type SealedEvent, type SealError, type SealLane } from '../core/seal.js';
 import type { PrivacyClass } from '../core/sync-manifest.js';
 import { decodeTicket, encodeTicket, type TicketError } from '../core/ticket.js';
+import { loadGenerations } from '../storage/domain-generations.js';
 import {
   keyStoreOf,
   type IdentityRecord,
@@ -173,14 +174,9 @@ export class CryptoService {
 
   /** Loads the generations the key store holds and this worker does not yet; returns how many. */
   async loadNewDomainKeys(): Promise<number> {
-    let added = 0;
-    for (const record of await this.#db.secretsUnder('domain/')) {
-      const [, domain, gen] = record.name.split('/');
-      if (!domain || this.#domains.get(domain, Number(gen))) continue;
-      this.#domains.add(domain, Number(gen), await this.#unwrap(record.name, record));
-      added++;
-    }
-    return added;
+    const fresh = await loadGenerations(this.#db, this.#id().wrapping, (d, g) => this.#domains.get(d, g) !== undefined);
+    for (const { domain, gen, key } of fresh) this.#domains.add(domain, gen, key);
+    return fresh.length;
   }
 
   /**

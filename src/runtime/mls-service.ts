@@ -41,7 +41,8 @@ import { leafAuthenticator } from '../core/mls/leaf-binding.js';
 import type { Authenticate, MlsProvider } from '../core/mls/provider.js';
 import type { SequencerRejection } from '../core/mls/sequencer.js';
 import { err, ok, type Result } from '../core/result.js';
-import { domainSecretName, keyStoreOf, type KeyDatabase, type KeyStore } from '../storage/key-store.js';
+import { keyStoreOf, type KeyDatabase, type KeyStore } from '../storage/key-store.js';
+import { storedGenerations, wrapGenerations } from '../storage/domain-generations.js';
 import { TsMlsProvider } from './mls/ts-mls-provider.js';
 import { unwrapSecret, wrapSecret } from '../storage/key-wrap.js';
 import { webRandom, webSigner } from './webcrypto.js';
@@ -88,6 +89,7 @@ export class MlsService {
   #deps: DomainDeps | undefined;
   #wrapping: CryptoKey | undefined;
   readonly #members = new Map<string, DomainMember>();
+  /** Generations (`domain/gen`) the key store holds already. */
   readonly #stored = new Set<string>();
   #admitted = new Set<string>();
   #admins = new Set<string>();
@@ -124,9 +126,7 @@ export class MlsService {
             : Promise.resolve(err({ type: 'SequencerUnavailable', reason: 'mls: no relay session' })),
       };
       this.#members.clear();
-      for (const record of await this.#db.secretsUnder('domain/')) {
-        this.#stored.add(record.name);
-      }
+      for (const { domain, gen } of await storedGenerations(this.#db)) this.#stored.add(`${domain}/${gen}`);
       for (const record of await this.#db.secretsUnder(STATE_PREFIX)) {
         const snapshot = decodeSnapshot(await unwrapSecret(identity.wrapping, record.name, record));
         if (snapshot) this.#members.set(snapshot.domain, DomainMember.restore(this.#deps, snapshot));
@@ -308,13 +308,13 @@ export class MlsService {
     this.#members.set(member.domain, member);
     const snapshot = member.snapshot();
     const name = `${STATE_PREFIX}${member.domain}`;
-    const secrets = [{ name, ...(await wrapSecret(this.#wrap(), name, encodeSnapshot(snapshot))) }];
-    for (const g of snapshot.gens) {
-      const gname = domainSecretName(member.domain, g.gen);
-      if (!this.#stored.has(gname)) secrets.push({ name: gname, ...(await wrapSecret(this.#wrap(), gname, g.key)) });
-    }
-    await this.#db.putSecrets(secrets);
-    for (const s of secrets) if (s.name !== name) this.#stored.add(s.name);
+    const generations = snapshot.gens.map((g) => ({ domain: member.domain, gen: g.gen, key: g.key }));
+    const fresh = await wrapGenerations(this.#wrap(), generations, (d, g) => this.#stored.has(`${d}/${g}`));
+    await this.#db.putSecrets([
+      { name, ...(await wrapSecret(this.#wrap(), name, encodeSnapshot(snapshot))) },
+      ...fresh,
+    ]);
+    for (const { domain, gen } of generations) this.#stored.add(`${domain}/${gen}`);
   }
 
   #views(): DomainView[] {

@@ -52,6 +52,7 @@ import { webPmeCipher } from './pme-cipher.js';
 import { httpBaseOf } from './relay-http-client.js';
 import { RelayObjectClient, type ObjectClientError } from './relay-objects-client.js';
 import { unwrapSecret, wrapSecret } from '../storage/key-wrap.js';
+import { loadGenerations } from '../storage/domain-generations.js';
 import { webRandom, webSigner, webVerifier } from './webcrypto.js';
 
 /** A sealed manifest travels in one state-plane cell (core/event.ts MAX_VALUE_CHARS, base64url). */
@@ -247,10 +248,9 @@ export class ObjectService {
     const groupRecord = await this.#keys.secret('group');
     const group = groupRecord ? await unwrapSecret(identity.wrapping, 'group', groupRecord) : undefined;
     this.#loaded = { identity, group };
-    for (const record of await this.#keys.secretsUnder('domain/')) {
-      const [, domain, gen] = record.name.split('/');
-      if (!domain || this.#domains.get(domain, Number(gen))) continue;
-      this.#domains.add(domain, Number(gen), await unwrapSecret(identity.wrapping, record.name, record));
+    const held = (d: string, g: number) => this.#domains.get(d, g) !== undefined;
+    for (const { domain, gen, key } of await loadGenerations(this.#keys, identity.wrapping, held)) {
+      this.#domains.add(domain, gen, key);
     }
     if (relayUrl !== undefined) this.#relayUrl = relayUrl;
     this.#relay = undefined;

@@ -32,9 +32,6 @@ export type IdentityRecord = {
   readonly createdAt: number;
 };
 
-/** The key-store name of one KEK generation of a domain (written by the MLS worker, read by the crypto worker). */
-export const domainSecretName = (domain: string, gen: number): string => `domain/${domain}/${gen}`;
-
 export type SecretRecord = { readonly name: string } & WrappedSecret;
 
 /** A frame request id this machine accepted, kept while a replay could still arrive in its time window. */
