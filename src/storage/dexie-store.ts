@@ -248,11 +248,13 @@ export class DexieReplicaStore implements ReplicaStore {
       }
       return counts;
     };
-    const { parked, withheld } = this.db;
-    return this.db.transaction('r', [parked, withheld], async () => ({
-      parked: await count(parked, PARK_REASONS),
-      withheld: await count(withheld, WITHHELD_REASONS),
-    }));
+    // Two index counts, not one transaction: the panel needs no snapshot of both at once, and a
+    // read transaction of its own would nest in a caller's, which may not span these tables.
+    const [parked, withheld] = await Promise.all([
+      count(this.db.parked, PARK_REASONS),
+      count(this.db.withheld, WITHHELD_REASONS),
+    ]);
+    return { parked, withheld };
   }
 
   rejections(limit: number): Promise<RejectionRecord[]> {
