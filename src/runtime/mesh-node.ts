@@ -33,7 +33,6 @@ import type { ImportProgress, ObjectError, PendingObject } from './object-servic
 import type { QueryResult } from '../core/query/execute.js';
 import type { RelayState } from './relay-connection.js';
 import { RelaySession } from './relay-session.js';
-import { Coalesced } from './coalesce.js';
 import type { MachineStore } from './machine-store.js';
 import {
   buildSnapshot,
@@ -104,10 +103,9 @@ export class MeshNode {
   readonly #joiner: JoinerCeremony;
   #noticeId = 0;
   readonly #listeners = new Set<(snapshot: NodeSnapshot) => void>();
-  readonly #publisher = new Coalesced(async () => {
-    const snapshot = await buildSnapshot(this.#snapshotSources());
-    for (const listener of this.#listeners) listener(snapshot);
-  });
+  /** Snapshots started, and the newest one delivered: an older build that finishes late is dropped. */
+  #snapshotsStarted = 0;
+  #snapshotDelivered = 0;
 
   private constructor(
     crypto: CryptoPort,
@@ -982,10 +980,19 @@ export class MeshNode {
     return manifestView(await this.#store.rows('sync_manifest'), provisional, narrowing);
   }
 
-  /** Coalesced (coalesce.ts): a burst of changes rebuilds what the UI shows once, not once per change. */
-  #publish(): Promise<void> {
-    if (this.#listeners.size === 0) return Promise.resolve();
-    return this.#publisher.request();
+  /**
+   * Builds and delivers a snapshot. Builds run side by side, as they always have; one that finishes
+   * after a newer one was delivered is dropped, so the UI never steps back to older state.
+   * (Coalescing them — one build in flight, one queued — was tried and withdrawn: a build that
+   * hangs, say on a worker busy at start-up, then holds back every later one.)
+   */
+  async #publish(): Promise<void> {
+    if (this.#listeners.size === 0) return;
+    const n = ++this.#snapshotsStarted;
+    const snapshot = await buildSnapshot(this.#snapshotSources());
+    if (n < this.#snapshotDelivered) return;
+    this.#snapshotDelivered = n;
+    for (const listener of this.#listeners) listener(snapshot);
   }
 
   #snapshotSources(): SnapshotSources {

@@ -1,6 +1,6 @@
 /**
  * What the UI shows of a machine, built from its store and state in one pass (mesh-node.ts
- * rebuilds it, coalesced, after changes): rows, machines, sync progress, pairing, domains,
+ * rebuilds it after changes): rows, machines, sync progress, pairing, domains,
  * objects. Everything is read through `SnapshotSources`, so a test can build one from fakes.
  */
 import { DOMAINS, type DomainName } from '../core/schema.js';
