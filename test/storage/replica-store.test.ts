@@ -435,7 +435,8 @@ function replicaStoreSuite(name: string, create: () => ReplicaStore): void {
 
     it('parks, lists, counts and unparks envelopes; parking again replaces', async () => {
       const store = create();
-      const [one, two] = [parkedEnvelope('UnknownSigner', 1), parkedEnvelope('ChainGap', 2)];
+      // `two` was held opaque at log position 7 before it could be opened: it keeps that place.
+      const [one, two] = [parkedEnvelope('UnknownSigner', 1), { ...parkedEnvelope('ChainGap', 2), fill: 7 }];
       await store.transact(async (tx) => {
         await tx.park(one);
         await tx.park(two);
