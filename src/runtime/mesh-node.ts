@@ -23,6 +23,7 @@ import {
   type PrivacyClass,
 } from '../core/sync-manifest.js';
 import { DexieReplicaStore, NodeDatabase } from '../storage/dexie-store.js';
+import { errorName } from '../storage/key-wrap.js';
 import { systemClock } from './clock.js';
 import type { CryptoService, IdentityView, InboundMessage, JoinError, PeerAddress } from './crypto-service.js';
 import { InviterCeremony } from './pairing-inviter.js';
@@ -316,14 +317,17 @@ export class MeshNode {
 
   /** Founds a mesh on this machine, which becomes its first admin. */
   async createMesh(name: string, relay: string): Promise<void> {
-    const created = await this.#crypto.createMesh();
+    const created = await during('create the mesh secret', () => this.#crypto.createMesh());
     if (!created.ok) throw new Error('mesh: this machine already belongs to a mesh');
     this.#identity = created.value;
     const self = this.#identity.signer;
-    await this.#saveMeta({ status: 'member', relay, name, anchors: [self], anchorPeers: [] });
-    await this.#syncKeyring();
-    const founded = await this.#domains.found();
+    await during('save the mesh', async () => {
+      await this.#saveMeta({ status: 'member', relay, name, anchors: [self], anchorPeers: [] });
+      await this.#syncKeyring();
+    });
+    const founded = await during('found the domains', () => this.#domains.found());
     if (!founded.ok) throw new Error(`mesh: could not found the domains (${founded.error.type})`);
+    const kp = await during('make a standing key package', () => this.#domains.standingKeyPackage());
     for (const [table, row, cols] of [
       ['keyring', self, { endpoint: this.#identity.endpoint, frame: this.#identity.frame, name }],
       ['roles', self, { role: 'admin' }],
@@ -332,13 +336,13 @@ export class MeshNode {
       ['sync_manifest', 'field_notes', { class: 'public' }],
       ['sync_manifest', 'object_catalog', { class: 'public' }],
       ['sync_manifest', 'object_access', { class: 'public' }],
-      ['key_packages', `${self}:mls`, { kp: await this.#domains.standingKeyPackage() }],
+      ['key_packages', `${self}:mls`, { kp }],
     ] as const) {
-      const written = await this.#replica.write(table, row, cols);
+      const written = await during(`record ${table}`, () => this.#replica.write(table, row, cols));
       if (!written.ok) throw new Error(`mesh: could not record this machine (${written.error.type})`);
     }
     this.#announce();
-    await this.#startRelay();
+    await during('start the relay session', () => this.#startRelay());
   }
 
   /**
@@ -1024,4 +1028,18 @@ export class MeshNode {
 
 function domainErrorText(e: DomainsError): string {
   return 'reason' in e ? e.reason : e.type;
+}
+
+/**
+ * Runs one step of a longer action; an exception it throws says which step and what kind
+ * of error (the engine's DOMException messages alone, such as WebKit's "The operation
+ * failed for an operation-specific reason", do not say where they came from).
+ */
+async function during<T>(doing: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (e) {
+    const message = e instanceof Error ? e.message : String(e);
+    throw new Error(`mesh: could not ${doing}: ${errorName(e)}: ${message}`, { cause: e });
+  }
 }

@@ -47,12 +47,28 @@ export async function wrapSecret(key: CryptoKey, label: string, secret: Uint8Arr
   return { iv, ct: new Uint8Array(ct) };
 }
 
+/**
+ * The secret wrapped under `label`. A record that does not open (another machine key,
+ * another label, damaged bytes) is an error naming the label and the engine's reason,
+ * never the bare DOMException, so the step that met it can be told apart.
+ */
 export async function unwrapSecret(key: CryptoKey, label: string, wrapped: WrappedSecret): Promise<Uint8Array> {
   const additionalData = new TextEncoder().encode(`sov/1/wrap/${label}`);
-  const plain = await crypto.subtle.decrypt(
-    { name: 'AES-GCM', iv: buf(wrapped.iv), additionalData },
-    key,
-    buf(wrapped.ct),
-  );
-  return new Uint8Array(plain);
+  try {
+    const plain = await crypto.subtle.decrypt(
+      { name: 'AES-GCM', iv: buf(wrapped.iv), additionalData },
+      key,
+      buf(wrapped.ct),
+    );
+    return new Uint8Array(plain);
+  } catch (e) {
+    throw new Error(`key store: the kept secret "${label}" does not open under this machine's key (${errorName(e)})`, {
+      cause: e,
+    });
+  }
+}
+
+/** An error's name for a message (`OperationError`, `TypeError`…), whatever was thrown. */
+export function errorName(e: unknown): string {
+  return e instanceof Error ? e.name : typeof e;
 }
