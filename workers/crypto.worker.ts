@@ -1,14 +1,29 @@
 /**
- * Crypto worker entry point: exposes the CryptoService over comlink. Private
- * keys, the group secret and domain keys live only in this worker's memory and
- * in its IndexedDB key store; the UI thread gets public values and ciphertext.
+ * Crypto worker entry point: the CryptoService and, beside it, the state plane's
+ * apply path (StateService), both over comlink. Private keys, the group secret and
+ * domain keys live only in this worker's memory and in its IndexedDB key store; the
+ * replica opens, verifies, records and materialises frames here, against IndexedDB,
+ * so envelopes never cross to the UI thread and the keys are never copied to another
+ * worker. The UI thread gets public values, ciphertext and change summaries.
  */
-import { expose } from 'comlink';
+import { expose, proxy } from 'comlink';
 import { systemClock } from '../src/runtime/clock.js';
 import { CryptoService } from '../src/runtime/crypto-service.js';
+import { browserEnv } from '../src/runtime/machine-env.js';
+import { StateService, stateCryptoOf } from '../src/runtime/state-service.js';
+import { DexieReplicaStore, NodeDatabase } from '../src/storage/dexie-store.js';
 import { KeyDatabase } from '../src/storage/key-store.js';
 
-const service = new CryptoService(new KeyDatabase(), systemClock);
-expose(service);
+const crypto = new CryptoService(new KeyDatabase(), systemClock);
+const state = new StateService({
+  store: new DexieReplicaStore(new NodeDatabase('sov-node')),
+  crypto: async () => stateCryptoOf(crypto),
+  self: async () => crypto.view().signer,
+  clock: systemClock,
+  withLock: browserEnv.withLock,
+});
 
-export type CryptoWorkerApi = CryptoService;
+const api = { crypto: proxy(crypto), state: proxy(state) };
+expose(api);
+
+export type CryptoWorkerApi = typeof api;

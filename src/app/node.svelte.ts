@@ -6,7 +6,7 @@
 import { proxy, wrap } from 'comlink';
 import { saveFile } from './save.js';
 import { missingFeatures, missingFeaturesMessage } from './features.ts';
-import type { CryptoService } from '../runtime/crypto-service.js';
+import type { CryptoWorkerApi } from '../../workers/crypto.worker.ts';
 import type { MlsService } from '../runtime/mls-service.js';
 import type { ObjectService } from '../runtime/object-service.js';
 import type { QueryResult, RowsFound } from '../core/query/execute.js';
@@ -50,11 +50,14 @@ export class NodeStore {
         type: 'module',
         name: 'parquet',
       });
-      this.#node = await MeshNode.open(
-        wrap<CryptoService>(worker),
-        wrap<MlsService>(mlsWorker),
-        wrap<ObjectService>(parquetWorker),
-      );
+      // The crypto worker holds the keys and, beside them, the state plane's apply path.
+      const keyHolder = wrap<CryptoWorkerApi>(worker);
+      this.#node = await MeshNode.open({
+        crypto: keyHolder.crypto,
+        state: keyHolder.state,
+        mls: wrap<MlsService>(mlsWorker),
+        objects: wrap<ObjectService>(parquetWorker),
+      });
       this.#node.subscribe((s) => (this.snapshot = s));
       this.persisted = 'storage' in navigator ? await navigator.storage.persist().catch(() => false) : false;
     } catch (e) {

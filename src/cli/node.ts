@@ -29,6 +29,7 @@ import { MeshNode, type NodeSnapshot } from '../runtime/mesh-node.js';
 import { MlsService } from '../runtime/mls-service.js';
 import { ObjectService } from '../runtime/object-service.js';
 import { inProcess } from '../runtime/ports.js';
+import { StateService, stateCryptoOf } from '../runtime/state-service.js';
 import { SqliteKeyStore } from '../storage/sqlite-key-store.js';
 import { SqliteObjectStore } from '../storage/sqlite-object-store.js';
 import { SqliteReplicaStore } from '../storage/sqlite-replica-store.js';
@@ -123,9 +124,23 @@ export async function nodeMain(argv: readonly string[]): Promise<number> {
   // The services run in this process, called directly where a browser calls its workers.
   const crypto = new CryptoService(keys, systemClock);
   const mls = new MlsService(keys);
-  const node = await MeshNode.open(inProcess(crypto), inProcess(mls), new ObjectService(keys, objects, systemClock), {
+  const env = soloEnv(() => stop(1, 'the join was abandoned; start again with --join and a new ticket'));
+  const state = new StateService({
     store: replica,
-    env: soloEnv(() => stop(1, 'the join was abandoned; start again with --join and a new ticket')),
+    crypto: async () => stateCryptoOf(crypto),
+    self: async () => crypto.view().signer,
+    clock: systemClock,
+    withLock: env.withLock,
+  });
+  const services = {
+    crypto: inProcess(crypto),
+    state: inProcess(state),
+    mls: inProcess(mls),
+    objects: new ObjectService(keys, objects, systemClock),
+  };
+  const node = await MeshNode.open(services, {
+    store: replica,
+    env,
     ...(args.role === 'archive' ? { defaultPlacement: '*' as const } : {}),
   });
   const identity = crypto.view();

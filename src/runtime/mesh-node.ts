@@ -6,25 +6,17 @@
  * through `subscribe` and never sees a key.
  */
 import { proxy } from 'comlink';
-import type { CryptoPort, MlsPort } from './ports.js';
+import type { CryptoPort, MlsPort, StatePort } from './ports.js';
 import { fromHex, toHex } from '../core/bytes.js';
-import type { IngestOutcome, WriteError, WriteOutcome } from '../core/replica.js';
-import { Replica } from '../core/replica.js';
+import type { WriteError, WriteOutcome } from '../core/replica.js';
 import { err, ok, type Result } from '../core/result.js';
 import { DOMAINS, isDomainName, type ColumnValue, type DomainName } from '../core/schema.js';
 import type { DomainItems } from '../core/peer-wire.js';
 import type { Resurrection } from '../core/store.js';
-import { SyncEngine } from '../core/sync.js';
-import {
-  isClassifiable,
-  isPrivacyClass,
-  manifestPolicy,
-  type LocalClassChoices,
-  type PrivacyClass,
-} from '../core/sync-manifest.js';
+import { isClassifiable, isPrivacyClass, type LocalClassChoices, type PrivacyClass } from '../core/sync-manifest.js';
 import { DexieReplicaStore, NodeDatabase } from '../storage/dexie-store.js';
 import { errorName } from '../storage/key-wrap.js';
-import { systemClock } from './clock.js';
+import type { ChangeSummary, StateConfig } from './state-service.js';
 import type { CryptoService, IdentityView, InboundMessage, JoinError, PeerAddress } from './crypto-service.js';
 import { InviterCeremony } from './pairing-inviter.js';
 import { JoinerCeremony } from './pairing-joiner.js';
@@ -86,8 +78,10 @@ export class MeshNode {
   readonly #mls: MlsPort;
   readonly #store: MachineStore;
   readonly #env: MachineEnv;
-  readonly #replica: Replica;
-  readonly #sync: SyncEngine;
+  /** The state plane's apply path: the replica and delivery engine, where the keys are (state-service.ts). */
+  readonly #state: StatePort;
+  /** Endpoints this machine delivers to, as last configured into the state plane. */
+  #peers: readonly string[] = [];
   readonly #tabs: SessionPort;
   #identity: IdentityView;
   #meta: MeshMeta | undefined;
@@ -110,6 +104,7 @@ export class MeshNode {
 
   private constructor(
     crypto: CryptoPort,
+    state: StatePort,
     mls: MlsPort,
     identity: IdentityView,
     store: MachineStore,
@@ -131,7 +126,7 @@ export class MeshNode {
         this.#identity = await crypto.view();
         await this.#objects?.keysChanged();
         // A new generation may open rows this machine held without reading: take them in.
-        if (this.#meta?.status === 'member') this.#applied(await this.#replica.reopen());
+        if (this.#meta?.status === 'member') this.#changed(await this.#state.reopen());
       },
       sendTo: async (signer, message) => {
         const machine = this.#machines.find((m) => m.signer === signer && !m.removed);
@@ -160,7 +155,7 @@ export class MeshNode {
         service: objects,
         self: () => this.#identity.signer,
         relayUrl: () => this.#meta?.relay,
-        write: (table, row, cols) => this.#local(() => this.#replica.write(table, row, cols)),
+        write: (table, row, cols) => this.#local(() => this.#state.write(table, row, cols)),
         rows: (table) => store.rows(table),
         online: () => this.#online() && this.#meta?.status === 'member',
         catchUp: () => this.#domains.catchUp(),
@@ -169,33 +164,7 @@ export class MeshNode {
         changed: () => void this.#publish(),
         defaultPlacement,
       });
-    const trust = { self: identity.signer, anchors: () => this.#meta?.anchors ?? [] };
-    this.#replica = new Replica({
-      store,
-      signer: { publicKey: fromHex(identity.signer)!, sign: (m) => crypto.sign(m) },
-      verifier: { verify: (k, m, s) => crypto.verify(k, m, s) },
-      envelopes: { seal: (d, e, lane) => crypto.sealEvent(d, e, lane), open: (s) => crypto.openEvent(s) },
-      trust,
-      privacy: manifestPolicy(trust, () => this.#classChoices()),
-      clock: systemClock,
-      withLock: env.withLock,
-    });
-    this.#sync = new SyncEngine(
-      this.#replica,
-      store,
-      {
-        send: async (peer, message) => {
-          const address = this.#addressOf(peer);
-          if (!address) return this.#count('NoFrameKey');
-          this.#sendTo(peer, await crypto.sealMessage(address, message));
-        },
-      },
-      {
-        onApplied: (outcomes) => this.#applied(outcomes),
-        trusted: (peer) => this.#machines.some((m) => m.endpoint === peer && m.trusted && !m.removed),
-        trustGrant: () => this.#trustGrant(),
-      },
-    );
+    this.#state = state;
     [this.#inviter, this.#joiner] = this.#ceremonies(crypto);
   }
 
@@ -224,14 +193,14 @@ export class MeshNode {
         return added.ok ? added : err({ type: added.error.type, text: domainErrorText(added.error) });
       },
       recordMachine: async (signer, cols) => {
-        const written = await this.#replica.write('keyring', signer, cols);
+        const written = await this.#state.write('keyring', signer, cols);
         if (written.ok) await this.#refreshPeers();
         return written;
       },
       joined: async () => {
         this.#announce();
         await this.#refreshPeers();
-        await this.#sync.offerAll();
+        await this.#state.offerAll();
       },
       now: () => Date.now(),
       random: (n) => globalThis.crypto.getRandomValues(new Uint8Array(n)),
@@ -248,20 +217,6 @@ export class MeshNode {
     return [inviter, joiner];
   }
 
-  /**
-   * The grant that makes this machine trusted, named so a new grant (after trust
-   * was withdrawn) starts a new sweep: "admin" for admins, else the stamp of the
-   * keyring cell that set `trusted`; undefined while not trusted.
-   */
-  async #trustGrant(): Promise<string | undefined> {
-    const self = this.#identity.signer;
-    if ((this.#meta?.anchors ?? []).includes(self)) return 'admin';
-    if ((await this.#store.row('roles', self))?.cells['role']?.value === 'admin') return 'admin';
-    const cell = (await this.#store.row('keyring', self))?.cells['trusted'];
-    if (cell?.value !== true) return undefined;
-    return `${cell.stamp.ms}.${cell.stamp.counter}.${toHex(cell.stamp.node).slice(0, 16)}`;
-  }
-
   #classChoices(): LocalClassChoices {
     return {
       narrowing: new Map(Object.entries(this.#meta?.narrowing ?? {})),
@@ -270,13 +225,18 @@ export class MeshNode {
   }
 
   /**
-   * `objects`: the Parquet worker; without it this machine has no object plane. A
-   * browser needs no options; a headless machine passes its SQLite store and `soloEnv`.
+   * Opens this machine on its services. A browser needs no options; a headless machine
+   * passes its SQLite store and `soloEnv`.
    */
   static async open(
-    crypto: CryptoPort,
-    mls: MlsPort,
-    objects?: ObjectPort,
+    services: {
+      readonly crypto: CryptoPort;
+      /** The apply path, beside the keys: the crypto worker in a browser, in-process in Node. */
+      readonly state: StatePort;
+      readonly mls: MlsPort;
+      /** The Parquet worker; without it this machine has no object plane. */
+      readonly objects?: ObjectPort;
+    },
     options: {
       readonly store?: MachineStore;
       readonly env?: MachineEnv;
@@ -284,12 +244,14 @@ export class MeshNode {
       readonly defaultPlacement?: '*';
     } = {},
   ): Promise<MeshNode> {
+    const { crypto, state, mls, objects } = services;
     const identity = await crypto.init();
     await mls.init();
     const store = options.store ?? new DexieReplicaStore(new NodeDatabase('sov-node'));
     const meta = await store.getMeta<MeshMeta>(META_KEY);
     const node = new MeshNode(
       crypto,
+      state,
       mls,
       identity,
       store,
@@ -298,6 +260,13 @@ export class MeshNode {
       options.env ?? browserEnv,
       options.defaultPlacement,
     );
+    await state.attach(
+      proxy({
+        send: (peer: string, body: Uint8Array) => node.#sendTo(peer, body),
+        count: (type: string) => node.#count(type),
+      }),
+    );
+    await node.#configureState();
     await node.#objects?.keysChanged();
     await mls.setSequencer(proxy((bundle: Uint8Array) => node.#domains.sequence(bundle)));
     await node.#domains.refresh();
@@ -338,7 +307,7 @@ export class MeshNode {
       ['sync_manifest', 'object_access', { class: 'public' }],
       ['key_packages', `${self}:mls`, { kp }],
     ] as const) {
-      const written = await during(`record ${table}`, () => this.#replica.write(table, row, cols));
+      const written = await during(`record ${table}`, () => this.#state.write(table, row, cols));
       if (!written.ok) throw new Error(`mesh: could not record this machine (${written.error.type})`);
     }
     this.#announce();
@@ -386,11 +355,11 @@ export class MeshNode {
   }
 
   editProfile(row: string, cols: Record<string, ColumnValue>): Promise<Result<WriteOutcome, WriteError>> {
-    return this.#local(() => this.#replica.write('device_profiles', row, cols));
+    return this.#local(() => this.#state.write('device_profiles', row, cols));
   }
 
   deleteProfile(row: string): Promise<Result<WriteOutcome, WriteError>> {
-    return this.#local(() => this.#replica.delete('device_profiles', row));
+    return this.#local(() => this.#state.delete('device_profiles', row));
   }
 
   /** Admin: sets a data table's mesh-wide privacy class (a signed control record). */
@@ -398,7 +367,7 @@ export class MeshNode {
     if (!isClassifiable(table) || !isPrivacyClass(privacy)) {
       return Promise.resolve(err({ type: 'InvalidEdit', reason: `${table} takes no privacy class` }));
     }
-    return this.#local(() => this.#replica.write('sync_manifest', table, { class: privacy }));
+    return this.#local(() => this.#state.write('sync_manifest', table, { class: privacy }));
   }
 
   /**
@@ -415,7 +384,7 @@ export class MeshNode {
     await this.#saveMeta({ ...meta, narrowing: Object.fromEntries([...others, ...chosen]) });
     this.#announce();
     await this.#publish();
-    await this.#sync.askAgain();
+    await this.#state.askAgain();
   }
 
   /** Admin: marks a machine trusted (it may then hold Trusted tables) or not. */
@@ -424,7 +393,7 @@ export class MeshNode {
       return Promise.resolve(err({ type: 'InvalidEdit', reason: 'not a machine of this mesh' }));
     }
     return this.#local(async () => {
-      const written = await this.#replica.write('keyring', signer, { trusted });
+      const written = await this.#state.write('keyring', signer, { trusted });
       // Re-reads the keyring: a peer trusted now is offered the trusted lane from here on.
       if (written.ok) await this.#refreshPeers();
       return written;
@@ -455,7 +424,7 @@ export class MeshNode {
       return Promise.resolve(err({ type: 'InvalidEdit', reason: 'not a fingerprint (xxxx-xxxx-xxxx-xxxx)' }));
     }
     return this.#local(() =>
-      this.#replica.write('vouches', `${this.#identity.signer}:${fp}`, { candidate: fp, note: '' }),
+      this.#state.write('vouches', `${this.#identity.signer}:${fp}`, { candidate: fp, note: '' }),
     );
   }
 
@@ -466,7 +435,7 @@ export class MeshNode {
         err({ type: 'InvalidEdit', reason: 'vouches needed must be a whole number from 1 to 16' }),
       );
     }
-    return this.#local(() => this.#replica.write('settings', 'vouch_k', { value: k }));
+    return this.#local(() => this.#state.write('settings', 'vouch_k', { value: k }));
   }
 
   async #vouchers(): Promise<Map<string, string[]>> {
@@ -496,9 +465,7 @@ export class MeshNode {
     if (!this.#online()) return invalid('connect to the relay first: the sequencer orders the change');
     const live = new Set(this.#machines.filter((m) => !m.removed).map((m) => m.signer));
     const members = readers.filter((r) => r !== this.#identity.signer && live.has(r));
-    const recorded = await this.#local(() =>
-      this.#replica.write('domains', domain, { purpose: purpose.slice(0, 200) }),
-    );
+    const recorded = await this.#local(() => this.#state.write('domains', domain, { purpose: purpose.slice(0, 200) }));
     if (!recorded.ok) return invalid(recorded.error.type);
     const created = await this.#domains.create(domain, members);
     await this.#publish();
@@ -529,11 +496,11 @@ export class MeshNode {
     if (!this.#identity.member || !this.#domains.views.some((v) => v.domain === domain && !v.removed && !v.awaiting)) {
       return Promise.resolve(err({ type: 'InvalidEdit', reason: `this machine cannot write into ${domain}` }));
     }
-    return this.#local(() => this.#replica.write('field_notes', row, { title, text }));
+    return this.#local(() => this.#state.write('field_notes', row, { title, text }));
   }
 
   deleteNote(row: string): Promise<Result<WriteOutcome, WriteError>> {
-    return this.#local(() => this.#replica.delete('field_notes', row));
+    return this.#local(() => this.#state.delete('field_notes', row));
   }
 
   #objectPlane(): Result<MeshObjects, ObjectError> {
@@ -596,7 +563,7 @@ export class MeshNode {
 
   /** Admin: which domains' objects a machine stores (`*`, names separated by commas, or '' for none). */
   setPlacement(signer: string, domains: string): Promise<Result<WriteOutcome, WriteError>> {
-    return this.#local(() => this.#replica.write(PLACEMENT_TABLE, signer, { domains }));
+    return this.#local(() => this.#state.write(PLACEMENT_TABLE, signer, { domains }));
   }
 
   /**
@@ -616,7 +583,7 @@ export class MeshNode {
 
   /** Removes a machine for good: its later events, bindings and sessions fail closed everywhere. */
   async removeMachine(signer: string): Promise<Result<WriteOutcome, WriteError>> {
-    const removed = await this.#local(() => this.#replica.remove(signer));
+    const removed = await this.#local(() => this.#state.remove(signer));
     if (removed.ok) {
       await this.#refreshPeers();
       await this.#pushAdmission();
@@ -630,7 +597,7 @@ export class MeshNode {
     if (written.ok) {
       this.#resurrected(written.value.resurrections);
       this.#announce();
-      await this.#sync.offerAll();
+      await this.#state.offerAll();
       await this.#publish();
     }
     return written;
@@ -639,6 +606,19 @@ export class MeshNode {
   async #saveMeta(meta: MeshMeta): Promise<void> {
     this.#meta = meta;
     await this.#store.setMeta(META_KEY, meta);
+    await this.#configureState();
+  }
+
+  /** Tells the state plane what it must know of the mesh (state-service.ts `StateConfig`). */
+  async #configureState(): Promise<void> {
+    const config: StateConfig = {
+      anchors: this.#meta?.anchors ?? [],
+      narrowing: this.#meta?.narrowing ?? {},
+      provisional: this.#meta?.provisionalClasses ?? {},
+      peers: this.#peers.map((endpoint) => this.#addressOf(endpoint) ?? { endpoint, frame: '' }),
+      trusted: this.#machines.filter((m) => m.trusted && !m.removed).map((m) => m.endpoint),
+    };
+    await this.#state.configure(config);
   }
 
   #isAdmin(): boolean {
@@ -697,7 +677,7 @@ export class MeshNode {
 
   /** The correctness backstop behind realtime push: re-offer everything unacknowledged. */
   async #batchCycle(online: boolean): Promise<void> {
-    await this.#sync.resend();
+    await this.#state.resend();
     if (online && this.#meta?.status === 'member') {
       await this.#domains.catchUp();
       void this.#objects?.sync();
@@ -709,7 +689,7 @@ export class MeshNode {
 
   /** Parked envelopes whose reason may have passed (the clock moved on) get another look. */
   async #reevaluate(): Promise<void> {
-    this.#applied(await this.#replica.reevaluate());
+    this.#changed(await this.#state.reevaluate());
     await this.#publish();
   }
 
@@ -731,7 +711,7 @@ export class MeshNode {
     if (!this.#relay) await this.#mls.init();
     await this.#domains.refresh();
     await this.#startRelay();
-    if (this.#relay) await this.#sync.offerAll();
+    if (this.#relay) await this.#state.offerAll();
     await this.#publish();
   }
 
@@ -739,7 +719,7 @@ export class MeshNode {
     if (state === 'ready') void this.#attachSequencer().then(() => this.#onReady());
     else if (state === 'offline') {
       this.#domains.detach();
-      this.#sync.disconnected();
+      void this.#state.disconnected();
     }
     void this.#publish();
   }
@@ -810,7 +790,7 @@ export class MeshNode {
       case 'mls-groupinfo': {
         if (this.#meta?.status !== 'member') return this.#count('NotYetMember');
         const sender = this.#machines.find((m) => m.endpoint === from && !m.removed);
-        if (!sender || !this.#sync.peers.includes(from)) return this.#count('UnknownEndpoint');
+        if (!sender || !this.#peers.includes(from)) return this.#count('UnknownEndpoint');
         if (message.t === 'mls-heads') return this.#domains.heads(message.receipts);
         if (message.t === 'mls-groupinfo-request')
           return this.#domains.groupInfoRequested(sender.signer, message.domain);
@@ -829,8 +809,8 @@ export class MeshNode {
       case 'resent':
         if (this.#meta?.status !== 'member') return this.#count('NotYetMember');
         // Removed machines are not peers: their frames fail closed here, before any import.
-        if (!this.#sync.peers.includes(from)) return this.#count('UnknownEndpoint');
-        return this.#sync.receive(from, message);
+        if (!this.#peers.includes(from)) return this.#count('UnknownEndpoint');
+        return this.#changed(await this.#state.receive(from, message));
     }
   }
 
@@ -874,9 +854,10 @@ export class MeshNode {
     }
     endpoints.delete(this.#identity.endpoint);
     endpoints.delete('');
-    this.#sync.setPeers(endpoints);
+    this.#peers = [...endpoints];
+    await this.#configureState();
     await this.#syncKeyring();
-    if (changed) await this.#sync.askAgain();
+    if (changed) await this.#state.askAgain();
   }
 
   /**
@@ -907,7 +888,7 @@ export class MeshNode {
     const row = `${this.#identity.signer}:mls`;
     const kp = await this.#domains.standingKeyPackage();
     if ((await this.#store.row('key_packages', row))?.cells['kp']?.value === kp) return;
-    await this.#local(() => this.#replica.write('key_packages', row, { kp }));
+    await this.#local(() => this.#state.write('key_packages', row, { kp }));
   }
 
   /**
@@ -919,7 +900,7 @@ export class MeshNode {
     await this.#domains.catchUp();
     await this.#reconcileDomains();
     await this.#publishStanding();
-    await this.#sync.connected();
+    await this.#state.connected();
   }
 
   /**
@@ -948,16 +929,16 @@ export class MeshNode {
     if (record) this.#relay.admit(record);
   }
 
-  #applied(outcomes: readonly IngestOutcome[]): void {
-    const applied = outcomes.filter((o) => o.type === 'Applied');
-    for (const o of applied) if (o.revoked) this.#count('SignerRemoved');
-    if (applied.length === 0) return;
+  /** What the state plane changed: counts, notices, and trust re-read when a control row moved. */
+  #changed(changes: ChangeSummary): void {
+    for (let i = 0; i < changes.revoked; i++) this.#count('SignerRemoved');
+    if (changes.applied === 0) return;
     this.#announce();
-    this.#resurrected(applied.flatMap((o) => o.resurrections));
-    if (applied.some((o) => o.body.domain === 'CONTROL')) {
+    this.#resurrected(changes.resurrections);
+    if (changes.control) {
       void this.#refreshPeers()
         .then(() => this.#pushAdmission())
-        .then(() => this.#sync.offerAll())
+        .then(() => this.#state.offerAll())
         // A commit refused for a leaf the keyring did not name yet is in the log: take it now.
         .then(() => (this.#online() ? this.#domains.catchUp() : undefined))
         .then(() => this.#reconcileDomains());
@@ -1013,7 +994,7 @@ export class MeshNode {
       }),
       transient: () => this.#transient,
       machines: () => this.#machines,
-      peers: () => this.#sync.peers,
+      peers: () => this.#peers,
       notices: () => this.#notices,
       pairings: (vouchers) => this.#inviter.views(vouchers),
       join: () => this.#joiner.view,

@@ -6,6 +6,7 @@
  */
 import type { CryptoService } from './crypto-service.js';
 import type { MlsService } from './mls-service.js';
+import type { StateService } from './state-service.js';
 
 type Method = (...args: never[]) => unknown;
 
@@ -17,6 +18,7 @@ export type Port<S> = {
 
 export type CryptoPort = Port<CryptoService>;
 export type MlsPort = Port<MlsService>;
+export type StatePort = Port<StateService>;
 
 /** A service in this process as a port: each method call answers with a promise, as a worker's does. */
 export function inProcess<S extends object>(service: S): Port<S> {

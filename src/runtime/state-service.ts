@@ -1,0 +1,295 @@
+/**
+ * The state plane's apply path, in the context that holds the keys: the replica
+ * (open, verify, admit, record, materialise) and the delivery engine over this
+ * machine's store. A browser runs it inside the crypto worker, next to the domain
+ * keys, against IndexedDB; a headless node runs it in its own process against
+ * SQLite. Either way a frame's envelopes are opened, verified and recorded here in
+ * as few store transactions as the batch allows, and the caller gets back a compact
+ * change summary — never the envelopes, never a key.
+ *
+ * What it needs to know of the mesh (anchors, this machine's own privacy choices,
+ * the peers it delivers to and which of them are trusted) is pushed in by the
+ * composition root with `configure`; it sends sealed frames and reports changes
+ * through the outlet the root attaches.
+ */
+import { fromHex, toHex } from '../core/bytes.js';
+import type { Clock, Signer, Verifier } from '../core/ports.js';
+import {
+  Replica,
+  type EnvelopeCrypto,
+  type IngestOutcome,
+  type WriteError,
+  type WriteOutcome,
+} from '../core/replica.js';
+import type { Result } from '../core/result.js';
+import type { ColumnValue } from '../core/schema.js';
+import type { ReplicaStore, Resurrection } from '../core/store.js';
+import { SyncEngine, type DeliveryMessage } from '../core/sync.js';
+import { manifestPolicy, type PrivacyClass } from '../core/sync-manifest.js';
+import type { PeerAddress } from './crypto-service.js';
+
+/** What the state plane is told about the mesh; pushed whenever it changes. */
+export type StateConfig = {
+  /** Signers trusted as admins without a control record (founder, inviter). */
+  readonly anchors: readonly string[];
+  /** Classes this machine narrowed for itself (never replicated). */
+  readonly narrowing: Readonly<Record<string, PrivacyClass>>;
+  /** The manifest the admitting admin sent, followed until the signed records arrive. */
+  readonly provisional: Readonly<Record<string, PrivacyClass>>;
+  /** The peers this machine delivers to: endpoint and bound frame key. */
+  readonly peers: readonly PeerAddress[];
+  /** Endpoints of peers that may hold trusted-lane entries. */
+  readonly trusted: readonly string[];
+};
+
+/** What one call changed, for the UI and the composition root; counts, not contents. */
+export type ChangeSummary = {
+  /** Envelopes applied (rows changed). */
+  readonly applied: number;
+  /** Applied envelopes whose signer has since been removed (counted as refusals). */
+  readonly revoked: number;
+  /** Tables whose rows changed. */
+  readonly tables: readonly string[];
+  /** Whether a CONTROL row changed (keyring, roles, manifest…): trust must be re-read. */
+  readonly control: boolean;
+  readonly resurrections: readonly Resurrection[];
+  /** Envelopes refused, by reason. */
+  readonly rejected: Readonly<Record<string, number>>;
+};
+
+/** How the state plane reaches the rest of the machine. */
+export type StateOutlet = {
+  /** Hands a sealed frame to the relay session for `peer` (an endpoint, hex). */
+  send(peer: string, body: Uint8Array): void;
+  /** A frame could not be sealed for a peer: it has no bound frame key. */
+  count(type: string): void;
+};
+
+/** The crypto a state plane uses, in its own context: sealing, opening and signing stay there. */
+export type StateCrypto = EnvelopeCrypto & {
+  readonly signer: Signer;
+  readonly verifier: Verifier;
+  sealMessage(to: PeerAddress, message: DeliveryMessage): Promise<Uint8Array>;
+};
+
+export const NO_CHANGE: ChangeSummary = {
+  applied: 0,
+  revoked: 0,
+  tables: [],
+  control: false,
+  resurrections: [],
+  rejected: {},
+};
+
+/** Folds ingest outcomes into a change summary. */
+export function summarise(outcomes: readonly IngestOutcome[]): ChangeSummary {
+  let applied = 0;
+  let revoked = 0;
+  const tables = new Set<string>();
+  const resurrections: Resurrection[] = [];
+  const rejected: Record<string, number> = {};
+  let control = false;
+  for (const o of outcomes) {
+    if (o.type === 'Rejected') rejected[o.error.type] = (rejected[o.error.type] ?? 0) + 1;
+    if (o.type !== 'Applied') continue;
+    applied++;
+    if (o.revoked) revoked++;
+    tables.add(o.body.table);
+    if (o.body.domain === 'CONTROL') control = true;
+    resurrections.push(...o.resurrections);
+  }
+  return { applied, revoked, tables: [...tables], control, resurrections, rejected };
+}
+
+/** Two summaries as one. */
+export function mergeSummaries(a: ChangeSummary, b: ChangeSummary): ChangeSummary {
+  if (b === NO_CHANGE) return a;
+  if (a === NO_CHANGE) return b;
+  const rejected: Record<string, number> = { ...a.rejected };
+  for (const [k, n] of Object.entries(b.rejected)) rejected[k] = (rejected[k] ?? 0) + n;
+  return {
+    applied: a.applied + b.applied,
+    revoked: a.revoked + b.revoked,
+    tables: [...new Set([...a.tables, ...b.tables])],
+    control: a.control || b.control,
+    resurrections: [...a.resurrections, ...b.resurrections],
+    rejected,
+  };
+}
+
+const EMPTY_CONFIG: StateConfig = { anchors: [], narrowing: {}, provisional: {}, peers: [], trusted: [] };
+
+export type StateServiceDeps = {
+  readonly store: ReplicaStore;
+  /** This machine's crypto; called only once `self` is known (after the identity exists). */
+  readonly crypto: () => Promise<StateCrypto>;
+  /** This machine's signer id (hex). */
+  readonly self: () => Promise<string>;
+  readonly clock: Clock;
+  /** Serialises applying across every context sharing the store. */
+  readonly withLock: <T>(fn: () => Promise<T>) => Promise<T>;
+};
+
+type Engine = { readonly replica: Replica; readonly sync: SyncEngine; readonly self: string };
+
+export class StateService {
+  readonly #deps: StateServiceDeps;
+  #config: StateConfig = EMPTY_CONFIG;
+  #outlet: StateOutlet | undefined;
+  #engine: Promise<Engine> | undefined;
+  /** What the delivery engine applied during the current call, handed back when it returns. */
+  #changes: ChangeSummary = NO_CHANGE;
+
+  constructor(deps: StateServiceDeps) {
+    this.#deps = deps;
+  }
+
+  /** Where sealed frames and counts go (a comlink proxy of the composition root's outlet in browsers). */
+  attach(outlet: StateOutlet): void {
+    this.#outlet = outlet;
+  }
+
+  /** Tells the state plane what it must know of the mesh; the peers it delivers to follow. */
+  async configure(config: StateConfig): Promise<void> {
+    this.#config = config;
+    (await this.#ready()).sync.setPeers(config.peers.map((p) => p.endpoint));
+  }
+
+  async write(
+    table: string,
+    row: string,
+    cols: Record<string, ColumnValue>,
+  ): Promise<Result<WriteOutcome, WriteError>> {
+    return (await this.#ready()).replica.write(table, row, cols);
+  }
+
+  async delete(table: string, row: string): Promise<Result<WriteOutcome, WriteError>> {
+    return (await this.#ready()).replica.delete(table, row);
+  }
+
+  /** Removes a machine for good (a signed removal with this machine's marks). */
+  async remove(signer: string): Promise<Result<WriteOutcome, WriteError>> {
+    return (await this.#ready()).replica.remove(signer);
+  }
+
+  /** Opens held envelopes a new key generation may open. */
+  async reopen(): Promise<ChangeSummary> {
+    return summarise(await (await this.#ready()).replica.reopen());
+  }
+
+  /** Parked envelopes whose reason may have passed get another look. */
+  async reevaluate(): Promise<ChangeSummary> {
+    return summarise(await (await this.#ready()).replica.reevaluate());
+  }
+
+  /** A delivery message a peer sent (already opened from its frame); durable once it resolves. */
+  async receive(peer: string, message: DeliveryMessage): Promise<ChangeSummary> {
+    const { sync } = await this.#ready();
+    return this.#collect(() => sync.receive(peer, message));
+  }
+
+  /** Offers every peer what it has not acknowledged. */
+  async offerAll(): Promise<void> {
+    await (await this.#ready()).sync.offerAll();
+  }
+
+  /** The batch cycle's backstop: re-offer unacknowledged batches, ask again for what was withheld. */
+  async resend(): Promise<void> {
+    await (await this.#ready()).sync.resend();
+  }
+
+  async connected(): Promise<void> {
+    await (await this.#ready()).sync.connected();
+  }
+
+  async disconnected(): Promise<void> {
+    (await this.#ready()).sync.disconnected();
+  }
+
+  /** Asks every peer again for what it may hold now (trust or classes changed). */
+  async askAgain(): Promise<void> {
+    await (await this.#ready()).sync.askAgain();
+  }
+
+  async #collect(run: () => Promise<void>): Promise<ChangeSummary> {
+    await run();
+    const changes = this.#changes;
+    this.#changes = NO_CHANGE;
+    return changes;
+  }
+
+  #ready(): Promise<Engine> {
+    return (this.#engine ??= this.#build().catch((e: unknown) => {
+      this.#engine = undefined;
+      throw e;
+    }));
+  }
+
+  async #build(): Promise<Engine> {
+    const { store, clock, withLock } = this.#deps;
+    const [self, crypto] = [await this.#deps.self(), await this.#deps.crypto()];
+    const trust = { self, anchors: () => this.#config.anchors };
+    const replica = new Replica({
+      store,
+      signer: crypto.signer,
+      verifier: crypto.verifier,
+      envelopes: crypto,
+      trust,
+      privacy: manifestPolicy(trust, () => ({
+        narrowing: new Map(Object.entries(this.#config.narrowing)),
+        provisional: new Map(Object.entries(this.#config.provisional)),
+      })),
+      clock,
+      withLock,
+    });
+    const sync = new SyncEngine(
+      replica,
+      store,
+      {
+        send: async (peer, message) => {
+          const address = this.#config.peers.find((p) => p.endpoint === peer);
+          if (!address || address.frame === '') return this.#outlet?.count('NoFrameKey');
+          this.#outlet?.send(peer, await crypto.sealMessage(address, message));
+        },
+      },
+      {
+        onApplied: (outcomes) => (this.#changes = mergeSummaries(this.#changes, summarise(outcomes))),
+        trusted: (peer) => this.#config.trusted.includes(peer),
+        trustGrant: () => this.#trustGrant(self),
+      },
+    );
+    return { replica, sync, self };
+  }
+
+  /**
+   * The grant that makes this machine trusted, named so a new grant (after trust
+   * was withdrawn) starts a new sweep: "admin" for admins, else the stamp of the
+   * keyring cell that set `trusted`; undefined while not trusted.
+   */
+  async #trustGrant(self: string): Promise<string | undefined> {
+    const { store } = this.#deps;
+    if (this.#config.anchors.includes(self)) return 'admin';
+    if ((await store.row('roles', self))?.cells['role']?.value === 'admin') return 'admin';
+    const cell = (await store.row('keyring', self))?.cells['trusted'];
+    if (cell?.value !== true) return undefined;
+    return `${cell.stamp.ms}.${cell.stamp.counter}.${toHex(cell.stamp.node).slice(0, 16)}`;
+  }
+}
+
+/** The state crypto of a crypto service in the same context: calls stay in-process. */
+export function stateCryptoOf(crypto: {
+  view(): { readonly signer: string };
+  sign(message: Uint8Array): Promise<Uint8Array>;
+  verify(publicKey: Uint8Array, message: Uint8Array, signature: Uint8Array): Promise<boolean>;
+  sealEvent: EnvelopeCrypto['seal'];
+  openEvent: EnvelopeCrypto['open'];
+  sealMessage(to: PeerAddress, message: DeliveryMessage): Promise<Uint8Array>;
+}): StateCrypto {
+  return {
+    signer: { publicKey: fromHex(crypto.view().signer)!, sign: (m) => crypto.sign(m) },
+    verifier: { verify: (k, m, s) => crypto.verify(k, m, s) },
+    seal: (d, e, lane) => crypto.sealEvent(d, e, lane),
+    open: (s) => crypto.openEvent(s),
+    sealMessage: (to, message) => crypto.sealMessage(to, message),
+  };
+}
