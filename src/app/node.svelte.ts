@@ -10,7 +10,7 @@ import type { CryptoWorkerApi } from '../../workers/crypto.worker.ts';
 import type { MlsService } from '../runtime/mls-service.js';
 import type { ObjectService } from '../runtime/object-service.js';
 import type { QueryResult, RowsFound } from '../core/query/execute.js';
-import { defaultRelayUrl, MeshNode, type NodeSnapshot } from '../runtime/mesh-node.js';
+import { defaultRelayUrl, MeshNode, type NodeSnapshot, type PageQuery, type RowPage } from '../runtime/mesh-node.js';
 import type { Result } from '../core/result.js';
 import type { ColumnValue } from '../core/schema.js';
 import type { PrivacyClass } from '../core/sync-manifest.js';
@@ -106,6 +106,12 @@ export class NodeStore {
 
   async answerJoin(confirmed: boolean): Promise<void> {
     await this.#guard(() => this.#require().answerJoin(confirmed));
+  }
+
+  /** A window of a table's rows (empty until the machine has started). */
+  async page(query: PageQuery): Promise<RowPage> {
+    if (!this.#node) return { total: 0, alive: 0, deleted: 0, offset: 0, rows: [] };
+    return this.#node.page(query);
   }
 
   saveProfile(row: string, cols: Record<string, ColumnValue>): Promise<boolean> {

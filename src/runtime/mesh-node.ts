@@ -35,7 +35,17 @@ import {
   type SnapshotSources,
 } from './node-snapshot.js';
 import { browserEnv, type MachineEnv, type SessionPort } from './machine-env.js';
-import { machinesView, manifestView, vouchesView, vouchThreshold, type Machine, type ManifestEntry } from './views.js';
+import type { Page, PageQuery } from './table-pages.js';
+import {
+  machinesView,
+  manifestView,
+  rowView,
+  vouchesView,
+  vouchThreshold,
+  type Machine,
+  type ManifestEntry,
+  type RowView,
+} from './views.js';
 
 type MeshMeta = {
   readonly status: 'joining' | 'member';
@@ -56,6 +66,9 @@ type MeshMeta = {
 };
 
 export type { Machine, ManifestEntry, RowView } from './views.js';
+export type { PageQuery } from './table-pages.js';
+/** A page of rows as a view shows them (writers by name). */
+export type RowPage = Omit<Page, 'rows'> & { readonly rows: readonly RowView[] };
 export type { PairingView } from './pairing-inviter.js';
 export type { DomainEntry, MeshStatus, NodeSnapshot, Notice } from './node-snapshot.js';
 export type { MachineStore } from './machine-store.js';
@@ -97,6 +110,8 @@ export class MeshNode {
   readonly #inviter: InviterCeremony;
   readonly #joiner: JoinerCeremony;
   #noticeId = 0;
+  /** Grows with every change to rows (snapshot `dataVersion`). */
+  #dataVersion = 0;
   readonly #listeners = new Set<(snapshot: NodeSnapshot) => void>();
   /** Snapshots started, and the newest one delivered: an older build that finishes late is dropped. */
   #snapshotsStarted = 0;
@@ -354,6 +369,13 @@ export class MeshNode {
     this.#tabs.reloadAll();
   }
 
+  /** A window of a table's rows for a view: sorted, filtered and counted beside the store (table-pages.ts). */
+  async page(query: PageQuery): Promise<RowPage> {
+    const page = await this.#state.page(query);
+    const names = new Map(this.#machines.map((m) => [m.signer, m.name]));
+    return { ...page, rows: page.rows.map((r) => rowView(r, names)) };
+  }
+
   editProfile(row: string, cols: Record<string, ColumnValue>): Promise<Result<WriteOutcome, WriteError>> {
     return this.#local(() => this.#state.write('device_profiles', row, cols));
   }
@@ -595,6 +617,7 @@ export class MeshNode {
   async #local(write: () => Promise<Result<WriteOutcome, WriteError>>): Promise<Result<WriteOutcome, WriteError>> {
     const written = await write();
     if (written.ok) {
+      this.#dataVersion++;
       this.#resurrected(written.value.resurrections);
       this.#announce();
       await this.#state.offerAll();
@@ -705,6 +728,8 @@ export class MeshNode {
   }
 
   async #otherTabChanged(): Promise<void> {
+    await this.#state.invalidate();
+    this.#dataVersion++;
     this.#meta = await this.#store.getMeta<MeshMeta>(META_KEY);
     this.#identity = await this.#crypto.init();
     // Only the leading tab changes MLS state; the others re-read it to show it.
@@ -933,6 +958,7 @@ export class MeshNode {
   #changed(changes: ChangeSummary): void {
     for (let i = 0; i < changes.revoked; i++) this.#count('SignerRemoved');
     if (changes.applied === 0) return;
+    this.#dataVersion++;
     this.#announce();
     this.#resurrected(changes.resurrections);
     if (changes.control) {
@@ -996,6 +1022,7 @@ export class MeshNode {
       machines: () => this.#machines,
       peers: () => this.#peers,
       notices: () => this.#notices,
+      dataVersion: () => this.#dataVersion,
       pairings: (vouchers) => this.#inviter.views(vouchers),
       join: () => this.#joiner.view,
       vouchers: () => this.#vouchers(),

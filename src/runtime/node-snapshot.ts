@@ -31,7 +31,11 @@ export type NodeSnapshot = {
   readonly relay: RelayState | 'standby';
   readonly relayDetail: string;
   readonly pending: number;
-  readonly profiles: readonly RowView[];
+  /**
+   * Grows whenever rows of this machine's tables change: views that page a table
+   * (MeshNode.page) ask for their window again. Tables are never in a snapshot whole.
+   */
+  readonly dataVersion: number;
   readonly machines: readonly Machine[];
   readonly sync: SyncView;
   readonly notices: readonly Notice[];
@@ -81,6 +85,7 @@ export type SnapshotSources = {
   /** Endpoints this machine syncs with. */
   peers(): readonly string[];
   notices(): readonly Notice[];
+  dataVersion(): number;
   pairings(vouchers: ReadonlyMap<string, readonly string[]>): PairingView[];
   join(): JoinView;
   vouchers(): Promise<ReadonlyMap<string, readonly string[]>>;
@@ -107,7 +112,7 @@ export async function buildSnapshot(src: SnapshotSources): Promise<NodeSnapshot>
     relay: src.relay().state,
     relayDetail: src.relay().detail,
     pending: Math.max(0, ...sync.peers.map((p) => p.pending)),
-    profiles: (await src.store.rows('device_profiles')).map((r) => rowView(r, names)),
+    dataVersion: src.dataVersion(),
     machines,
     sync,
     notices: [...src.notices()],

@@ -27,6 +27,7 @@ import type { ReplicaStore, Resurrection } from '../core/store.js';
 import { SyncEngine, type DeliveryMessage } from '../core/sync.js';
 import { manifestPolicy, type PrivacyClass } from '../core/sync-manifest.js';
 import type { PeerAddress } from './crypto-service.js';
+import { TablePages, type Page, type PageQuery } from './table-pages.js';
 
 /** What the state plane is told about the mesh; pushed whenever it changes. */
 export type StateConfig = {
@@ -134,6 +135,7 @@ type Engine = { readonly replica: Replica; readonly sync: SyncEngine; readonly s
 
 export class StateService {
   readonly #deps: StateServiceDeps;
+  readonly #pages: TablePages;
   #config: StateConfig = EMPTY_CONFIG;
   #outlet: StateOutlet | undefined;
   #engine: Promise<Engine> | undefined;
@@ -142,6 +144,17 @@ export class StateService {
 
   constructor(deps: StateServiceDeps) {
     this.#deps = deps;
+    this.#pages = new TablePages(deps.store);
+  }
+
+  /** A window of a table's rows, sorted and filtered here (table-pages.ts). */
+  page(query: PageQuery): Promise<Page> {
+    return this.#pages.page(query);
+  }
+
+  /** Another context (a tab) wrote to the store: what was read of it may be stale. */
+  invalidate(): void {
+    this.#pages.invalidate();
   }
 
   /** Where sealed frames and counts go (a comlink proxy of the composition root's outlet in browsers). */
@@ -160,26 +173,54 @@ export class StateService {
     row: string,
     cols: Record<string, ColumnValue>,
   ): Promise<Result<WriteOutcome, WriteError>> {
-    return (await this.#ready()).replica.write(table, row, cols);
+    const written = await (await this.#ready()).replica.write(table, row, cols);
+    this.#wrote(table, row, written);
+    return written;
   }
 
   async delete(table: string, row: string): Promise<Result<WriteOutcome, WriteError>> {
-    return (await this.#ready()).replica.delete(table, row);
+    const deleted = await (await this.#ready()).replica.delete(table, row);
+    this.#wrote(table, row, deleted);
+    return deleted;
   }
 
   /** Removes a machine for good (a signed removal with this machine's marks). */
   async remove(signer: string): Promise<Result<WriteOutcome, WriteError>> {
-    return (await this.#ready()).replica.remove(signer);
+    const removed = await (await this.#ready()).replica.remove(signer);
+    // Its events are revoked wherever they are: any row of any table may change.
+    if (removed.ok) this.#pages.invalidate();
+    return removed;
   }
 
   /** Opens held envelopes a new key generation may open. */
   async reopen(): Promise<ChangeSummary> {
-    return summarise(await (await this.#ready()).replica.reopen());
+    return this.#track(await (await this.#ready()).replica.reopen());
   }
 
   /** Parked envelopes whose reason may have passed get another look. */
   async reevaluate(): Promise<ChangeSummary> {
-    return summarise(await (await this.#ready()).replica.reevaluate());
+    return this.#track(await (await this.#ready()).replica.reevaluate());
+  }
+
+  #wrote(table: string, row: string, written: Result<WriteOutcome, WriteError>): void {
+    if (!written.ok) return;
+    this.#pages.changed(table, [row]);
+    for (const r of written.value.resurrections) this.#pages.changed(r.table, [r.row]);
+  }
+
+  /** Outcomes as a summary, with the rows they changed marked for the pages. */
+  #track(outcomes: readonly IngestOutcome[]): ChangeSummary {
+    const byTable = new Map<string, string[]>();
+    for (const o of outcomes) {
+      if (o.type !== 'Applied') continue;
+      // A removal revokes its signer's events: rows of every table may change.
+      if (o.body.op === 'remove') this.#pages.invalidate();
+      const rows = byTable.get(o.body.table) ?? [];
+      rows.push(o.body.row);
+      byTable.set(o.body.table, rows);
+    }
+    for (const [table, rows] of byTable) this.#pages.changed(table, rows);
+    return summarise(outcomes);
   }
 
   /** A delivery message a peer sent (already opened from its frame); durable once it resolves. */
@@ -253,7 +294,7 @@ export class StateService {
         },
       },
       {
-        onApplied: (outcomes) => (this.#changes = mergeSummaries(this.#changes, summarise(outcomes))),
+        onApplied: (outcomes) => (this.#changes = mergeSummaries(this.#changes, this.#track(outcomes))),
         trusted: (peer) => this.#config.trusted.includes(peer),
         trustGrant: () => this.#trustGrant(self),
       },

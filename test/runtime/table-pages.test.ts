@@ -1,0 +1,117 @@
+/**
+ * Pages of a table from the store: sorted by name then row, filtered by text, counted
+ * alive and deleted, and kept current by the rows a change names — re-read lazily.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Cell, RowState } from '../../src/core/merge.js';
+import type { Stamp } from '../../src/core/hlc.js';
+import { MAX_PAGE_ROWS, TablePages, type PageQuery } from '../../src/runtime/table-pages.js';
+import { MemoryReplicaStore } from '../../src/storage/memory-store.js';
+
+const TABLE = 'device_profiles';
+const stamp = (ms: number): Stamp => ({ ms, counter: 0, node: new Uint8Array(32).fill(7) });
+const cell = (value: string, ms = 1): Cell => ({ value, stamp: stamp(ms) });
+
+function row(id: string, cells: Record<string, string>, deletedAt?: number): RowState {
+  return {
+    table: TABLE,
+    row: id,
+    cells: Object.fromEntries(Object.entries(cells).map(([k, v]) => [k, cell(v)])),
+    ...(deletedAt === undefined ? {} : { deleted: stamp(deletedAt) }),
+  };
+}
+
+async function storeWith(rows: readonly RowState[]): Promise<MemoryReplicaStore> {
+  const store = new MemoryReplicaStore();
+  await store.transact(async (tx) => {
+    for (const r of rows) await tx.putRow(r);
+  });
+  return store;
+}
+
+const q = (over: Partial<PageQuery> = {}): PageQuery => ({
+  table: TABLE,
+  offset: 0,
+  limit: 10,
+  filter: '',
+  deleted: false,
+  ...over,
+});
+
+const names = (rows: readonly RowState[]) => rows.map((r) => r.cells['name']?.value);
+
+describe('table pages', () => {
+  it('sorts by name (case-insensitive) then row id, windowed by offset and limit', async () => {
+    const store = await storeWith([
+      row('c', { name: 'beta' }),
+      row('a', { name: 'Alpha' }),
+      row('b', { name: 'alpha' }),
+      row('d', { name: 'gamma' }),
+    ]);
+    const pages = new TablePages(store);
+    const first = await pages.page(q({ limit: 2 }));
+    expect(first.rows.map((r) => r.row)).toEqual(['a', 'b']);
+    expect(first.total).toBe(4);
+    const second = await pages.page(q({ offset: 2, limit: 2 }));
+    expect(names(second.rows)).toEqual(['beta', 'gamma']);
+    // An offset past the end is pulled back to the last row; a limit is capped.
+    expect((await pages.page(q({ offset: 99, limit: 10 }))).rows.map((r) => r.row)).toEqual(['d']);
+    expect((await pages.page(q({ limit: MAX_PAGE_ROWS * 10 }))).rows).toHaveLength(4);
+    expect((await pages.page(q({ limit: -3 }))).rows).toEqual([]);
+  });
+
+  it('counts alive and deleted rows and lists deleted ones only when asked', async () => {
+    const store = await storeWith([row('a', { name: 'kept' }), row('b', { name: 'gone' }, 5)]);
+    const pages = new TablePages(store);
+    const alive = await pages.page(q());
+    expect([alive.alive, alive.deleted, alive.total]).toEqual([1, 1, 1]);
+    expect(names(alive.rows)).toEqual(['kept']);
+    expect(names((await pages.page(q({ deleted: true }))).rows)).toEqual(['gone', 'kept']);
+  });
+
+  it('a filter matches any value, case-insensitively, and the total is of the matches', async () => {
+    const store = await storeWith([
+      row('a', { name: 'Pump 1', location: 'North shed' }),
+      row('b', { name: 'Pump 2', location: 'south field' }),
+      row('c', { name: 'Valve', location: 'north gate' }),
+    ]);
+    const pages = new TablePages(store);
+    const found = await pages.page(q({ filter: '  NORTH ' }));
+    expect(names(found.rows)).toEqual(['Pump 1', 'Valve']);
+    expect(found.total).toBe(2);
+    expect((await pages.page(q({ filter: 'nothing like it' }))).rows).toEqual([]);
+  });
+
+  it('follows the rows a change names, and only re-reads them', async () => {
+    const store = await storeWith([row('a', { name: 'one' }), row('b', { name: 'two' })]);
+    const pages = new TablePages(store);
+    expect(names((await pages.page(q())).rows)).toEqual(['one', 'two']);
+    await store.transact((tx) => tx.putRow(row('a', { name: 'zzz renamed' })));
+    await store.transact((tx) => tx.putRow(row('c', { name: 'added' })));
+    // Until a change names them, order and count are the index's; the rows shown are read fresh.
+    const before = await pages.page(q());
+    expect(names(before.rows)).toEqual(['zzz renamed', 'two']);
+    expect(before.total).toBe(2);
+    pages.changed(TABLE, ['a', 'c']);
+    expect(names((await pages.page(q())).rows)).toEqual(['added', 'two', 'zzz renamed']);
+  });
+
+  it('an unknown change (another tab) drops the index: the next page reads the table again', async () => {
+    const store = await storeWith([row('a', { name: 'one' })]);
+    const pages = new TablePages(store);
+    await pages.page(q());
+    await store.transact((tx) => tx.putRow(row('b', { name: 'from another tab' })));
+    pages.invalidate();
+    expect(names((await pages.page(q())).rows)).toEqual(['from another tab', 'one']);
+    await store.transact((tx) => tx.putRow(row('c', { name: 'again' })));
+    pages.changed(TABLE, 'all');
+    expect((await pages.page(q())).total).toBe(3);
+  });
+
+  it('a table never paged is not indexed by changes to it', async () => {
+    const store = await storeWith([row('a', { name: 'one' })]);
+    const pages = new TablePages(store);
+    pages.changed('field_notes', ['x']);
+    expect((await pages.page(q({ table: 'field_notes' }))).total).toBe(0);
+  });
+});
