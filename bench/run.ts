@@ -17,6 +17,7 @@ export type Benchmark = { run(): Promise<BenchResult> };
 const BENCHMARKS: Readonly<Record<string, () => Promise<Benchmark>>> = {
   events: () => import('./events.ts'),
   catchup: () => import('./catchup.ts'),
+  'catchup-browser': () => import('./catchup-browser.ts'),
   realtime: () => import('./realtime.ts'),
   merge: () => import('./merge.ts'),
   transport: () => import('./transport.ts'),

@@ -7,6 +7,9 @@ import './app.css';
 const store = new NodeStore();
 mount(App, { target: document.getElementById('app')!, props: { store } });
 void store.start();
+if (new URLSearchParams(location.search).has('automation')) {
+  void import('./automation.ts').then(({ exposeAutomation }) => exposeAutomation(store));
+}
 
 if ('serviceWorker' in navigator && import.meta.env.PROD) {
   void import('workbox-window').then(({ Workbox }) => new Workbox('/sw.js').register());

@@ -79,6 +79,8 @@ const RECEIPTS_KEY = 'mls-receipts';
 const RELAY_KEY_WAIT_MS = 10_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const MAX_NOTICES = 30;
+/** Longest a snapshot build holds back the next one. */
+const SNAPSHOT_WATCHDOG_MS = 3000;
 
 export function defaultRelayUrl(location: Location): string {
   return `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`;
@@ -116,6 +118,9 @@ export class MeshNode {
   /** Snapshots started, and the newest one delivered: an older build that finishes late is dropped. */
   #snapshotsStarted = 0;
   #snapshotDelivered = 0;
+  /** The build running (or the watchdog's end), and the one queued behind it (`#publish`). */
+  #buildInFlight: Promise<unknown> = Promise.resolve();
+  #queuedBuild: Promise<void> | undefined;
 
   private constructor(
     crypto: CryptoPort,
@@ -620,7 +625,8 @@ export class MeshNode {
       this.#dataVersion++;
       this.#resurrected(written.value.resurrections);
       this.#announce();
-      await this.#state.offerAll();
+      // Offered with the rest of a burst of writes, not one frame each (state-service.ts).
+      void this.#state.offerSoon().catch((e: unknown) => this.#notice('warning', `sync: ${String(e)}`));
       await this.#publish();
     }
     return written;
@@ -779,7 +785,8 @@ export class MeshNode {
       await this.#dispatch(from, opened.value.message, opened.value.frame);
       await this.#crypto.remember(opened.value.rid, opened.value.ts);
     }
-    await this.#publish();
+    // The frame queue goes on while the snapshot builds (coalesced with the next frames').
+    void this.#publish().catch(() => this.#count('SnapshotFailed'));
   }
 
   /** The endpoint and bound frame key of a peer: from the keyring, else from the ticket we joined with. */
@@ -992,18 +999,25 @@ export class MeshNode {
   }
 
   /**
-   * Builds and delivers a snapshot. Builds run side by side, as they always have; one that finishes
-   * after a newer one was delivered is dropped, so the UI never steps back to older state.
-   * (Coalescing them — one build in flight, one queued — was tried and withdrawn: a build that
-   * hangs, say on a worker busy at start-up, then holds back every later one.)
+   * Builds and delivers a snapshot, coalesced: while one build runs, every request joins
+   * the one queued after it, so a burst of frames or writes costs two builds, not one each.
+   * Resolves once a build that started after the request was delivered. A build that hangs
+   * (a worker busy at start-up) holds the queue for at most SNAPSHOT_WATCHDOG_MS; one that
+   * finishes after a newer one was delivered is dropped, so the UI never steps back.
    */
-  async #publish(): Promise<void> {
-    if (this.#listeners.size === 0) return;
-    const n = ++this.#snapshotsStarted;
-    const snapshot = await buildSnapshot(this.#snapshotSources());
-    if (n < this.#snapshotDelivered) return;
-    this.#snapshotDelivered = n;
-    for (const listener of this.#listeners) listener(snapshot);
+  #publish(): Promise<void> {
+    if (this.#listeners.size === 0) return Promise.resolve();
+    return (this.#queuedBuild ??= this.#buildInFlight.then(() => {
+      this.#queuedBuild = undefined;
+      const n = ++this.#snapshotsStarted;
+      const build = buildSnapshot(this.#snapshotSources()).then((snapshot) => {
+        if (n < this.#snapshotDelivered) return;
+        this.#snapshotDelivered = n;
+        for (const listener of this.#listeners) listener(snapshot);
+      });
+      this.#buildInFlight = Promise.race([build, sleep(SNAPSHOT_WATCHDOG_MS)]).catch(() => undefined);
+      return build;
+    }));
   }
 
   #snapshotSources(): SnapshotSources {

@@ -118,6 +118,9 @@ export function mergeSummaries(a: ChangeSummary, b: ChangeSummary): ChangeSummar
   };
 }
 
+/** How long a burst of local writes gathers before it is offered: well under what a person notices. */
+const OFFER_COALESCE_MS = 20;
+
 const EMPTY_CONFIG: StateConfig = { anchors: [], narrowing: {}, provisional: {}, peers: [], trusted: [] };
 
 export type StateServiceDeps = {
@@ -141,6 +144,8 @@ export class StateService {
   #engine: Promise<Engine> | undefined;
   /** What the delivery engine applied during the current call, handed back when it returns. */
   #changes: ChangeSummary = NO_CHANGE;
+  /** The offer a burst of local writes waits for (`offerSoon`). */
+  #offering: Promise<void> | undefined;
 
   constructor(deps: StateServiceDeps) {
     this.#deps = deps;
@@ -232,6 +237,24 @@ export class StateService {
   /** Offers every peer what it has not acknowledged. */
   async offerAll(): Promise<void> {
     await (await this.#ready()).sync.offerAll();
+  }
+
+  /**
+   * Offers soon, once for a burst of local writes: the first write of a burst starts a
+   * short wait, and everything written until it ends goes out in the same frames. One
+   * frame per edit would fill an away peer's relay mailbox with single-event frames.
+   * Resolves when that offer has been handed to the transport.
+   */
+  offerSoon(): Promise<void> {
+    return (this.#offering ??= new Promise<void>((resolve) => setTimeout(resolve, OFFER_COALESCE_MS))
+      .then(() => {
+        this.#offering = undefined;
+        return this.offerAll();
+      })
+      .catch((e: unknown) => {
+        this.#offering = undefined;
+        throw e;
+      }));
   }
 
   /** The batch cycle's backstop: re-offer unacknowledged batches, ask again for what was withheld. */

@@ -16,25 +16,35 @@ async function addProfiles(page: Page, count: number): Promise<void> {
   }
 }
 
-/** Every profile exactly once, and the log holds no event twice. */
+/**
+ * Every profile exactly once, and the log holds no event twice. The list is virtualised
+ * (only the cards on screen exist), so the count is the one the page states and the
+ * names are read from the machine's store.
+ */
 async function expectExactlyOnce(page: Page, count: number): Promise<void> {
-  await expect(page.getByTestId('profile')).toHaveCount(count, { timeout: 60_000 });
-  const names = await page.getByTestId('profile').evaluateAll((els) => els.map((e) => e.getAttribute('data-name')));
-  expect(new Set(names).size).toBe(count);
-  const duplicates = await page.evaluate(async () => {
+  await expect(page.getByTestId('profile-count')).toHaveText(`${count} profiles`, { timeout: 60_000 });
+  const { names, duplicates } = await page.evaluate(async () => {
     const open = indexedDB.open('sov-node');
     const db = await new Promise<IDBDatabase>((resolve, reject) => {
       open.onsuccess = () => resolve(open.result);
       open.onerror = () => reject(new Error(String(open.error)));
     });
-    const entries = await new Promise<{ eventId?: string }[]>((resolve) => {
-      const request = db.transaction('log').objectStore('log').getAll();
-      request.onsuccess = () => resolve(request.result as { eventId?: string }[]);
-    });
+    const all = <T>(store: string) =>
+      new Promise<T[]>((resolve) => {
+        const request = db.transaction(store).objectStore(store).getAll();
+        request.onsuccess = () => resolve(request.result as T[]);
+      });
+    const entries = await all<{ eventId?: string }>('log');
+    const rows = await all<{ table: string; cells: Record<string, { value: unknown }> }>('rows');
     db.close();
     const ids = entries.map((e) => e.eventId).filter(Boolean);
-    return ids.length - new Set(ids).size;
+    return {
+      names: rows.filter((r) => r.table === 'device_profiles').map((r) => String(r.cells['name']?.value)),
+      duplicates: ids.length - new Set(ids).size,
+    };
   });
+  expect(names).toHaveLength(count);
+  expect(new Set(names).size).toBe(count);
   expect(duplicates).toBe(0);
 }
 

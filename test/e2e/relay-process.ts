@@ -141,8 +141,8 @@ export async function confirmCodes(inviter: Page, joiner: Page): Promise<string>
 }
 
 /** `page` founds a mesh as `name`, connects, and issues a first invitation; returns its ticket text. */
-export async function foundMesh(relay: RelayProcess, page: Page, name = 'workstation'): Promise<string> {
-  await page.goto(relay.url);
+export async function foundMesh(relay: RelayProcess, page: Page, name = 'workstation', path = ''): Promise<string> {
+  await page.goto(`${relay.url}${path}`);
   await page.getByTestId('machine-name').fill(name);
   await page.getByTestId('create-mesh').click();
   await expect(page.getByTestId('relay-state')).toHaveText('ready');
@@ -152,10 +152,10 @@ export async function foundMesh(relay: RelayProcess, page: Page, name = 'worksta
   return ticket;
 }
 
-/** A founds a mesh as "workstation"; B joins it as "collector" with A's ticket, both confirming the code. */
-export async function pair(relay: RelayProcess, a: Page, b: Page): Promise<void> {
-  const ticket = await foundMesh(relay, a);
-  await b.goto(relay.url);
+/** A founds a mesh as "workstation"; B joins it as "collector" with A's ticket, both confirming the code (pages opened at `path`). */
+export async function pair(relay: RelayProcess, a: Page, b: Page, path = ''): Promise<void> {
+  const ticket = await foundMesh(relay, a, 'workstation', path);
+  await b.goto(`${relay.url}${path}`);
   await b.getByTestId('machine-name').fill('collector');
   await b.getByTestId('ticket-input').fill(ticket);
   await b.getByTestId('join-mesh').click();
