@@ -34,7 +34,7 @@ import type { BenchResult } from './run.ts';
 
 const EVENTS = Number(process.env['SOV_BENCH_EVENTS'] ?? 100_000);
 const LOCAL_WINDOW = Math.min(EVENTS, 10_000);
-const IN_FLIGHT = 16;
+const IN_FLIGHT = 128;
 const PEER_EDITS = 5;
 const CHROMIUM = process.env['SOV_CHROMIUM'] ?? '/usr/bin/chromium';
 const STEP_MS = 120_000;
@@ -74,7 +74,7 @@ async function startRelay(port: number, dataDir: string): Promise<ChildProcess> 
   });
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('relay did not start in 20 s')), 20_000);
-    child.stdout!.on('data', (d: Buffer) => {
+    child.stdout.on('data', (d: Buffer) => {
       if (d.toString().includes('listening')) {
         clearTimeout(timer);
         resolve();
@@ -105,7 +105,7 @@ async function pair(a: Page, b: Page, url: string): Promise<void> {
   await a.getByTestId('relay-state').filter({ hasText: 'ready' }).waitFor({ timeout: STEP_MS });
   await a.getByTestId('invite').click();
   const ticketField = a.getByTestId('ticket');
-  await until(a, 'ticket', () => (document.querySelector('[data-testid="ticket"]') as HTMLInputElement | null)?.value);
+  await until(a, 'ticket', () => document.querySelector<HTMLInputElement>('[data-testid="ticket"]')?.value);
   const ticket = await ticketField.inputValue();
   await b.goto(`${url}/?automation`);
   await b.getByTestId('machine-name').fill('reader');
@@ -134,19 +134,21 @@ async function writeProfiles(a: Page, count: number, window: number): Promise<nu
       async ({ from, to, inFlight }) => {
         const automation = globalThis.sovAutomation!;
         let next = from;
-        const worker = async () => {
-          while (next < to) {
-            const i = next++;
-            const saved = await automation.saveProfile(`p${String(i).padStart(6, '0')}`, {
-              name: `Pump ${String(i).padStart(6, '0')}`,
-              location: `shed ${i % 50}`,
-              schedule: 'hourly',
-              notes: `installed by the bench, unit ${i}`,
-            });
-            if (!saved) throw new Error(`save ${i} failed: ${automation.error()}`);
-          }
-        };
-        await Promise.all(Array.from({ length: inFlight }, worker));
+        // Functions here are passed inline, never named: tsx would wrap a named one in a helper the page lacks.
+        await Promise.all(
+          Array.from({ length: inFlight }, async () => {
+            while (next < to) {
+              const i = next++;
+              const saved = await automation.saveProfile(`p${String(i).padStart(6, '0')}`, {
+                name: `Pump ${String(i).padStart(6, '0')}`,
+                location: `shed ${i % 50}`,
+                schedule: 'hourly',
+                notes: `installed by the bench, unit ${i}`,
+              });
+              if (!saved) throw new Error(`save ${i} failed: ${automation.error()}`);
+            }
+          }),
+        );
       },
       { from, to, inFlight: IN_FLIGHT },
     );
@@ -171,7 +173,7 @@ async function idbBulkPutSeconds(page: Page, count: number, bytes: number): Prom
         const open = indexedDB.open(`bench-anchor-${Date.now()}`, 1);
         open.onupgradeneeded = () => open.result.createObjectStore('records', { keyPath: 'id' });
         open.onsuccess = () => resolve(open.result);
-        open.onerror = () => reject(open.error);
+        open.onerror = () => reject(new Error(String(open.error)));
       });
       const records = Array.from({ length: count }, (_, i) => ({
         id: i,
@@ -183,7 +185,7 @@ async function idbBulkPutSeconds(page: Page, count: number, bytes: number): Prom
         const store = tx.objectStore('records');
         for (const record of records) store.put(record);
         tx.oncomplete = () => resolve();
-        tx.onerror = () => reject(tx.error);
+        tx.onerror = () => reject(new Error(String(tx.error)));
       });
       const seconds = (performance.now() - started) / 1000;
       db.close();
@@ -202,7 +204,7 @@ async function peerEditVisibleMs(a: Page, b: Page, round: number): Promise<numbe
   const seen = b.evaluate(
     ({ row, text }) =>
       new Promise<number>((resolve) => {
-        const check = () => {
+        const observer = new MutationObserver(() => {
           const value = document.querySelector(
             `[data-testid="profile"][data-row="${row}"] [data-testid="value-notes"]`,
           );
@@ -210,10 +212,8 @@ async function peerEditVisibleMs(a: Page, b: Page, round: number): Promise<numbe
             observer.disconnect();
             resolve(Date.now());
           }
-        };
-        const observer = new MutationObserver(check);
+        });
         observer.observe(document.body, { subtree: true, childList: true, characterData: true });
-        check();
       }),
     { row, text },
   );

@@ -17,6 +17,8 @@ import type { PrivacyClass } from '../core/sync-manifest.js';
 
 export class NodeStore {
   snapshot = $state<NodeSnapshot | undefined>(undefined);
+  /** Grows whenever rows change (before the snapshot that says so): paged views ask again. */
+  rowsVersion = $state(0);
   error = $state('');
   persisted = $state<boolean | undefined>(undefined);
   /** The import in progress: rows written so far and the phase, or undefined. */
@@ -59,6 +61,7 @@ export class NodeStore {
         objects: wrap<ObjectService>(parquetWorker),
       });
       this.#node.subscribe((s) => (this.snapshot = s));
+      this.#node.onRowsChanged((version) => (this.rowsVersion = version));
       this.persisted = 'storage' in navigator ? await navigator.storage.persist().catch(() => false) : false;
     } catch (e) {
       console.error('Could not start this machine:', e);

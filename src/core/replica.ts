@@ -19,6 +19,7 @@ import { fromHex, internedHex, toHex } from './bytes.js';
 import { verifyChains } from './chain-verify.js';
 import {
   decodeEvent,
+  eventIdOf,
   signEvent,
   ZERO_HASH,
   type EventBody,
@@ -46,8 +47,16 @@ import { err, ok, type Result } from './result.js';
 import { decodeSealed, encodeSealed, envelopeId, type SealedEvent, type SealError, type SealLane } from './seal.js';
 import { domainOf, tableSpec, type ColumnValue, type DomainName } from './schema.js';
 import { run, type Steps } from './steps.js';
-import type { EnvelopeState, ParkedEnvelope, ParkReason, ReplicaStore, ReplicaTx, Resurrection } from './store.js';
-import { authorize, type TrustContext } from './trust.js';
+import type {
+  ChainHead,
+  EnvelopeState,
+  ParkedEnvelope,
+  ParkReason,
+  ReplicaStore,
+  ReplicaTx,
+  Resurrection,
+} from './store.js';
+import { authorize, type TrustContext, type Verdict } from './trust.js';
 
 /** The sealing half of the crypto port: domain keys never leave its implementation. */
 export interface EnvelopeCrypto {
@@ -114,12 +123,35 @@ type Opened =
   | { readonly kind: 'rejected'; readonly outerId: string; readonly error: Rejection };
 
 const MAX_WRITE_RETRIES = 8;
+/** Most local writes recorded together (`#pumpWrites`). */
+const MAX_WRITE_BATCH = 256;
+
+type QueuedWrite = {
+  readonly op: EventOp;
+  readonly table: string;
+  readonly row: string;
+  readonly cols: Record<string, ColumnValue>;
+  readonly domain: DomainName;
+  readonly resolve: (result: Result<WriteOutcome, WriteError>) => void;
+  readonly reject: (e: unknown) => void;
+};
+
+/** The next writes to record together: one CONTROL write alone, else the data writes in a row. */
+function takeWriteBatch(queue: QueuedWrite[]): QueuedWrite[] {
+  if (queue[0]!.domain === 'CONTROL') return queue.splice(0, 1);
+  let n = 1;
+  while (n < queue.length && n < MAX_WRITE_BATCH && queue[n]!.domain !== 'CONTROL') n++;
+  return queue.splice(0, n);
+}
 const DEFAULT_MAX_PARKED = 10_000;
 
 export class Replica {
   readonly #deps: ReplicaDeps;
   readonly #self: string;
   #queue: Promise<unknown> = Promise.resolve();
+  /** Local writes waiting to be recorded, and whether they are being taken (`#pumpWrites`). */
+  readonly #writes: QueuedWrite[] = [];
+  #pumping = false;
   /** Settles when the latest ingest call has been admitted (or failed). */
   #ingestTurn: Promise<unknown> = Promise.resolve();
 
@@ -178,57 +210,110 @@ export class Replica {
 
   #local(op: EventOp, table: string, row: string, cols: Record<string, ColumnValue>) {
     if (!tableSpec(table)) return Promise.resolve(err({ type: 'UnknownTable' as const, table }));
-    if (!domainOf(table, row)) {
+    const domain = domainOf(table, row);
+    if (!domain) {
       return Promise.resolve(err({ type: 'InvalidEdit' as const, reason: `row ${row} names no data domain` }));
     }
-    return this.#exclusive(() => this.#writeLocked(op, table, row, cols));
+    return new Promise<Result<WriteOutcome, WriteError>>((resolve, reject) => {
+      this.#writes.push({ op, table, row, cols, domain, resolve, reject });
+      this.#pumpWrites();
+    });
   }
 
-  async #writeLocked(
-    op: EventOp,
-    table: string,
-    row: string,
-    cols: Record<string, ColumnValue>,
-  ): Promise<Result<WriteOutcome, WriteError>> {
+  /**
+   * Group commit: local writes queued while others are recorded go together — one read
+   * transaction, each signed and sealed in order, one recording transaction — so a burst
+   * of edits costs two store transactions, not two per edit. Writes to CONTROL go alone:
+   * one may change who may write what (roles, keyring, manifest), which the next must see.
+   */
+  #pumpWrites(): void {
+    if (this.#pumping) return;
+    this.#pumping = true;
+    void (async () => {
+      while (this.#writes.length > 0) {
+        const batch = takeWriteBatch(this.#writes);
+        try {
+          const results = await this.#exclusive(() => this.#writeBatchLocked(batch));
+          batch.forEach((w, i) => w.resolve(results[i]!));
+        } catch (e) {
+          for (const w of batch) w.reject(e);
+        }
+      }
+      this.#pumping = false;
+    })();
+  }
+
+  async #writeBatchLocked(batch: readonly QueuedWrite[]): Promise<Result<WriteOutcome, WriteError>[]> {
     const { store, signer, envelopes, trust, privacy, clock } = this.#deps;
-    const domain = domainOf(table, row)!;
     for (let attempt = 0; attempt < MAX_WRITE_RETRIES; attempt++) {
       const prepared = await store.transact(async (tx) => {
-        // The class this machine holds for the table now picks the lane, for good.
-        const lane = await privacy.classOf(tx, table);
-        const head = await tx.head(chainKey(this.#self, lane, domain));
-        const body: EventBody = {
-          v: 1,
-          domain,
-          signer: signer.publicKey,
-          seq: (head?.seq ?? 0) + 1,
-          prev: head ? fromHex(head.eventId)! : ZERO_HASH,
-          table,
-          row,
-          op,
-          cols,
-          hlc: tick((await tx.getHlc()) ?? HLC_ZERO, clock.now()),
-          ...(lane === 'public' ? {} : { lane }),
-        };
         const removed = (await tx.getRow('keyring', this.#self))?.removed !== undefined;
-        return { body, removed, verdict: await authorize(tx, body, trust) };
+        const heads = new Map<string, ChainHead | undefined>();
+        let hlc = (await tx.getHlc()) ?? HLC_ZERO;
+        const drafts: { readonly chain: string; readonly body: EventBody; readonly verdict: Verdict }[] = [];
+        for (const w of batch) {
+          // The class this machine holds for the table now picks the lane, for good.
+          const lane = await privacy.classOf(tx, w.table);
+          const chain = chainKey(this.#self, lane, w.domain);
+          if (!heads.has(chain)) heads.set(chain, await tx.head(chain));
+          hlc = tick(hlc, clock.now());
+          const body: EventBody = {
+            v: 1,
+            domain: w.domain,
+            signer: signer.publicKey,
+            // The place in the chain is settled once signing starts (`seq` matters to `authorize`
+            // only for a removed signer, and this one is not, or nothing is written).
+            seq: 0,
+            prev: ZERO_HASH,
+            table: w.table,
+            row: w.row,
+            op: w.op,
+            cols: w.cols,
+            hlc,
+            ...(lane === 'public' ? {} : { lane }),
+          };
+          drafts.push({ chain, body, verdict: await authorize(tx, body, trust) });
+        }
+        return { removed, heads, drafts };
       });
-      const { body, verdict } = prepared;
-      if (prepared.removed || verdict.type === 'Revoked') return err({ type: 'Removed', signer: this.#self });
-      if (verdict.type === 'NotAuthorized') return err({ type: 'NotAuthorized', table, reason: verdict.reason });
-      let event: SignedEvent;
-      try {
-        event = await signEvent(body, signer);
-      } catch (e) {
-        return err({ type: 'InvalidEdit', reason: (e as Error).message });
+      if (prepared.removed) return batch.map(() => err({ type: 'Removed', signer: this.#self }));
+      const tips = new Map([...prepared.heads].map(([chain, head]) => [chain, head] as const));
+      const results: Result<WriteOutcome, WriteError>[] = [];
+      const signed: { readonly index: number; readonly event: SignedEvent; readonly sealed: SealedEvent }[] = [];
+      for (const [index, { chain, body: draft, verdict }] of prepared.drafts.entries()) {
+        if (verdict.type === 'Revoked') results.push(err({ type: 'Removed', signer: this.#self }));
+        else if (verdict.type === 'NotAuthorized') {
+          results.push(err({ type: 'NotAuthorized', table: draft.table, reason: verdict.reason }));
+        } else {
+          const tip = tips.get(chain);
+          const body: EventBody = { ...draft, seq: (tip?.seq ?? 0) + 1, prev: tip ? fromHex(tip.eventId)! : ZERO_HASH };
+          let event: SignedEvent;
+          try {
+            event = await signEvent(body, signer);
+          } catch (e) {
+            results.push(err({ type: 'InvalidEdit', reason: (e as Error).message }));
+            continue;
+          }
+          tips.set(chain, { seq: body.seq, eventId: eventIdOf(event) });
+          signed.push({ index, event, sealed: await envelopes.seal(draft.domain, event.bytes, body.lane) });
+          results.push(err({ type: 'InvalidEdit', reason: 'replica: not recorded' }));
+        }
       }
-      const sealed = await envelopes.seal(domain, event.bytes, body.lane);
-      const sealedBytes = encodeSealed(sealed);
       const recorded = await store.transact(async (tx) => {
-        if (((await tx.head(chainKey(this.#self, body.lane, domain)))?.seq ?? 0) !== body.seq - 1) return undefined;
-        return recordEvent(tx, { sealed, bytes: sealedBytes, event }, false, trust, clock.now());
+        // Another writer of this signer's chains (another tab) got in first: draw again.
+        for (const [chain, head] of prepared.heads) if ((await tx.head(chain))?.seq !== head?.seq) return undefined;
+        const out: (readonly Resurrection[])[] = [];
+        for (const { sealed, event } of signed) {
+          const done = await recordEvent(tx, { sealed, bytes: encodeSealed(sealed), event }, false, trust, clock.now());
+          out.push(done.resurrections);
+        }
+        return out;
       });
-      if (recorded) return ok({ outerId: envelopeId(sealed), resurrections: recorded.resurrections });
+      if (!recorded) continue;
+      for (const [i, { index, sealed }] of signed.entries()) {
+        results[index] = ok({ outerId: envelopeId(sealed), resurrections: recorded[i]! });
+      }
+      return results;
     }
     throw new Error('replica: local write kept racing another writer');
   }

@@ -559,6 +559,20 @@ export class CryptoService {
     await this.#db.putReplay({ rid, ts });
   }
 
+  /** Opens frames in order: a batch the relay delivered together, in one call from the UI thread. */
+  async openMessages(
+    frames: readonly { readonly from: string; readonly body: Uint8Array; readonly bound: string | undefined }[],
+  ): Promise<Result<OpenedMessage, OpenError>[]> {
+    const opened: Result<OpenedMessage, OpenError>[] = [];
+    for (const f of frames) opened.push(await this.openMessage(f.from, f.body, f.bound));
+    return opened;
+  }
+
+  /** Records the request ids of frames whose effects are durable (`remember`, for a batch). */
+  async rememberAll(seen: readonly { readonly rid: string; readonly ts: number }[]): Promise<void> {
+    await Promise.all(seen.map((s) => this.#db.putReplay({ rid: s.rid, ts: s.ts })));
+  }
+
   /** Who may have sent a frame from `sender`: its keyring binding, the inviter named by our ticket, or a joiner. */
   async #bindingOf(sender: Uint8Array, bound: string | undefined): Promise<SenderBinding> {
     const kid = bound === undefined ? undefined : fromHex(bound);

@@ -25,7 +25,7 @@ import { MeshObjects, PLACEMENT_TABLE, type ObjectPort, type QueryOptions } from
 import type { ImportProgress, ObjectError, PendingObject } from './object-service.js';
 import type { QueryResult } from '../core/query/execute.js';
 import type { RelayState } from './relay-connection.js';
-import { RelaySession } from './relay-session.js';
+import { RelaySession, type InboundFrame } from './relay-session.js';
 import type { MachineStore } from './machine-store.js';
 import {
   buildSnapshot,
@@ -114,6 +114,7 @@ export class MeshNode {
   #noticeId = 0;
   /** Grows with every change to rows (snapshot `dataVersion`). */
   #dataVersion = 0;
+  readonly #rowListeners = new Set<(version: number) => void>();
   readonly #listeners = new Set<(snapshot: NodeSnapshot) => void>();
   /** Snapshots started, and the newest one delivered: an older build that finishes late is dropped. */
   #snapshotsStarted = 0;
@@ -292,6 +293,20 @@ export class MeshNode {
     await node.#domains.refresh();
     if (meta) await node.#startRelay();
     return node;
+  }
+
+  /**
+   * Calls back at once whenever rows change, with the new data version: views that page a
+   * table ask for their window again without waiting for the next snapshot.
+   */
+  onRowsChanged(listener: (version: number) => void): () => void {
+    this.#rowListeners.add(listener);
+    return () => this.#rowListeners.delete(listener);
+  }
+
+  #rowsChanged(): void {
+    this.#dataVersion++;
+    for (const listener of this.#rowListeners) listener(this.#dataVersion);
   }
 
   subscribe(listener: (snapshot: NodeSnapshot) => void): () => void {
@@ -622,12 +637,13 @@ export class MeshNode {
   async #local(write: () => Promise<Result<WriteOutcome, WriteError>>): Promise<Result<WriteOutcome, WriteError>> {
     const written = await write();
     if (written.ok) {
-      this.#dataVersion++;
+      this.#rowsChanged();
       this.#resurrected(written.value.resurrections);
       this.#announce();
       // Offered with the rest of a burst of writes, not one frame each (state-service.ts).
       void this.#state.offerSoon().catch((e: unknown) => this.#notice('warning', `sync: ${String(e)}`));
-      await this.#publish();
+      // Durable now; the screen follows with the next snapshot (coalesced with the burst's others).
+      void this.#publish().catch(() => this.#count('SnapshotFailed'));
     }
     return written;
   }
@@ -688,7 +704,7 @@ export class MeshNode {
           await this.#mls.init();
           await this.#domains.refresh();
         },
-        frame: (from, body) => this.#onFrame(from, body),
+        frames: (frames) => this.#onFrames(frames),
         drainable: () => this.#meta?.status === 'member',
         stateChanged: (state) => this.#relayChanged(state),
         sequencer: (message) => this.#domains.onSequencer(message),
@@ -735,7 +751,7 @@ export class MeshNode {
 
   async #otherTabChanged(): Promise<void> {
     await this.#state.invalidate();
-    this.#dataVersion++;
+    this.#rowsChanged();
     this.#meta = await this.#store.getMeta<MeshMeta>(META_KEY);
     this.#identity = await this.#crypto.init();
     // Only the leading tab changes MLS state; the others re-read it to show it.
@@ -773,18 +789,40 @@ export class MeshNode {
   }
 
   /**
-   * Handles one frame from a peer, arrived live or through the inbox; durable
-   * once it resolves. The crypto worker refuses it before anything is imported
-   * unless its sender is bound in the keyring (or it is a pairing message this
-   * machine is waiting for); each refusal is counted by reason.
+   * Handles frames from peers, arrived live or through the inbox, in order; durable once
+   * it resolves. The crypto worker refuses a frame before anything is imported unless its
+   * sender is bound in the keyring (or it is a pairing message this machine is waiting
+   * for); each refusal is counted by reason. Consecutive `events` messages of one peer
+   * that continue each other are taken in as one (a catch-up delivers thousands of small
+   * frames): one ingest, one store transaction, one acknowledgement.
    */
-  async #onFrame(from: string, body: Uint8Array): Promise<void> {
-    const opened = await this.#crypto.openMessage(from, body, this.#addressOf(from)?.frame);
-    if (!opened.ok) this.#count(opened.error.type);
-    else {
-      await this.#dispatch(from, opened.value.message, opened.value.frame);
-      await this.#crypto.remember(opened.value.rid, opened.value.ts);
+  async #onFrames(frames: readonly InboundFrame[]): Promise<void> {
+    const opened = await this.#crypto.openMessages(
+      frames.map((f) => ({ from: f.from, body: f.body, bound: this.#addressOf(f.from)?.frame })),
+    );
+    let run: { from: string; message: EventsMessage } | undefined;
+    const flush = async (): Promise<void> => {
+      const taken = run;
+      run = undefined;
+      if (taken) await this.#dispatch(taken.from, taken.message, '');
+    };
+    for (const [i, result] of opened.entries()) {
+      const from = frames[i]!.from;
+      if (!result.ok) {
+        this.#count(result.error.type);
+        continue;
+      }
+      const message = result.value.message;
+      if (message.t === 'events' && run?.from === from && continues(run.message, message)) {
+        run.message = joinEvents(run.message, message);
+        continue;
+      }
+      await flush();
+      if (message.t === 'events') run = { from, message };
+      else await this.#dispatch(from, message, result.value.frame);
     }
+    await flush();
+    await this.#crypto.rememberAll(opened.flatMap((r) => (r.ok ? [{ rid: r.value.rid, ts: r.value.ts }] : [])));
     // The frame queue goes on while the snapshot builds (coalesced with the next frames').
     void this.#publish().catch(() => this.#count('SnapshotFailed'));
   }
@@ -965,7 +1003,7 @@ export class MeshNode {
   #changed(changes: ChangeSummary): void {
     for (let i = 0; i < changes.revoked; i++) this.#count('SignerRemoved');
     if (changes.applied === 0) return;
-    this.#dataVersion++;
+    this.#rowsChanged();
     this.#announce();
     this.#resurrected(changes.resurrections);
     if (changes.control) {
@@ -1064,4 +1102,30 @@ async function during<T>(doing: string, run: () => Promise<T>): Promise<T> {
     const message = e instanceof Error ? e.message : String(e);
     throw new Error(`mesh: could not ${doing}: ${errorName(e)}: ${message}`, { cause: e });
   }
+}
+
+type EventsMessage = Extract<InboundMessage, { t: 'events' }>;
+
+/** Most envelopes taken in as one from consecutive frames (`#onFrames`). */
+const MAX_JOINED_EVENTS = 1024;
+
+/**
+ * Whether `next` and `run` cover one unbroken range of the sender's log (`(after, upto]`
+ * each; they may overlap), so that taking them in as one cannot claim a gap was applied,
+ * and both fit in one ingest.
+ */
+function continues(run: EventsMessage, next: EventsMessage): boolean {
+  return (
+    next.after <= run.upto && run.after <= next.upto && run.events.length + next.events.length <= MAX_JOINED_EVENTS
+  );
+}
+
+/** Two consecutive `events` messages of one peer as one: the first's start, the later end. */
+function joinEvents(run: EventsMessage, next: EventsMessage): EventsMessage {
+  return {
+    t: 'events',
+    after: Math.min(run.after, next.after),
+    upto: Math.max(run.upto, next.upto),
+    events: [...run.events, ...next.events],
+  };
 }

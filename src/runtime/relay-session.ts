@@ -16,6 +16,11 @@ import { RelayConnection, type RelayAuth, type RelayHandlers, type RelayState } 
 import type { SequencerMessage } from './sequencer-port.js';
 
 export const BATCH_CYCLE_MS = 15_000;
+/** Most frames handed to the machine at once (a catch-up delivers thousands). */
+export const MAX_FRAMES_PER_BATCH = 64;
+
+/** A frame as the machine receives it: the sender's endpoint (hex) and the sealed body. */
+export type InboundFrame = { readonly from: string; readonly body: Uint8Array };
 export const REEVALUATE_MS = 30_000;
 
 export type SessionPort = {
@@ -30,8 +35,11 @@ export type SessionPort = {
   admissionRecord(): Promise<Uint8Array | undefined>;
   /** Runs before the first connection: another tab may have led before (MLS state to reload). */
   prepare(): Promise<void>;
-  /** One frame from a peer; durable once it resolves. */
-  frame(from: string, body: Uint8Array): Promise<void>;
+  /**
+   * Frames from peers, in the order they arrived; their effects are durable once it
+   * resolves. Frames that arrived while earlier ones were handled come as one batch.
+   */
+  frames(frames: readonly InboundFrame[]): Promise<void>;
   /** The service worker's inbox may be drained now (a member only). */
   drainable(): boolean;
   stateChanged(state: RelayState, detail: string): void;
@@ -55,6 +63,8 @@ export class RelaySession {
   readonly #connection: Connection;
   #background: BackgroundPort | undefined;
   #frames: Promise<void> = Promise.resolve();
+  /** Frames arrived and not yet handed to the machine. */
+  readonly #pending: { readonly id: number; readonly frame: InboundFrame }[] = [];
   #timers: ReturnType<typeof setInterval>[] = [];
   #state: RelayState = 'offline';
   #detail = '';
@@ -79,13 +89,8 @@ export class RelaySession {
         port.relayError(code, message);
       },
       onFrame: (frame) => {
-        this.#frames = this.#frames
-          .then(async () => {
-            // Acknowledged to the relay only once its effects are durable; a failure means redelivery.
-            await port.frame(toHex(frame.from), frame.body);
-            connection.ack([frame.id]);
-          })
-          .catch((e: unknown) => port.notice('warning', `frame handling failed: ${String(e)}`));
+        this.#pending.push({ id: frame.id, frame: { from: toHex(frame.from), body: frame.body } });
+        this.#frames = this.#frames.then(() => this.#handlePending());
       },
     });
     this.#connection = connection;
@@ -143,7 +148,7 @@ export class RelaySession {
     const background = this.#background;
     if (!background || !this.#port.drainable()) return;
     // The drain itself waits its turn: inbox frames are handled one at a time like live ones.
-    const drained = this.#frames.then(() => background.drain((from, body) => this.#port.frame(from, body)));
+    const drained = this.#frames.then(() => background.drain((from, body) => this.#port.frames([{ from, body }])));
     this.#frames = drained.then(
       () => undefined,
       (e: unknown) => this.#port.notice('warning', `inbox drain failed: ${String(e)}`),
@@ -156,6 +161,30 @@ export class RelaySession {
     this.#timers = [];
     this.#background?.close();
     this.#connection.stop();
+  }
+
+  /**
+   * Hands every frame waiting (up to a batch) to the machine, and acknowledges them to the
+   * relay once their effects are durable; a failure means redelivery. When a batch fails,
+   * its frames are tried again one by one, so one bad frame does not hold back the others.
+   */
+  async #handlePending(): Promise<void> {
+    const batch = this.#pending.splice(0, MAX_FRAMES_PER_BATCH);
+    if (batch.length === 0) return;
+    const handled = await this.#hand(batch);
+    if (handled || batch.length === 1) return;
+    for (const one of batch) await this.#hand([one]);
+  }
+
+  async #hand(batch: readonly { readonly id: number; readonly frame: InboundFrame }[]): Promise<boolean> {
+    try {
+      await this.#port.frames(batch.map((b) => b.frame));
+      this.#connection.ack(batch.map((b) => b.id));
+      return true;
+    } catch (e) {
+      if (batch.length === 1) this.#port.notice('warning', `frame handling failed: ${String(e)}`);
+      return false;
+    }
   }
 
   async #batchCycle(): Promise<void> {

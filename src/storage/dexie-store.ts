@@ -119,17 +119,29 @@ export class DexieReplicaStore implements ReplicaStore {
       watermarks: trans.table<CursorRecord, string>('watermarks'),
       withheld: trans.table<WithheldRecord, string>('withheld'),
     };
+    // What this transaction read or wrote of the clock, chain heads and rows, kept for its
+    // lifetime: a read-write transaction excludes every other writer of these stores, so a
+    // batch of events reads each once instead of once per event (writes still go through).
+    let hlcSeen: { value: Hlc | undefined } | undefined;
+    const headsSeen = new Map<string, ChainHead | undefined>();
+    const rowsSeen = new Map<string, RowState | undefined>();
+    const rowSlot = (table: string, row: string) => `${table}\u0000${row}`;
     return {
-      getHlc: async () => (await db.meta.get(HLC_KEY))?.value as Hlc | undefined,
+      getHlc: async () => (hlcSeen ??= { value: (await db.meta.get(HLC_KEY))?.value as Hlc | undefined }).value,
       setHlc: async (hlc) => {
         await db.meta.put({ key: HLC_KEY, value: hlc });
+        hlcSeen = { value: hlc };
       },
       head: async (signer) => {
+        if (headsSeen.has(signer)) return headsSeen.get(signer);
         const record = await db.heads.get(signer);
-        return record && { seq: record.seq, eventId: record.eventId };
+        const head = record && { seq: record.seq, eventId: record.eventId };
+        headsSeen.set(signer, head);
+        return head;
       },
       setHead: async (signer, head) => {
         await db.heads.put({ signer, ...head });
+        headsSeen.set(signer, { seq: head.seq, eventId: head.eventId });
       },
       hasOuterId: async (id) => (await db.log.where('outerId').equals(id).count()) > 0,
       envelopeState: async (outerId) => {
@@ -172,11 +184,21 @@ export class DexieReplicaStore implements ReplicaStore {
           else delete entry.revoked;
         });
       },
-      getRow: (table, row) => db.rows.get([table, row]),
+      getRow: async (table, row) => {
+        const slot = rowSlot(table, row);
+        if (rowsSeen.has(slot)) return rowsSeen.get(slot);
+        const state = await db.rows.get([table, row]);
+        rowsSeen.set(slot, state);
+        return state;
+      },
       putRow: async (state) => {
         await db.rows.put(state);
+        rowsSeen.set(rowSlot(state.table, state.row), state);
       },
-      deleteRow: (table, row) => db.rows.delete([table, row]),
+      deleteRow: async (table, row) => {
+        await db.rows.delete([table, row]);
+        rowsSeen.set(rowSlot(table, row), undefined);
+      },
       park: async (envelope) => {
         await db.parked.put(envelope);
       },

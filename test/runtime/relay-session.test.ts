@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { MachineEnv } from '../../src/runtime/machine-env.js';
 import type { RelayHandlers } from '../../src/runtime/relay-connection.js';
 import {
+  MAX_FRAMES_PER_BATCH,
   BATCH_CYCLE_MS,
   REEVALUATE_MS,
   RelaySession,
@@ -50,14 +51,14 @@ function setUp(over: Partial<SessionPort> = {}) {
     pinRelayKey: () => undefined,
     admissionRecord: async () => undefined,
     prepare: async () => void log.push('prepare'),
-    // Frame n waits until the test opens its gate (when it has one).
-    frame: (from, body) =>
+    // A batch waits until the test opens the gate of its first frame (when it has one).
+    frames: (frames) =>
       new Promise<void>((resolve, reject) => {
-        const n = body[0]!;
-        log.push(`frame:${n}:${from.slice(0, 2)}`);
-        if (n === 99) return reject(new Error('broken'));
-        const gate = gates.get(n);
-        if (gate) gates.set(n, resolve);
+        const ns = frames.map((f) => f.body[0]!);
+        log.push(`frames:${frames.map((f, i) => `${ns[i]}:${f.from.slice(0, 2)}`).join(',')}`);
+        if (ns.includes(99)) return reject(new Error('broken'));
+        const gate = gates.get(ns[0]!);
+        if (gate) gates.set(ns[0]!, resolve);
         else resolve();
       }),
     drainable: () => true,
@@ -112,18 +113,31 @@ describe('relay session', () => {
     s.session.close();
   });
 
-  it('handles frames one at a time, in order, and acknowledges each only once handled', async () => {
+  it('hands frames over in order, those that arrived meanwhile as one batch, each acknowledged once handled', async () => {
     const s = setUp();
     await flush();
     s.log.length = 0;
     s.hold(1);
     s.handlers.current!.onFrame(frame(1, 0xaa));
-    s.handlers.current!.onFrame(frame(2, 0xbb));
     await flush();
-    expect(s.log).toEqual(['frame:1:aa']); // the second waits for the first
+    s.handlers.current!.onFrame(frame(2, 0xbb));
+    s.handlers.current!.onFrame(frame(3, 0xaa));
+    await flush();
+    expect(s.log).toEqual(['frames:1:aa']); // the others wait for the first
     s.open(1);
     await flush();
-    expect(s.log).toEqual(['frame:1:aa', 'ack:1', 'frame:2:bb', 'ack:2']);
+    expect(s.log).toEqual(['frames:1:aa', 'ack:1', 'frames:2:bb,3:aa', 'ack:2,3']);
+    s.session.close();
+  });
+
+  it('hands at most a batch of frames at once', async () => {
+    const s = setUp();
+    await flush();
+    s.log.length = 0;
+    for (let i = 0; i < MAX_FRAMES_PER_BATCH + 2; i++) s.handlers.current!.onFrame(frame(i + 1, 0xaa));
+    await flush();
+    const acks = s.log.filter((l) => l.startsWith('ack:')).map((l) => l.slice(4).split(',').length);
+    expect(acks).toEqual([MAX_FRAMES_PER_BATCH, 2]);
     s.session.close();
   });
 
@@ -134,7 +148,14 @@ describe('relay session', () => {
     s.handlers.current!.onFrame(frame(99, 0xaa));
     s.handlers.current!.onFrame(frame(3, 0xaa));
     await flush();
-    expect(s.log).toEqual(['frame:99:aa', 'notice:frame handling failed: Error: broken', 'frame:3:aa', 'ack:3']);
+    // The batch fails; each frame is tried on its own, so the good one is acknowledged.
+    expect(s.log).toEqual([
+      'frames:99:aa,3:aa',
+      'frames:99:aa',
+      'notice:frame handling failed: Error: broken',
+      'frames:3:aa',
+      'ack:3',
+    ]);
     s.session.close();
   });
 
@@ -147,10 +168,10 @@ describe('relay session', () => {
     s.inbox.push(['cc'.repeat(32), Uint8Array.of(7)]);
     const drained = s.session.drainInbox();
     await flush();
-    expect(s.log).toEqual(['frame:1:aa']);
+    expect(s.log).toEqual(['frames:1:aa']);
     s.open(1);
     await drained;
-    expect(s.log).toEqual(['frame:1:aa', 'ack:1', 'frame:7:cc']);
+    expect(s.log).toEqual(['frames:1:aa', 'ack:1', 'frames:7:cc']);
     s.session.close();
   });
 
