@@ -42,8 +42,9 @@ import { startRelayThread, type RelayThread } from './lib/relay-thread.ts';
 import type { BenchResult } from './run.ts';
 import type { EnvelopeOpener } from '../src/core/open.js';
 import type { Signer } from '../src/core/ports.js';
+import type { ReplicaStore } from '../src/core/store.js';
 
-const EVENTS = 100_000;
+export const EVENTS = 100_000;
 const SIGNERS = 2;
 const POOL_THREADS = 1;
 
@@ -174,6 +175,7 @@ async function reader(
   group: Group,
   signer: Signer,
   opener: EnvelopeOpener | undefined,
+  store: ReplicaStore | undefined,
 ): Promise<Reader> {
   const applied = { count: 0 };
   const peer = await NodePeer.create({
@@ -182,22 +184,36 @@ async function reader(
     signer,
     clock: systemClock,
     ...(opener ? { opener } : {}),
+    ...(store ? { store } : {}),
     listener: { onApplied: (outcomes) => (applied.count += outcomes.filter((o) => o.type === 'Applied').length) },
   });
   return { peer, applied };
 }
 
-type Timings = { inThreadMs: number; pooledMs: number; frames: number; signatures: Signature[] };
+type Timings = {
+  inThreadMs: number;
+  pooledMs: number;
+  frames: number;
+  signatures: Signature[];
+  /** The readers' stores, as they are after catching up. */
+  stores: ReplicaStore[];
+};
 
-/** One relay and one set of writes; an in-thread reader and a pooled reader catch up one after the other. */
-async function measure(): Promise<Timings> {
+/**
+ * One relay and one set of writes; an in-thread reader and a pooled reader catch up one
+ * after the other, each into the store `readerStore` makes (memory when not given).
+ */
+export async function measure(readerStore?: (index: number) => ReplicaStore): Promise<Timings> {
   const dataDir = await mkdtemp(join(tmpdir(), 'sov-bench-catchup-'));
   const relay = await startRelayThread({ dataDir, mailboxLimits: { maxFrames: 10_000, maxBytes: 512 * 1024 * 1024 } });
   const group = await makeGroup();
   const pool = await NodeOpenPool.start(POOL_THREADS, group.keyring.list());
   try {
     const signers = await Promise.all([0, 1].map(async () => webSigner(await generateSigningIdentity())));
-    const readers = [await reader(relay, group, signers[0]!, undefined), await reader(relay, group, signers[1]!, pool)];
+    const readers = [
+      await reader(relay, group, signers[0]!, undefined, readerStore?.(0)),
+      await reader(relay, group, signers[1]!, pool, readerStore?.(1)),
+    ];
     const signatures: Signature[] = [];
     const writers = await Promise.all(Array.from({ length: SIGNERS }, () => writer(relay, group, signatures)));
     const readerPeers = readers.map((r) => r.peer);
@@ -212,7 +228,7 @@ async function measure(): Promise<Timings> {
       throw new Error(`bench catchup: ${signatures.length} signatures for ${EVENTS} events`);
     const inThreadMs = await catchUp(readers[0]!.peer, readers[0]!.applied);
     const pooledMs = await catchUp(readers[1]!.peer, readers[1]!.applied);
-    return { inThreadMs, pooledMs, frames, signatures };
+    return { inThreadMs, pooledMs, frames, signatures, stores: readers.map((r) => r.peer.store) };
   } finally {
     await pool.close();
     await relay.close();

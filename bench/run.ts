@@ -18,6 +18,7 @@ const BENCHMARKS: Readonly<Record<string, () => Promise<Benchmark>>> = {
   events: () => import('./events.ts'),
   catchup: () => import('./catchup.ts'),
   'catchup-browser': () => import('./catchup-browser.ts'),
+  'catchup-node': () => import('./catchup-node.ts'),
   realtime: () => import('./realtime.ts'),
   merge: () => import('./merge.ts'),
   transport: () => import('./transport.ts'),

@@ -1,5 +1,5 @@
 /**
- * A headless Node peer for the relay benchmarks: a Replica on a memory store,
+ * A headless Node peer for the relay benchmarks: a Replica on a memory store (or the one given),
  * its SyncEngine, and a sov-relay/1 session (src/runtime/node-relay-client.ts)
  * carrying peer-wire messages sealed end to end by runtime/frame-channel.ts
  * (HPKE-derived keys, WebCrypto AES-GCM) — the same messages, bytes and rules as
@@ -23,6 +23,7 @@ import type { EnvelopeOpener } from '../../src/core/open.js';
 import { decodePeerMessage, encodePeerMessage, type PeerMessage } from '../../src/core/peer-wire.js';
 import type { Clock, Signer, Verifier } from '../../src/core/ports.js';
 import { Replica } from '../../src/core/replica.js';
+import type { ReplicaStore } from '../../src/core/store.js';
 import { isDeliveryMessage, SyncEngine, type SyncListener } from '../../src/core/sync.js';
 import { FrameChannel, generateFrameKey } from '../../src/runtime/frame-channel.js';
 import { nodeEnvelopes } from '../../src/runtime/node-aead.js';
@@ -48,10 +49,12 @@ export type PeerOptions = {
   readonly verifier?: Verifier;
   readonly opener?: EnvelopeOpener;
   readonly listener?: SyncListener;
+  /** The peer's replica store: memory unless given (catchup-node gives SQLite). */
+  readonly store?: ReplicaStore;
 };
 
 export class NodePeer {
-  readonly store = new MemoryReplicaStore();
+  readonly store: ReplicaStore;
   readonly replica: Replica;
   readonly engine: SyncEngine;
   readonly endpoint: Uint8Array;
@@ -72,6 +75,7 @@ export class NodePeer {
 
   private constructor(options: PeerOptions, frameKey: Awaited<ReturnType<typeof generateFrameKey>>) {
     this.#options = options;
+    this.store = options.store ?? new MemoryReplicaStore();
     this.#endpointKey = ed25519.utils.randomSecretKey();
     this.endpoint = ed25519.getPublicKey(this.#endpointKey);
     this.#topic = topicOf(options.group.secret);
