@@ -61,6 +61,21 @@ function entryOf(state: RowState): Entry {
 
 const bySort = (a: Entry, b: Entry): number => (a.sort < b.sort ? -1 : a.sort > b.sort ? 1 : 0);
 
+/** Changed rows moved one by one in the sorted order; more re-sort it. */
+const MOVE_AT_MOST = 256;
+
+/** Where `entry` is, or belongs, in `sorted` (sort keys are unique: they end with the row id). */
+function position(sorted: readonly Entry[], entry: Entry): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid]!.sort < entry.sort) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 export class TablePages {
   readonly #store: ReplicaStore;
   readonly #indexes = new Map<string, Promise<Index>>();
@@ -128,11 +143,19 @@ export class TablePages {
     if (index.stale.size === 0) return;
     const rows = [...index.stale];
     index.stale.clear();
+    // A few changed rows move within the sorted order (a peer's edit of a 100,000-row table);
+    // many at once (a catch-up) re-sort once at the next page.
+    const sorted = rows.length <= MOVE_AT_MOST ? index.sorted : undefined;
     for (const row of rows) {
       const state = await this.#store.row(table, row);
-      if (state) index.entries.set(row, entryOf(state));
-      else index.entries.delete(row);
+      const before = index.entries.get(row);
+      if (sorted && before) sorted.splice(position(sorted, before), 1);
+      if (state) {
+        const entry = entryOf(state);
+        index.entries.set(row, entry);
+        if (sorted) sorted.splice(position(sorted, entry), 0, entry);
+      } else index.entries.delete(row);
     }
-    index.sorted = undefined;
+    index.sorted = sorted;
   }
 }

@@ -108,6 +108,33 @@ describe('table pages', () => {
     expect((await pages.page(q())).total).toBe(3);
   });
 
+  it('rows a change names move within the order: the same order a fresh index gives', async () => {
+    const rows = Array.from({ length: 300 }, (_, i) =>
+      row(`r${String(i).padStart(3, '0')}`, { name: `n${(i * 7919) % 300}` }),
+    );
+    const store = await storeWith(rows);
+    const pages = new TablePages(store);
+    const all = q({ limit: MAX_PAGE_ROWS, deleted: true });
+    await pages.page(all);
+    for (let round = 0; round < 5; round++) {
+      const touched: string[] = [];
+      await store.transact(async (tx) => {
+        for (let k = 0; k < 40; k++) {
+          const i = (round * 131 + k * 37) % 320;
+          const id = `r${String(i).padStart(3, '0')}`;
+          touched.push(id);
+          if (k % 9 === 0) await tx.deleteRow(TABLE, id);
+          else await tx.putRow(row(id, { name: `renamed ${(i * round + k) % 50}` }, k % 5 === 0 ? 9 : undefined));
+        }
+      });
+      pages.changed(TABLE, touched);
+      const moved = await pages.page(all);
+      const fresh = await new TablePages(store).page(all);
+      expect(moved.rows.map((r) => r.row)).toEqual(fresh.rows.map((r) => r.row));
+      expect([moved.total, moved.alive, moved.deleted]).toEqual([fresh.total, fresh.alive, fresh.deleted]);
+    }
+  });
+
   it('a table never paged is not indexed by changes to it', async () => {
     const store = await storeWith([row('a', { name: 'one' })]);
     const pages = new TablePages(store);
