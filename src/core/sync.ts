@@ -290,3 +290,29 @@ export class SyncEngine {
     }
   }
 }
+
+type EventsMessage = Extract<DeliveryMessage, { t: 'events' }>;
+
+/** Most envelopes taken in as one from consecutive `events` messages of a peer. */
+export const MAX_JOINED_EVENTS = 1024;
+
+/**
+ * Whether `next` and `run` cover one unbroken range of the sender's log (`(after, upto]`
+ * each; they may overlap), so that taking them in as one cannot claim a gap was applied,
+ * and both fit in one ingest.
+ */
+export function continuesEvents(run: EventsMessage, next: EventsMessage): boolean {
+  return (
+    next.after <= run.upto && run.after <= next.upto && run.events.length + next.events.length <= MAX_JOINED_EVENTS
+  );
+}
+
+/** Two consecutive `events` messages of one peer as one (`continuesEvents` must hold). */
+export function joinEvents(run: EventsMessage, next: EventsMessage): EventsMessage {
+  return {
+    t: 'events',
+    after: Math.min(run.after, next.after),
+    upto: Math.max(run.upto, next.upto),
+    events: [...run.events, ...next.events],
+  };
+}

@@ -12,6 +12,7 @@ import type { WriteError, WriteOutcome } from '../core/replica.js';
 import { err, ok, type Result } from '../core/result.js';
 import { DOMAINS, isDomainName, type ColumnValue, type DomainName } from '../core/schema.js';
 import type { DomainItems } from '../core/peer-wire.js';
+import { continuesEvents, joinEvents } from '../core/sync.js';
 import type { Resurrection } from '../core/store.js';
 import { isClassifiable, isPrivacyClass, type LocalClassChoices, type PrivacyClass } from '../core/sync-manifest.js';
 import { DexieReplicaStore, NodeDatabase } from '../storage/dexie-store.js';
@@ -813,7 +814,7 @@ export class MeshNode {
         continue;
       }
       const message = result.value.message;
-      if (message.t === 'events' && run?.from === from && continues(run.message, message)) {
+      if (message.t === 'events' && run?.from === from && continuesEvents(run.message, message)) {
         run.message = joinEvents(run.message, message);
         continue;
       }
@@ -1105,27 +1106,3 @@ async function during<T>(doing: string, run: () => Promise<T>): Promise<T> {
 }
 
 type EventsMessage = Extract<InboundMessage, { t: 'events' }>;
-
-/** Most envelopes taken in as one from consecutive frames (`#onFrames`). */
-const MAX_JOINED_EVENTS = 1024;
-
-/**
- * Whether `next` and `run` cover one unbroken range of the sender's log (`(after, upto]`
- * each; they may overlap), so that taking them in as one cannot claim a gap was applied,
- * and both fit in one ingest.
- */
-function continues(run: EventsMessage, next: EventsMessage): boolean {
-  return (
-    next.after <= run.upto && run.after <= next.upto && run.events.length + next.events.length <= MAX_JOINED_EVENTS
-  );
-}
-
-/** Two consecutive `events` messages of one peer as one: the first's start, the later end. */
-function joinEvents(run: EventsMessage, next: EventsMessage): EventsMessage {
-  return {
-    t: 'events',
-    after: Math.min(run.after, next.after),
-    upto: Math.max(run.upto, next.upto),
-    events: [...run.events, ...next.events],
-  };
-}
