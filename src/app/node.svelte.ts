@@ -75,40 +75,40 @@ export class NodeStore {
   }
 
   async createMesh(name: string): Promise<void> {
-    await this.#guard(() => this.#require().createMesh(name, defaultRelayUrl(location)));
+    await this.#guard(() => this.#require().pairing.found(name, defaultRelayUrl(location)));
   }
 
   async join(ticket: string, name: string): Promise<void> {
     await this.#guard(async () => {
-      const joined = await this.#require().join(ticket, name);
+      const joined = await this.#require().pairing.join(ticket, name);
       if (!joined.ok) throw new Error(describe(joined.error));
     });
   }
 
   async cancelJoin(): Promise<void> {
-    await this.#guard(() => this.#require().cancelJoin());
+    await this.#guard(() => this.#require().pairing.cancelJoin());
   }
 
   async invite(): Promise<string> {
     let ticket = '';
-    await this.#guard(async () => void (ticket = await this.#require().invite()));
+    await this.#guard(async () => void (ticket = await this.#require().pairing.invite()));
     return ticket;
   }
 
   async answerPairing(inv: string, confirmed: boolean, by: 'code' | 'vouches' = 'code'): Promise<void> {
-    await this.#guard(() => this.#require().answerPairing(inv, confirmed, by));
+    await this.#guard(() => this.#require().pairing.answer(inv, confirmed, by));
   }
 
   setVouchThreshold(k: number): Promise<boolean> {
-    return this.#write(() => this.#require().setVouchThreshold(k));
+    return this.#write(() => this.#require().pairing.setVouchThreshold(k));
   }
 
   vouch(fingerprint: string): Promise<boolean> {
-    return this.#write(() => this.#require().vouch(fingerprint));
+    return this.#write(() => this.#require().pairing.vouch(fingerprint));
   }
 
   async answerJoin(confirmed: boolean): Promise<void> {
-    await this.#guard(() => this.#require().answerJoin(confirmed));
+    await this.#guard(() => this.#require().pairing.answerJoin(confirmed));
   }
 
   /** A window of a table's rows (empty until the machine has started). */
@@ -142,15 +142,15 @@ export class NodeStore {
   }
 
   createDomain(name: string, purpose: string, readers: readonly string[]): Promise<boolean> {
-    return this.#write(() => this.#require().createDomain(name, purpose, readers));
+    return this.#write(() => this.#require().domains.create(name, purpose, readers));
   }
 
   addDomainReader(domain: string, signer: string, history: 'forward' | 'full' | 'fresh'): Promise<boolean> {
-    return this.#write(() => this.#require().addDomainReader(domain, signer, history));
+    return this.#write(() => this.#require().domains.addReader(domain, signer, history));
   }
 
   removeFromDomain(domain: string, signer: string): Promise<boolean> {
-    return this.#write(() => this.#require().removeFromDomain(domain, signer));
+    return this.#write(() => this.#require().domains.removeReader(domain, signer));
   }
 
   writeNote(domain: string, title: string, text: string): Promise<boolean> {
@@ -172,8 +172,8 @@ export class NodeStore {
       const node = this.#require();
       const formed =
         typeof source === 'number'
-          ? await node.importSample(domain, source, progress)
-          : await node.importCsv(source, domain, progress);
+          ? await node.objects.importSample(domain, source, progress)
+          : await node.objects.importCsv(source, domain, progress);
       if (formed.ok) id = formed.value.id;
       return formed;
     });
@@ -184,7 +184,7 @@ export class NodeStore {
   /** Saves an object decrypted, as CSV or plaintext Parquet, through the browser's download. */
   async downloadObject(id: string, format: 'csv' | 'parquet', name: string): Promise<void> {
     await this.#write(async () => {
-      const bytes = await this.#require().downloadObject(id, format);
+      const bytes = await this.#require().objects.download(id, format);
       if (bytes.ok) {
         const type = format === 'csv' ? 'text/csv' : 'application/vnd.apache.parquet';
         saveFile(new Blob([new Uint8Array(bytes.value)], { type }), `${name}.${format}`);
@@ -197,7 +197,7 @@ export class NodeStore {
   async tryKeysOnObject(id: string): Promise<string> {
     let text = '';
     await this.#guard(async () => {
-      const tried = await this.#require().tryKeysOnObject(id);
+      const tried = await this.#require().objects.tryEveryKey(id);
       text = tried.ok
         ? 'opened with a key this machine holds'
         : tried.error.type === 'NoKeyOpens'
@@ -215,17 +215,17 @@ export class NodeStore {
   ): Promise<{ result?: QueryResult; error?: string; id: string }> {
     const id = crypto.randomUUID();
     this.#queryId = id;
-    const ran = await this.#require().query(sql, { id, progress: proxy(progress), onRows: proxy(onRows) });
+    const ran = await this.#require().objects.query(sql, { id, progress: proxy(progress), onRows: proxy(onRows) });
     if (this.#queryId === id) this.#queryId = undefined;
     return ran.ok ? { result: ran.value, id } : { error: describeQueryError(ran.error), id };
   }
 
   async cancelQuery(): Promise<void> {
-    if (this.#queryId) await this.#require().cancelQuery(this.#queryId);
+    if (this.#queryId) await this.#require().objects.cancelQuery(this.#queryId);
   }
 
   async syncObjects(): Promise<void> {
-    await this.#guard(() => this.#require().syncObjects());
+    await this.#guard(() => this.#require().objects.sync());
   }
 
   setPlacement(signer: string, domains: string): Promise<boolean> {
@@ -236,7 +236,7 @@ export class NodeStore {
   async unreadable(): Promise<string> {
     let text = '';
     await this.#guard(async () => {
-      const { byDomain, attempt } = await this.#require().unreadable();
+      const { byDomain, attempt } = await this.#require().domains.unreadable();
       const held = Object.entries(byDomain)
         .map(([d, n]) => `${n} of ${d}`)
         .join(', ');

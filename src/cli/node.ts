@@ -161,7 +161,7 @@ export async function nodeMain(argv: readonly string[]): Promise<number> {
       void readLine().then(async (answer) => {
         const yes = answer?.trim().toLowerCase() === 'y';
         say(yes ? 'code confirmed here; waiting for the inviting machine' : 'code declined');
-        await node.answerJoin(yes);
+        await node.pairing.answerJoin(yes);
       });
     }
     for (const n of [...s.notices].reverse()) {
@@ -176,7 +176,7 @@ export async function nodeMain(argv: readonly string[]): Promise<number> {
       stop(2, 'this machine is in no mesh yet: run with --join and the ticket on standard input');
     } else {
       const ticket = (await readLine())?.trim();
-      const joined = ticket ? await node.join(ticket, args.name) : undefined;
+      const joined = ticket ? await node.pairing.join(ticket, args.name) : undefined;
       if (!joined?.ok) stop(1, `join refused: ${joined ? joined.error.type : 'no ticket on standard input'}`);
     }
   }

@@ -28,11 +28,14 @@ import { ReceiptLog } from '../core/mls/receipt-log.js';
 import type { Misbehaviour } from '../core/mls/receipt.js';
 import type { BrokenChain } from '../core/mls/receipt-log.js';
 import type { SequencerRejection } from '../core/mls/sequencer.js';
-import type { DomainItems } from '../core/peer-wire.js';
+import type { DomainItems, PeerMessage } from '../core/peer-wire.js';
 import { err, ok, type Result } from '../core/result.js';
 import { DOMAINS, type DomainName } from '../core/schema.js';
 import type { DomainView, ReceiveOutcome, ServiceError } from './mls-service.js';
 import { RelaySequencerPort, type SequencerMessage } from './sequencer-port.js';
+import type { MachineStore } from './machine-store.js';
+
+const RECEIPTS_KEY = 'mls-receipts';
 
 /** The MLS worker as the main thread sees it (a comlink Remote, or the service itself in tests). */
 export type MlsPort = {
@@ -67,11 +70,8 @@ export type DomainsDeps = {
   readonly sendTo: (signer: string, message: DomainMessage) => Promise<boolean>;
   /** Signers of the other live machines of the mesh. */
   readonly peers: () => readonly string[];
-  /** The standing key package a machine published (CONTROL `key_packages`, base64url). */
-  readonly standingOf: (signer: string) => Promise<string | undefined>;
-  /** Durable small values (receipts): the replica's meta store. */
-  readonly loadReceipts: () => Promise<Uint8Array[]>;
-  readonly saveReceipts: (receipts: Uint8Array[]) => Promise<void>;
+  /** Standing key packages (CONTROL `key_packages`) and the receipts kept (the replica's meta store). */
+  readonly store: Pick<MachineStore, 'row' | 'getMeta' | 'setMeta'>;
   readonly notice: (kind: 'info' | 'warning', text: string) => void;
   readonly count: (type: string) => void;
   /** Something changed that the UI shows (views, generations, proofs). */
@@ -127,7 +127,7 @@ export class MeshDomains {
     this.#port?.abandon('a new relay session');
     if (!this.#log) {
       const log = new ReceiptLog(relayKey);
-      for (const r of await this.#deps.loadReceipts()) log.observe(r);
+      for (const r of (await this.#deps.store.getMeta<Uint8Array[]>(RECEIPTS_KEY)) ?? []) log.observe(r);
       this.#log = log;
     }
     this.#port = new RelaySequencerPort(
@@ -239,6 +239,24 @@ export class MeshDomains {
     return members.length > 0 ? this.add(domain, members, 'forward') : ok(undefined);
   }
 
+  /** An MLS message from a peer machine (frame-dispatch.ts); true when it was a Welcome. */
+  async message(from: string, message: Extract<PeerMessage, { t: DomainMessage['t'] }>): Promise<boolean> {
+    switch (message.t) {
+      case 'mls-heads':
+        await this.heads(message.receipts);
+        return false;
+      case 'mls-groupinfo-request':
+        await this.groupInfoRequested(from, message.domain);
+        return false;
+      case 'mls-groupinfo':
+        await this.groupInfoArrived(message.domain, message.info);
+        return false;
+      case 'mls-welcome':
+        await this.welcomed(message.domain, message.bundle);
+        return true;
+    }
+  }
+
   /** Admin: adds machines to a domain (history per policy) and sends each its Welcome. */
   async add(
     domain: DomainName,
@@ -247,7 +265,7 @@ export class MeshDomains {
   ): Promise<Result<void, DomainsError>> {
     const kps: Uint8Array[] = [];
     for (const signer of signers) {
-      const kp = fromBase64Url((await this.#deps.standingOf(signer)) ?? '');
+      const kp = fromBase64Url(await this.#standingOf(signer));
       if (!kp) return err({ type: 'NoKeyPackage', reason: `${signer.slice(0, 8)} has published no key package yet` });
       kps.push(kp);
     }
@@ -405,7 +423,13 @@ export class MeshDomains {
   }
 
   async #saveReceipts(): Promise<void> {
-    if (this.#log) await this.#deps.saveReceipts(this.#log.all());
+    if (this.#log) await this.#deps.store.setMeta(RECEIPTS_KEY, this.#log.all());
+  }
+
+  /** The standing key package a machine published (CONTROL `key_packages`, base64url), or ''. */
+  async #standingOf(signer: string): Promise<string> {
+    const value = (await this.#deps.store.row('key_packages', `${signer}:mls`))?.cells['kp']?.value;
+    return typeof value === 'string' ? value : '';
   }
 
   /** After any MLS step: new generations to the crypto worker, fresh views to the UI. */

@@ -67,31 +67,33 @@ export type DomainEntry = {
   readonly stuck: boolean;
 };
 
-/** Where a snapshot's parts come from. */
+/** Where a snapshot's parts come from: the machine's parts, each by what a snapshot reads of it. */
 export type SnapshotSources = {
   readonly store: MachineStore;
   identity(): IdentityView;
-  status(): MeshStatus;
-  name(): string;
-  isAdmin(): boolean;
+  readonly meta: { readonly status: MeshStatus; readonly value: { readonly name: string } | undefined };
+  /** Who the machines are (mesh-roster.ts); `peers` are the endpoints this machine syncs with. */
+  readonly roster: { readonly machines: readonly Machine[]; readonly peers: readonly string[]; isAdmin(): boolean };
+  /** What the machine counted and noticed (node-feed.ts); counts are refusals never stored, by reason. */
+  readonly feed: {
+    readonly counts: Readonly<Record<string, number>>;
+    readonly notices: readonly Notice[];
+    readonly dataVersion: number;
+  };
   relay(): {
     readonly state: RelayState | 'standby';
     readonly detail: string;
     readonly lastBatchAt: number | undefined;
   };
-  /** Refusals counted but not stored (frames refused before any import), by reason. */
-  transient(): Readonly<Record<string, number>>;
-  machines(): readonly Machine[];
-  /** Endpoints this machine syncs with. */
-  peers(): readonly string[];
-  notices(): readonly Notice[];
-  dataVersion(): number;
-  pairings(vouchers: ReadonlyMap<string, readonly string[]>): PairingView[];
-  join(): JoinView;
-  vouchers(): Promise<ReadonlyMap<string, readonly string[]>>;
-  vouchK(): Promise<number>;
+  /** Ceremonies under way and the vouches that admit (mesh-pairing.ts). */
+  readonly pairing: {
+    views(vouchers: ReadonlyMap<string, readonly string[]>): PairingView[];
+    readonly joinView: JoinView;
+    vouchers(): Promise<ReadonlyMap<string, readonly string[]>>;
+    vouchThreshold(): Promise<number>;
+  };
   manifest(): Promise<ManifestEntry[]>;
-  domains(): {
+  readonly domains: {
     readonly views: readonly DomainView[];
     stuck(): readonly string[];
     misbehaviour(): readonly unknown[];
@@ -100,25 +102,25 @@ export type SnapshotSources = {
 };
 
 export async function buildSnapshot(src: SnapshotSources): Promise<NodeSnapshot> {
-  const machines = src.machines();
+  const machines = src.roster.machines;
   const names = new Map(machines.map((m) => [m.signer, m.name]));
   const sync = await syncView(src);
-  const domains = src.domains();
+  const { domains, feed, pairing } = src;
   return {
     identity: src.identity(),
-    status: src.status(),
-    name: src.name(),
-    isAdmin: src.isAdmin(),
+    status: src.meta.status,
+    name: src.meta.value?.name ?? '',
+    isAdmin: src.roster.isAdmin(),
     relay: src.relay().state,
     relayDetail: src.relay().detail,
     pending: Math.max(0, ...sync.peers.map((p) => p.pending)),
-    dataVersion: src.dataVersion(),
+    dataVersion: feed.dataVersion,
     machines,
     sync,
-    notices: [...src.notices()],
-    pairings: src.pairings(await src.vouchers()),
-    join: src.join(),
-    vouchK: await src.vouchK(),
+    notices: [...feed.notices],
+    pairings: pairing.views(await pairing.vouchers()),
+    join: pairing.joinView,
+    vouchK: await pairing.vouchThreshold(),
     manifest: await src.manifest(),
     domains: await domainEntries(src.store, domains),
     misbehaviour: domains.misbehaviour().length,
@@ -132,10 +134,10 @@ export async function buildSnapshot(src: SnapshotSources): Promise<NodeSnapshot>
 
 async function syncView(src: SnapshotSources): Promise<SyncView> {
   const { store } = src;
-  const names = new Map(src.machines().map((m) => [m.endpoint, m.name]));
+  const names = new Map(src.roster.machines.map((m) => [m.endpoint, m.name]));
   const last = await store.lastPos();
   const peers = [];
-  for (const endpoint of src.peers()) {
+  for (const endpoint of src.roster.peers) {
     const cursor = await store.cursor(endpoint);
     const watermark = await store.watermark(endpoint);
     peers.push({ endpoint, name: names.get(endpoint) ?? '', cursor, watermark, pending: Math.max(0, last - cursor) });
@@ -151,15 +153,12 @@ async function syncView(src: SnapshotSources): Promise<SyncView> {
     // Counted in the store: a machine may hold many thousands of these.
     parked: counts.parked,
     withheld: counts.withheld,
-    rejected: countByReason(recent, src.transient()),
+    rejected: countByReason(recent, src.feed.counts),
     recentRejections: recent.slice(0, 20),
   };
 }
 
-async function domainEntries(
-  store: MachineStore,
-  domains: ReturnType<SnapshotSources['domains']>,
-): Promise<DomainEntry[]> {
+async function domainEntries(store: MachineStore, domains: SnapshotSources['domains']): Promise<DomainEntry[]> {
   const purposes = new Map(
     (await store.rows('domains')).map((r) => [r.row, String(rowView(r, new Map()).values['purpose'] ?? '')]),
   );

@@ -56,9 +56,7 @@ async function mesh() {
         return true;
       },
       peers: () => signers.filter((s) => s !== signer),
-      standingOf: async () => undefined,
-      loadReceipts: async () => [],
-      saveReceipts: async () => undefined,
+      store: { row: async () => undefined, getMeta: async () => undefined, setMeta: async () => undefined },
       notice: (_kind, text) => notices.push(text),
       count: (type) => counts.push(type),
       changed: () => undefined,

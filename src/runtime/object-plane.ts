@@ -1,0 +1,74 @@
+/**
+ * The object plane as the UI reaches it: forming objects, reading them back, and SQL over
+ * the catalog (mesh-objects.ts does the work). Each action answers with a typed error when
+ * this machine cannot do it: `NotReady` when the page runs no Parquet worker, `NoDomainKey`
+ * when it forms an object in a domain it does not read.
+ */
+import { err, ok, type Result } from '../core/result.js';
+import type { DomainName } from '../core/schema.js';
+import type { QueryResult } from '../core/query/execute.js';
+import type { MeshObjects, QueryOptions } from './mesh-objects.js';
+import type { ImportProgress, ObjectError, PendingObject } from './object-service.js';
+
+export class ObjectPlane {
+  readonly #objects: MeshObjects | undefined;
+  readonly #reads: (domain: DomainName) => boolean;
+
+  /** `reads(domain)`: this machine holds the domain's current key and may write into it. */
+  constructor(objects: MeshObjects | undefined, reads: (domain: DomainName) => boolean) {
+    this.#objects = objects;
+    this.#reads = reads;
+  }
+
+  #plane(domain?: DomainName): Result<MeshObjects, ObjectError> {
+    if (domain !== undefined && !this.#reads(domain)) return err({ type: 'NoDomainKey', domain });
+    return this.#objects ? ok(this.#objects) : err({ type: 'NotReady', reason: 'this page runs no Parquet worker' });
+  }
+
+  /** Forms one encrypted object of a CSV file in `domain`; it is published when the relay is reachable. */
+  async importCsv(
+    file: File,
+    domain: DomainName,
+    progress?: ImportProgress,
+  ): Promise<Result<PendingObject, ObjectError>> {
+    const plane = this.#plane(domain);
+    return plane.ok ? plane.value.importCsv(file, domain, progress) : plane;
+  }
+
+  /** Forms an object of generated sample measurements in `domain`. */
+  async importSample(
+    domain: DomainName,
+    rows: number,
+    progress?: ImportProgress,
+  ): Promise<Result<PendingObject, ObjectError>> {
+    const plane = this.#plane(domain);
+    return plane.ok ? plane.value.importSample(domain, rows, progress) : plane;
+  }
+
+  /** An object decrypted as CSV or plaintext Parquet, for the user to save. */
+  async download(id: string, format: 'csv' | 'parquet'): Promise<Result<Uint8Array, ObjectError>> {
+    const plane = this.#plane();
+    return plane.ok ? plane.value.download(id, format) : plane;
+  }
+
+  /** Every key this machine holds, tried on an object it stores: `NoKeyOpens` unless it reads the domain. */
+  async tryEveryKey(id: string): Promise<Result<{ readonly opened: true }, ObjectError>> {
+    const plane = this.#plane();
+    return plane.ok ? plane.value.tryEveryKey(id) : plane;
+  }
+
+  /** SQL over this machine's catalog (core/query/sql.ts); `id` lets `cancelQuery` stop it. */
+  async query(sql: string, options: QueryOptions = {}): Promise<Result<QueryResult, ObjectError>> {
+    const plane = this.#plane();
+    return plane.ok ? plane.value.query(sql, options) : plane;
+  }
+
+  async cancelQuery(id: string): Promise<void> {
+    await this.#objects?.cancelQuery(id);
+  }
+
+  /** Publishes, uploads and places objects now rather than at the next batch cycle. */
+  async sync(): Promise<void> {
+    await this.#objects?.sync();
+  }
+}
