@@ -120,7 +120,9 @@ type Opened =
   | ({ readonly kind: 'event' } & OpenedEnvelope)
   | { readonly kind: 'skewed'; readonly opened: OpenedEnvelope; readonly error: ClockSkewError }
   | { readonly kind: 'opaque'; readonly sealed: SealedEvent; readonly bytes: Uint8Array }
-  | { readonly kind: 'rejected'; readonly outerId: string; readonly error: Rejection };
+  | { readonly kind: 'rejected'; readonly outerId: string; readonly error: Rejection }
+  /** Held already (logged, rejected or parked): a duplicate, never opened. */
+  | { readonly kind: 'known'; readonly outerId: string };
 
 const MAX_WRITE_RETRIES = 8;
 /** Most local writes recorded together (`#pumpWrites`). */
@@ -325,7 +327,7 @@ export class Replica {
   ingest(peer: string, envelopes: readonly Uint8Array[], upto?: number): Promise<IngestOutcome[]> {
     // Opening starts at once, so a later batch can be opened while an earlier one is admitted;
     // admission keeps the order of the calls.
-    const opening = this.#openAll(envelopes);
+    const opening = this.#openNew(envelopes);
     opening.catch(() => undefined);
     const admitted = this.#ingestTurn.then(async () => {
       const opened = await opening;
@@ -415,6 +417,8 @@ export class Replica {
   *#admit(tx: ReplicaTx, peer: string, item: Opened, fill?: number): Steps<IngestOutcome> {
     const now = this.#deps.clock.now();
     switch (item.kind) {
+      case 'known':
+        return { type: 'Duplicate', outerId: item.outerId };
       case 'rejected': {
         const known = (yield tx.isRejected(item.outerId)) as boolean;
         if (known) return { type: 'Duplicate', outerId: item.outerId };
@@ -524,6 +528,26 @@ export class Replica {
   }
 
   /** Opens a batch, checks signatures run by run (chain-verify.ts), then the clock bound of each event. */
+  /**
+   * Opens the envelopes this machine does not hold yet. One already logged, rejected or
+   * parked is a duplicate without being decrypted or verified: a peer that forwards a
+   * catch-up back to the machine it came from (every machine forwards its log) costs a
+   * lookup per envelope, not a decryption and a signature check. Admission checks again.
+   */
+  async #openNew(envelopes: readonly Uint8Array[]): Promise<Opened[]> {
+    const ids = envelopes.map((bytes) => {
+      const sealed = decodeSealed(bytes);
+      return sealed.ok ? envelopeId(sealed.value) : undefined;
+    });
+    const known = await this.#deps.store.transact((tx) =>
+      Promise.all(ids.map(async (id) => (id === undefined ? false : heldAlready(tx, id)))),
+    );
+    if (!known.includes(true)) return this.#openAll(envelopes);
+    const opened = await this.#openAll(envelopes.filter((_, i) => !known[i]));
+    let next = 0;
+    return ids.map((id, i): Opened => (known[i] ? { kind: 'known', outerId: id! } : opened[next++]!));
+  }
+
   async #openAll(envelopes: readonly Uint8Array[]): Promise<Opened[]> {
     const { opener, envelopes: port, verifier, clock } = this.#deps;
     const openings: Opening[] = opener
@@ -578,4 +602,10 @@ export class Replica {
     const [last, cursor] = await Promise.all([this.#deps.store.lastPos(), this.#deps.store.cursor(peer)]);
     return Math.max(0, last - cursor);
   }
+}
+
+/** Whether an envelope is in the log, was rejected, or waits parked: anything but new (or withheld). */
+async function heldAlready(tx: ReplicaTx, outerId: string): Promise<boolean> {
+  const state = await tx.envelopeState(outerId);
+  return state.logged || state.rejected || (await tx.isParked(outerId));
 }

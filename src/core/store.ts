@@ -202,6 +202,19 @@ export type ReasonCounts = {
   readonly withheld: Readonly<Record<string, number>>;
 };
 
+/** The order views list a table's rows in: the `name` column, lower-cased, then the row id. */
+export function rowSortKey(state: RowState): string {
+  const name = state.cells['name']?.value;
+  return `${typeof name === 'string' ? name.toLowerCase() : ''}\u0000${state.row}`;
+}
+
+/** A window of a table's alive rows in `rowSortKey` order, with the table's counts. */
+export type RowWindow = {
+  readonly rows: readonly RowState[];
+  readonly alive: number;
+  readonly deleted: number;
+};
+
 export interface ReplicaStore {
   transact<T>(fn: (tx: ReplicaTx) => Awaitable<T>): Promise<T>;
   /** Log entries with pos > `after`, in order, at most `limit`. */
@@ -225,4 +238,10 @@ export interface ReplicaStore {
   reasonCounts(): Promise<ReasonCounts>;
   rejections(limit: number): Promise<RejectionRecord[]>;
   resurrections(limit: number): Promise<Resurrection[]>;
+  /**
+   * The alive rows of `table` from `offset` in `rowSortKey` order, at most `limit`, read
+   * through an index kept in that order, so the first screen of a large table costs a
+   * page, not the table. Optional: a store without it is paged from an index in memory.
+   */
+  rowWindow?(table: string, offset: number, limit: number): Promise<RowWindow>;
 }

@@ -44,6 +44,12 @@ export type SyncListener = {
   /** Whether a peer may hold trusted-lane entries (absent: none may). */
   readonly trusted?: (peer: string) => boolean;
   /**
+   * The signer whose machine a peer endpoint is, when known: its own events are never
+   * offered back to it (it wrote them; after a catch-up, forwarding them would send the
+   * whole log back).
+   */
+  readonly signerOf?: (peer: string) => string | undefined;
+  /**
    * While this machine is trusted, a name for the grant that made it so (it
    * changes when trust is withdrawn and granted again); undefined otherwise.
    */
@@ -54,6 +60,8 @@ export type SyncListener = {
 const ASK_EVERY = 4;
 /** Log entries one sweep answer scans at most. */
 const SWEEP_SCAN = 8 * 1024;
+/** Log entries a peer may not hold that one frame without envelopes passes over at most. */
+const SKIP_SCAN = 8 * 1024;
 /** The sweep progress that means "reached the end of that peer's log". */
 const SWEEP_DONE = Number.MAX_SAFE_INTEGER;
 /** Where a sweep's progress is kept: a watermark under a name of its own (it only moves forward). */
@@ -118,11 +126,13 @@ export class SyncEngine {
   }
 
   /**
-   * Batch cycle: re-offer what a peer has not acknowledged. A peer whose cursor
-   * did not move since the last re-offer (away for a week, say: the relay keeps
-   * its mailbox) is re-offered after 1, 2, 4 … up to MAX_RESEND_BACKOFF cycles,
-   * so its mailbox does not fill with copies of the same batch; any progress
-   * resets the pace. `force` re-offers to every peer now (a user's "sync now").
+   * Batch cycle: re-offer what a peer has not acknowledged. A peer whose cursor moved since
+   * the last cycle is taking in what was offered (a catch-up through a full mailbox takes
+   * minutes): its window is topped up, and nothing in flight is sent again. A peer whose
+   * cursor did not move (a frame was lost, or it is away for a week and the relay keeps
+   * its mailbox) is re-offered from its cursor after 1, 2, 4 … up to MAX_RESEND_BACKOFF
+   * cycles, so its mailbox does not fill with copies of the same batch; any progress resets
+   * the pace. `force` re-offers to every peer from its cursor now (a user's "sync now").
    */
   async resend(force = false): Promise<void> {
     if (force || ++this.#cycles % ASK_EVERY === 0) await this.askAgain();
@@ -130,7 +140,12 @@ export class SyncEngine {
     for (const peer of this.#peers) {
       const cursor = await this.#store.cursor(peer);
       const pace = this.#pace.get(peer);
-      if (!force && pace && pace.cursor === cursor && last > cursor) {
+      if (!force && pace && pace.cursor !== cursor) {
+        this.#pace.set(peer, { cursor, every: 1, skip: 0 });
+        if (this.#online) await this.#offer(peer);
+        continue;
+      }
+      if (!force && pace && last > cursor) {
         if (pace.skip > 0) {
           pace.skip--;
           continue;
@@ -161,11 +176,27 @@ export class SyncEngine {
     const cursor = await this.#store.cursor(peer);
     let after = Math.max(cursor, this.#offered.get(peer) ?? 0);
     for (let frames = 0; after - cursor < MAX_IN_FLIGHT_EVENTS && frames < MAX_FRAMES_PER_OFFER; frames++) {
-      const entries = await this.#store.entriesAfter(after, MAX_EVENTS_PER_FRAME);
-      if (entries.length === 0) return;
-      const events: Uint8Array[] = [];
-      let bytes = 0;
-      let upto = after;
+      const batch = await this.#nextBatch(peer, after);
+      if (!batch) return;
+      this.#offered.set(peer, batch.upto);
+      await this.#channel.send(peer, { t: 'events', after, upto: batch.upto, events: batch.events });
+      after = batch.upto;
+    }
+  }
+
+  /**
+   * The envelopes of the next frame to `peer` after `after`, and the log position it covers
+   * up to; undefined at the end of the log. Entries the peer may not hold (or wrote itself)
+   * are passed over, and a run of them — up to SKIP_SCAN entries — goes as one frame
+   * without envelopes, so the peer's watermark passes them without one frame per page.
+   */
+  async #nextBatch(peer: string, after: number): Promise<{ events: Uint8Array[]; upto: number } | undefined> {
+    const events: Uint8Array[] = [];
+    let bytes = 0;
+    let upto = after;
+    for (let scanned = true; scanned && events.length < 1 && upto - after < SKIP_SCAN;) {
+      const entries = await this.#store.entriesAfter(upto, MAX_EVENTS_PER_FRAME);
+      scanned = entries.length > 0;
       for (const entry of entries) {
         if (!this.#mayHold(peer, entry)) {
           upto = entry.pos;
@@ -176,14 +207,13 @@ export class SyncEngine {
         bytes += entry.sealed.length;
         upto = entry.pos;
       }
-      this.#offered.set(peer, upto);
-      await this.#channel.send(peer, { t: 'events', after, upto, events });
-      after = upto;
     }
+    return upto > after ? { events, upto } : undefined;
   }
 
   #mayHold(peer: string, entry: LogEntry): boolean {
     if (entry.lane === 'local') return false;
+    if (entry.signer !== undefined && entry.signer === this.#listener.signerOf?.(peer)) return false;
     return entry.lane !== 'trusted' || this.#listener.trusted?.(peer) === true;
   }
 

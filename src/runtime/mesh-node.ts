@@ -372,6 +372,7 @@ export class MeshNode {
       provisional: meta?.provisionalClasses ?? {},
       peers: this.#roster.peers.map((endpoint) => this.#roster.addressOf(endpoint) ?? { endpoint, frame: '' }),
       trusted: this.#roster.trustedEndpoints(),
+      signers: Object.fromEntries(this.#roster.live().map((m) => [m.endpoint, m.signer])),
     });
   }
 

@@ -41,6 +41,8 @@ export type StateConfig = {
   readonly peers: readonly PeerAddress[];
   /** Endpoints of peers that may hold trusted-lane entries. */
   readonly trusted: readonly string[];
+  /** The signer of each peer endpoint the keyring names: its own events are not offered back to it. */
+  readonly signers: Readonly<Record<string, string>>;
 };
 
 /** What one call changed, for the UI and the composition root; counts, not contents. */
@@ -121,7 +123,14 @@ export function mergeSummaries(a: ChangeSummary, b: ChangeSummary): ChangeSummar
 /** How long a burst of local writes gathers before it is offered: well under what a person notices. */
 const OFFER_COALESCE_MS = 20;
 
-const EMPTY_CONFIG: StateConfig = { anchors: [], narrowing: {}, provisional: {}, peers: [], trusted: [] };
+const EMPTY_CONFIG: StateConfig = {
+  anchors: [],
+  narrowing: {},
+  provisional: {},
+  peers: [],
+  trusted: [],
+  signers: {},
+};
 
 export type StateServiceDeps = {
   readonly store: ReplicaStore;
@@ -319,6 +328,7 @@ export class StateService {
       {
         onApplied: (outcomes) => (this.#changes = mergeSummaries(this.#changes, this.#track(outcomes))),
         trusted: (peer) => this.#config.trusted.includes(peer),
+        signerOf: (peer) => this.#config.signers[peer],
         trustGrant: () => this.#trustGrant(self),
       },
     );

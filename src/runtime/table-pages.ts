@@ -2,6 +2,11 @@
  * Pages of a table's rows, sorted and filtered where the store is (the state worker
  * in a browser), so the UI asks for the few rows it shows and never holds a table.
  *
+ * A store that keeps rows in the views' order (`rowWindow`: IndexedDB does) answers the
+ * common case — alive rows, no filter — itself, a page at a time: the first screen of a
+ * 100,000-row table reads one page. Anything else (a filter, deleted rows shown, a store
+ * without the window) is paged from an index in memory, built on first use:
+ *
  * Each table gets an index the first time it is paged: one entry per row with its
  * sort key (the `name` column, then the row id), the lower-cased text a filter box
  * matches, and whether it is alive. Changes name the rows they touched (`changed`)
@@ -11,7 +16,7 @@
  * tab wrote), drops the index and the next page re-reads the table.
  */
 import { isAlive, type RowState } from '../core/merge.js';
-import type { ReplicaStore } from '../core/store.js';
+import { rowSortKey, type ReplicaStore } from '../core/store.js';
 
 /** What the UI asks for: a window of the sorted, filtered rows. */
 export type PageQuery = {
@@ -50,10 +55,9 @@ type Index = {
 
 function entryOf(state: RowState): Entry {
   const values = Object.values(state.cells).map((c) => (c.value === null ? '' : String(c.value)));
-  const name = state.cells['name']?.value;
   return {
     row: state.row,
-    sort: `${typeof name === 'string' ? name.toLowerCase() : ''}\u0000${state.row}`,
+    sort: rowSortKey(state),
     text: values.join('\u0000').toLowerCase(),
     alive: isAlive(state),
   };
@@ -104,6 +108,15 @@ export class TablePages {
   }
 
   async page(query: PageQuery): Promise<Page> {
+    const limit = Math.max(0, Math.min(Math.floor(query.limit), MAX_PAGE_ROWS));
+    if (this.#store.rowWindow && query.filter.trim() === '' && !query.deleted) {
+      const first = Math.max(0, Math.floor(query.offset));
+      let window = await this.#store.rowWindow(query.table, first, limit);
+      // Past the end (rows went away since the view asked): the last page there is.
+      const offset = Math.max(0, Math.min(first, window.alive - 1));
+      if (offset !== first) window = await this.#store.rowWindow(query.table, offset, limit);
+      return { total: window.alive, alive: window.alive, deleted: window.deleted, offset, rows: window.rows };
+    }
     const index = await this.#index(query.table);
     await this.#refresh(query.table, index);
     const sorted = (index.sorted ??= [...index.entries.values()].sort(bySort));
@@ -115,7 +128,6 @@ export class TablePages {
         ? sorted
         : sorted.filter((e) => (query.deleted || e.alive) && (needle === '' || e.text.includes(needle)));
     const offset = Math.max(0, Math.min(Math.floor(query.offset), Math.max(0, matching.length - 1)));
-    const limit = Math.max(0, Math.min(Math.floor(query.limit), MAX_PAGE_ROWS));
     const rows: RowState[] = [];
     for (const entry of matching.slice(offset, offset + limit)) {
       const state = await this.#store.row(query.table, entry.row);

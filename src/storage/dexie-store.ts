@@ -9,11 +9,11 @@
  */
 import { Dexie, type Table, type Transaction } from 'dexie';
 import type { Hlc } from '../core/hlc.js';
-import type { RowState } from '../core/merge.js';
+import { isAlive, type RowState } from '../core/merge.js';
 import type { EventBody, EventOp } from '../core/event.js';
 import { stampedOf } from '../core/materialize.js';
 import type { Awaitable } from '../core/steps.js';
-import { MAX_REJECTION_RECORDS, PARK_REASONS, WITHHELD_REASONS } from '../core/store.js';
+import { MAX_REJECTION_RECORDS, PARK_REASONS, rowSortKey, WITHHELD_REASONS } from '../core/store.js';
 import type {
   ChainHead,
   LogEntry,
@@ -25,16 +25,33 @@ import type {
   Resurrection,
   WithheldRecord,
   ReasonCounts,
+  RowWindow,
 } from '../core/store.js';
 
 type HeadRecord = ChainHead & { readonly signer: string };
 type CursorRecord = { readonly peer: string; readonly pos: number };
 type MetaRecord = { readonly key: string; readonly value: unknown };
+/** A row as stored: with its place in the views' order and whether it is alive (1) or not (0), indexed together. */
+type StoredRow = RowState & { readonly sortKey: string; readonly live: 0 | 1 };
+
+function stored(state: RowState): StoredRow {
+  return { ...state, sortKey: rowSortKey(state), live: isAlive(state) ? 1 : 0 };
+}
+
+/** The row without the fields only the index needs. */
+function plain(record: StoredRow): RowState;
+function plain(record: StoredRow | undefined): RowState | undefined;
+function plain(record: StoredRow | undefined): RowState | undefined {
+  if (!record) return undefined;
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars -- the index fields are dropped
+  const { sortKey, live, ...state } = record;
+  return state;
+}
 
 export class NodeDatabase extends Dexie {
   log!: Table<LogEntry, number>;
   heads!: Table<HeadRecord, string>;
-  rows!: Table<RowState, [string, string]>;
+  rows!: Table<StoredRow, [string, string]>;
   cursors!: Table<CursorRecord, string>;
   watermarks!: Table<CursorRecord, string>;
   meta!: Table<MetaRecord, string>;
@@ -74,6 +91,18 @@ export class NodeDatabase extends Dexie {
     this.version(4).stores({ withheld: 'outerId, at' });
     // v5: counted by reason through the index, so the Sync panel reads no records.
     this.version(5).stores({ withheld: 'outerId, at, reason', parked: 'outerId, parkedAt, reason' });
+    // v6: rows in the views' order, alive ones apart, so a view's first page reads a page, not the table.
+    this.version(6)
+      .stores({ rows: '[table+row], table, [table+live+sortKey]' })
+      .upgrade((tx) =>
+        tx
+          .table('rows')
+          .toCollection()
+          .modify((record: RowState & { sortKey?: string; live?: 0 | 1 }) => {
+            record.sortKey = rowSortKey(record);
+            record.live = isAlive(record) ? 1 : 0;
+          }),
+      );
   }
 }
 
@@ -111,7 +140,7 @@ export class DexieReplicaStore implements ReplicaStore {
     const db = {
       log: trans.table<LogEntry, number>('log'),
       heads: trans.table<HeadRecord, string>('heads'),
-      rows: trans.table<RowState, [string, string]>('rows'),
+      rows: trans.table<StoredRow, [string, string]>('rows'),
       meta: trans.table<MetaRecord, string>('meta'),
       parked: trans.table<ParkedEnvelope, string>('parked'),
       rejected: trans.table<RejectionRecord, string>('rejected'),
@@ -187,12 +216,12 @@ export class DexieReplicaStore implements ReplicaStore {
       getRow: async (table, row) => {
         const slot = rowSlot(table, row);
         if (rowsSeen.has(slot)) return rowsSeen.get(slot);
-        const state = await db.rows.get([table, row]);
+        const state = plain(await db.rows.get([table, row]));
         rowsSeen.set(slot, state);
         return state;
       },
       putRow: async (state) => {
-        await db.rows.put(state);
+        await db.rows.put(stored(state));
         rowsSeen.set(rowSlot(state.table, state.row), state);
       },
       deleteRow: async (table, row) => {
@@ -310,12 +339,26 @@ export class DexieReplicaStore implements ReplicaStore {
     return this.db.withheld.orderBy('at').limit(limit).toArray();
   }
 
-  rows(table: string): Promise<RowState[]> {
-    return this.db.rows.where('table').equals(table).toArray();
+  async rows(table: string): Promise<RowState[]> {
+    return (await this.db.rows.where('table').equals(table).toArray()).map((r) => plain(r));
   }
 
-  row(table: string, row: string): Promise<RowState | undefined> {
-    return this.db.rows.get([table, row]);
+  async row(table: string, row: string): Promise<RowState | undefined> {
+    return plain(await this.db.rows.get([table, row]));
+  }
+
+  async rowWindow(table: string, offset: number, limit: number): Promise<RowWindow> {
+    const { db } = this;
+    const range = (live: 0 | 1) =>
+      db.rows.where('[table+live+sortKey]').between([table, live, Dexie.minKey], [table, live, Dexie.maxKey]);
+    return db.transaction('r', db.rows, async () => {
+      const [rows, alive, deleted] = await Promise.all([
+        range(1).offset(offset).limit(limit).toArray(),
+        range(1).count(),
+        range(0).count(),
+      ]);
+      return { rows: rows.map((r) => plain(r)), alive, deleted };
+    });
   }
 
   async getMeta<T>(key: string): Promise<T | undefined> {

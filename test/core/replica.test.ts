@@ -160,6 +160,37 @@ describe('replicas converge over a lossy network', () => {
     if (faults.loss) expect(net.dropped).toBeGreaterThan(0);
   });
 
+  it.each([
+    ['never forwards a machine its own events: one empty frame passes them', 30, true, 0, 1],
+    ['passes over several pages of them in that one frame', 600, true, 0, 1],
+    ['without knowing signers, forwards them back (every envelope a duplicate there)', 30, false, 31, 1],
+  ])('a machine that caught up %s', async (_name, writes, knowsSigners, echoed, frames) => {
+    const { machines } = await meshWith(['A', 'B'], `echo-${writes}-${knowsSigners}`);
+    const [a, b] = machines as [Machine, Machine];
+    for (let i = 0; i < writes; i++) await mustWrite(a, 'device_profiles', `r${i}`, { name: `row ${i}` });
+    const net = new TestNetwork('echo');
+    let backToA = 0;
+    let framesBack = 0;
+    net.faults = {
+      drop: ({ from, message }) => {
+        if (from === b.id && message.t === 'events') {
+          backToA += message.events.length;
+          framesBack++;
+        }
+        return false;
+      },
+    };
+    const listener = knowsSigners ? { signerOf: (peer: string) => peer } : {};
+    net.join(a, listener);
+    net.join(b, listener);
+    await net.connectAll();
+    await net.settle();
+    expect(await b.store.lastPos()).toBe(writes + 1);
+    expect((await b.store.row('device_profiles', `r${writes - 1}`))?.cells['name']?.value).toBe(`row ${writes - 1}`);
+    expect(backToA).toBe(echoed);
+    expect(framesBack).toBe(frames);
+  });
+
   it('ingesting the same envelopes again is idempotent', async () => {
     const { machines } = await meshWith(['A', 'B'], 'dup');
     const [a, b] = machines as [Machine, Machine];
@@ -170,6 +201,33 @@ describe('replicas converge over a lossy network', () => {
     expect((await b.replica.ingest('peer', log)).map((o) => o.type)).toEqual(['Duplicate', 'Duplicate']);
     expect((await b.replica.ingest('peer', [log[1]!, log[1]!])).map((o) => o.type)).toEqual(['Duplicate', 'Duplicate']);
     expect(await snapshot(b, [a.id])).toEqual(before);
+  });
+
+  it('opens nothing it holds already: logged (readable or not) and parked envelopes are duplicates unopened', async () => {
+    const mesh = makeMesh('unopened');
+    let opens = 0;
+    const a = makeMachine('A', 'unopened/A', mesh);
+    const b = makeMachine('B', 'unopened/B', mesh, {
+      wrapEnvelopes: (port) => ({ ...port, open: (sealed) => (opens++, port.open(sealed)) }),
+    });
+    mesh.anchors.push(a.id);
+    for (let i = 0; i < 5; i++) await mustWrite(a, 'device_profiles', `r${i}`, { name: `row ${i}` });
+    const log = await logOf(a);
+    const tampered = log[2]!.slice();
+    tampered[tampered.length - 1]! ^= 1;
+    // A ciphertext that does not open is held opaque; the chain's third event is missing, so
+    // the two after it park.
+    const first = await b.replica.ingest('peer', [log[0]!, log[1]!, tampered, log[3]!, log[4]!]);
+    expect(first.map((o) => o.type)).toEqual(['Applied', 'Applied', 'StoredOpaque', 'Parked', 'Parked']);
+    expect(opens).toBe(5);
+    const again = await b.replica.ingest('peer', [log[0]!, tampered, log[3]!, log[4]!, log[1]!]);
+    expect(again.map((o) => o.type)).toEqual(['Duplicate', 'Duplicate', 'Duplicate', 'Duplicate', 'Duplicate']);
+    expect(opens).toBe(5);
+    // Only the missing event is opened; the parked ones it unblocks apply from the parked list.
+    const filled = await b.replica.ingest('peer', [log[0]!, log[2]!]);
+    expect(filled.map((o) => o.type)).toEqual(['Duplicate', 'Applied', 'Applied', 'Applied']);
+    expect(opens).toBe(6);
+    expect((await b.store.row('device_profiles', 'r4'))?.cells['name']?.value).toBe('row 4');
   });
 
   it('the same event re-sealed (new outer id) is still a duplicate', async () => {

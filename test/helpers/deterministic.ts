@@ -15,7 +15,7 @@ import { DomainKeyring } from '../../src/core/domain-keys.js';
 import type { Hlc } from '../../src/core/hlc.js';
 import { decodePeerMessage, encodePeerMessage, type PeerMessage } from '../../src/core/peer-wire.js';
 import type { Clock, Random, Signer, Verifier } from '../../src/core/ports.js';
-import { Replica } from '../../src/core/replica.js';
+import { Replica, type EnvelopeCrypto } from '../../src/core/replica.js';
 import { TABLES, type DomainName } from '../../src/core/schema.js';
 import { everyTablePublic, type PrivacyPolicy } from '../../src/core/sync-manifest.js';
 import type { Awaitable } from '../../src/core/steps.js';
@@ -146,6 +146,8 @@ export type MachineOptions = {
   readonly privacy?: PrivacyPolicy;
   /** Wraps the machine's fresh in-memory store, e.g. in a `CrashingStore`. */
   readonly wrapStore?: (store: MemoryReplicaStore) => ReplicaStore;
+  /** Wraps the machine's envelope crypto, e.g. to count what it opens. */
+  readonly wrapEnvelopes?: (envelopes: EnvelopeCrypto) => EnvelopeCrypto;
 };
 
 export type Machine = {
@@ -176,7 +178,7 @@ export function makeMachine(name: string, seed: string, mesh: Mesh, options: Mac
     store,
     signer,
     verifier: options.fastSignatures ? unsafeTestingFastVerifier : nobleVerifier,
-    envelopes: keyring.envelopes(random),
+    envelopes: options.wrapEnvelopes ? options.wrapEnvelopes(keyring.envelopes(random)) : keyring.envelopes(random),
     trust: { self: id, anchors: () => mesh.anchors },
     privacy: options.privacy ?? everyTablePublic,
     clock,

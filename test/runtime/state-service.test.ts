@@ -75,6 +75,7 @@ function config(anchors: readonly Party[], peers: readonly Party[], trusted: rea
     provisional: {},
     peers: peers.map((p) => ({ endpoint: p.endpoint, frame: `${p.name}-frame` })),
     trusted: trusted.map((p) => p.endpoint),
+    signers: Object.fromEntries(peers.map((p) => [p.endpoint, p.id])),
   };
 }
 

@@ -669,6 +669,33 @@ describe('Dexie schema upgrade', () => {
     expect(await store.reasonCounts()).toEqual({ parked: { ChainGap: 1, UnknownSigner: 1 }, withheld: {} });
   });
 
+  it('v5 rows gain their place in the views’ order on open: the first window reads them in order', async () => {
+    const name = `replica-store-rows-${hex(4)}`;
+    const v5 = new Dexie(name);
+    v5.version(5).stores({
+      log: '++pos, &outerId, eventId, rowKey, [signer+seq], [rowKey+op]',
+      heads: 'signer',
+      rows: '[table+row], table',
+      cursors: 'peer',
+      meta: 'key',
+      watermarks: 'peer',
+      parked: 'outerId, parkedAt, reason',
+      rejected: 'outerId, at',
+      resurrections: 'key, deleteId, editId, at',
+      withheld: 'outerId, at, reason',
+    });
+    const gone: RowState = { ...row('device_profiles', 'x', 'Deleted', 1), deleted: stampAt(5) };
+    await v5.table('rows').bulkAdd([row('device_profiles', 'b', 'beta'), row('device_profiles', 'a', 'Alpha'), gone]);
+    v5.close();
+    const store = new DexieReplicaStore(new NodeDatabase(name));
+    const window = await store.rowWindow('device_profiles', 0, 10);
+    expect(window.rows.map((r) => r.row)).toEqual(['a', 'b']);
+    expect([window.alive, window.deleted]).toEqual([2, 1]);
+    // The index fields stay inside the store.
+    expect(Object.keys(window.rows[0]!).sort()).toEqual(['cells', 'row', 'table']);
+    expect(await store.row('device_profiles', 'x')).toEqual(gone);
+  });
+
   it('v2 logs gain the [rowKey+op] index on open, so per-op row history still finds old entries', async () => {
     const name = `replica-store-upgrade-${hex(4)}`;
     const v2 = new Dexie(name);
