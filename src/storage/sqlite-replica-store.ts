@@ -9,11 +9,17 @@
  * connection (WAL): they see only committed state, as with IndexedDB, and never wait
  * for a transaction — so a transaction's callback may read the store without deadlock.
  *
- * Records are stored as canonical CBOR (core/cbor.ts) next to the columns they are
- * looked up by; absent optional fields are simply not in the map.
+ * Records are stored as canonical CBOR (core/cbor.ts, written by sqlite-pack.ts) next to
+ * the columns they are looked up by; absent optional fields are simply not in the map.
+ *
+ * Speed (bench merge, bench catchup-node): each SQL text is prepared once per connection;
+ * the connection is tuned for a single owning process (`tune`); rows, heads and the clock
+ * are upserted in place; the clock and chain heads, read and written by every event, are
+ * kept for the length of a transaction and written once before COMMIT; a log record's
+ * body is written from the event's signed bytes instead of being encoded again.
  */
 import Database from 'better-sqlite3';
-import { decodeCbor, encodeCbor } from '../core/cbor.js';
+import { decodeCbor } from '../core/cbor.js';
 import type { EventOp } from '../core/event.js';
 import type { Hlc } from '../core/hlc.js';
 import type { RowState } from '../core/merge.js';
@@ -32,6 +38,7 @@ import {
   type Resurrection,
   type WithheldRecord,
 } from '../core/store.js';
+import { pack } from './sqlite-pack.js';
 
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS log (
@@ -70,19 +77,6 @@ const SCHEMA = `
 const MAX_RECORD = 1 << 24;
 const HLC_KEY = 'hlc';
 
-/** CBOR of a value with every `undefined` field left out (CBOR's undefined is refused on decode). */
-function pack(value: unknown): Uint8Array {
-  return encodeCbor(stripUndefined(value));
-}
-
-function stripUndefined(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(stripUndefined);
-  if (value === null || typeof value !== 'object' || value instanceof Uint8Array) return value;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = stripUndefined(v);
-  return out;
-}
-
 function unpack(bytes: Uint8Array): unknown {
   const decoded = decodeCbor(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), MAX_RECORD);
   if (!decoded.ok) throw new Error(`sqlite-store: a stored record does not decode (${decoded.error.reason})`);
@@ -115,10 +109,84 @@ function migrateReasons(db: Database.Database): void {
   }
 }
 
+/**
+ * Connection settings for one process that owns the file (the headless node). Kept per
+ * connection, none of them changes the file's format.
+ *
+ * - `synchronous = NORMAL` in WAL mode: a commit is in the WAL (the OS has it) when
+ *   `transact` resolves, so it survives a crash of the process; only a power loss can
+ *   lose the last commits, never corrupt the file. Checkpoints still sync.
+ * - `cache_size`: 64 MiB of pages instead of 2 MiB, so the index pages an apply touches
+ *   (random 64-hex keys) are mostly found in memory.
+ * - `wal_autocheckpoint`: every apply batch dirties ~1,000 pages, so at the default 1,000
+ *   pages every commit ran a checkpoint of its own. At 10,000 pages (~40 MiB) one
+ *   checkpoint serves several commits, and a page written by several of them is copied
+ *   to the database once. The WAL stays bounded: the checkpoint runs at the first commit
+ *   past that size (so the WAL holds at most ~10,000 pages plus one transaction), the
+ *   only other connection (the reader) holds a snapshot only for the length of one
+ *   statement and so never keeps it from completing, and the WAL file is then reused from
+ *   its start; `journal_size_limit` truncates a file that one large transaction grew
+ *   beyond 64 MiB back to that size.
+ * - `temp_store = MEMORY`: sorts and temporary indexes never touch the disk.
+ */
+function tune(db: Database.Database): void {
+  db.pragma('cache_size = -65536');
+  db.pragma('wal_autocheckpoint = 10000');
+  db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
+  db.pragma('temp_store = MEMORY');
+}
+
+/**
+ * The prepared statements of one connection: each SQL text is prepared once, on its first
+ * use. The texts are the store's own, plus `entriesByOuterId`'s lists of 1 to 500 ids: a
+ * bounded set. better-sqlite3 resets a statement once it has answered, so a cached one
+ * holds no read snapshot (which would keep checkpoints from completing).
+ */
+class Statements {
+  readonly #db: Database.Database;
+  readonly #prepared = new Map<string, Database.Statement>();
+
+  constructor(db: Database.Database) {
+    this.#db = db;
+  }
+
+  of(sql: string): Database.Statement {
+    let statement = this.#prepared.get(sql);
+    if (statement === undefined) {
+      statement = this.#db.prepare(sql);
+      this.#prepared.set(sql, statement);
+    }
+    return statement;
+  }
+}
+
+/** A row's columns upserted in place: `INSERT OR REPLACE` deleted the old row and inserted a new one (two more pages). */
+const PUT_ROW =
+  'INSERT INTO rows (tbl, row, state) VALUES (?, ?, ?) ON CONFLICT (tbl, row) DO UPDATE SET state = excluded.state';
+const PUT_META = 'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value';
+const PUT_HEAD =
+  'INSERT INTO heads (chain, seq, event_id) VALUES (?, ?, ?) ON CONFLICT (chain) DO UPDATE SET seq = excluded.seq, event_id = excluded.event_id';
+
+/**
+ * What one transaction has read or written of the clock and the chain heads — each event
+ * reads and writes both (and its chain head twice) — kept in memory and written once,
+ * just before COMMIT. Thrown away with the transaction when it rolls back.
+ */
+class TxCache {
+  /** undefined: not read yet; null: read, absent. */
+  hlc: Hlc | null | undefined;
+  hlcDirty = false;
+  /** chain → head (null: absent); `dirtyHeads` names those to write. */
+  readonly heads = new Map<string, ChainHead | null>();
+  readonly dirtyHeads = new Set<string>();
+}
+
 export class SqliteReplicaStore implements ReplicaStore {
   readonly #db: Database.Database;
+  readonly #sql: Statements;
   /** Committed state only (a second connection); the writer itself for ':memory:', which has no file to share. */
   readonly #reader: Database.Database;
+  readonly #readSql: Statements;
   #queue: Promise<unknown> = Promise.resolve();
 
   /** `path`: a file, or ':memory:' for tests. */
@@ -126,9 +194,12 @@ export class SqliteReplicaStore implements ReplicaStore {
     this.#db = new Database(path);
     this.#db.pragma('journal_mode = WAL');
     this.#db.pragma('synchronous = NORMAL');
+    tune(this.#db);
     this.#db.exec(SCHEMA);
     migrateReasons(this.#db);
+    this.#sql = new Statements(this.#db);
     this.#reader = path === ':memory:' ? this.#db : new Database(path, { readonly: true, fileMustExist: true });
+    this.#readSql = this.#reader === this.#db ? this.#sql : new Statements(this.#reader);
   }
 
   close(): void {
@@ -144,61 +215,103 @@ export class SqliteReplicaStore implements ReplicaStore {
 
   transact<T>(fn: (tx: ReplicaTx) => Awaitable<T>): Promise<T> {
     return this.#serial(async () => {
-      this.#db.exec('BEGIN IMMEDIATE');
+      const sql = this.#sql;
+      sql.of('BEGIN IMMEDIATE').run();
       try {
-        const result = await fn(this.#tx());
-        this.#db.exec('COMMIT');
+        const cache = new TxCache();
+        const result = await fn(this.#tx(cache));
+        this.#flush(cache);
+        sql.of('COMMIT').run();
         return result;
       } catch (e) {
-        this.#db.exec('ROLLBACK');
+        // A failed statement may have ended the transaction already (SQLite rolls back on some errors).
+        if (this.#db.inTransaction) sql.of('ROLLBACK').run();
         throw e;
       }
     });
   }
 
+  /** Writes what the transaction's cache holds back to its tables. */
+  #flush(cache: TxCache): void {
+    if (cache.hlcDirty && cache.hlc) this.#sql.of(PUT_META).run(HLC_KEY, pack(cache.hlc));
+    for (const chain of cache.dirtyHeads) {
+      const head = cache.heads.get(chain)!;
+      this.#sql.of(PUT_HEAD).run(chain, head.seq, head.eventId);
+    }
+  }
+
   /** Every answer is immediate (better-sqlite3 is synchronous), so the apply path runs without suspending (steps.ts). */
-  #tx(): ReplicaTx {
-    const db = this.#db;
+  #tx(cache: TxCache): ReplicaTx {
+    const sql = this.#sql;
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- names the row shape a query returns
-    const one = <T>(sql: string, ...params: unknown[]) => db.prepare(sql).get(...params) as T | undefined;
-    const all = <T>(sql: string, ...params: unknown[]) => db.prepare(sql).all(...params) as T[];
-    const run = (sql: string, ...params: unknown[]) => db.prepare(sql).run(...params);
-    const record = (entry: NewLogEntry) => [
+    const one = <T>(text: string, ...params: unknown[]) => sql.of(text).get(...params) as T | undefined;
+    const all = <T>(text: string, ...params: unknown[]) => sql.of(text).all(...params) as T[];
+    const run = (text: string, ...params: unknown[]) => sql.of(text).run(...params);
+    // The body's signed bytes, when given, are its encoding already (the contract of `append`).
+    const record = (entry: NewLogEntry, bodyBytes: Uint8Array | undefined) => [
       entry.outerId,
       entry.eventId ?? null,
       entry.rowKey ?? null,
       entry.op ?? null,
       entry.signer ?? null,
       entry.seq ?? null,
-      pack(entry),
+      pack(entry, entry.body && bodyBytes && { value: entry.body, bytes: bodyBytes }),
     ];
+    const getHead = (chain: string): ChainHead | null => {
+      let head = cache.heads.get(chain);
+      if (head === undefined) {
+        const row = one<{ seq: number; event_id: string }>('SELECT seq, event_id FROM heads WHERE chain = ?', chain);
+        head = row ? { seq: row.seq, eventId: row.event_id } : null;
+        cache.heads.set(chain, head);
+      }
+      return head;
+    };
+    const getHlc = (): Hlc | null => {
+      if (cache.hlc === undefined) {
+        const row = one<{ value: Uint8Array }>('SELECT value FROM meta WHERE key = ?', HLC_KEY);
+        cache.hlc = row ? (unpack(row.value) as Hlc) : null;
+      }
+      return cache.hlc;
+    };
+    const stamps = (rowKey: string, op: EventOp) =>
+      all<LogRow>('SELECT pos, record FROM log WHERE row_key = ? AND op = ? ORDER BY pos', rowKey, op).map(logEntry);
     return {
       getHlc: () => {
-        const row = one<{ value: Uint8Array }>('SELECT value FROM meta WHERE key = ?', HLC_KEY);
-        return row && (unpack(row.value) as Hlc);
+        const hlc = getHlc();
+        return hlc === null ? undefined : { ...hlc };
       },
-      setHlc: (hlc) => void run('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)', HLC_KEY, pack(hlc)),
+      setHlc: (hlc) => {
+        cache.hlc = { ...hlc };
+        cache.hlcDirty = true;
+      },
       head: (chain) => {
-        const row = one<{ seq: number; event_id: string }>('SELECT seq, event_id FROM heads WHERE chain = ?', chain);
-        return row && ({ seq: row.seq, eventId: row.event_id } satisfies ChainHead);
+        const head = getHead(chain);
+        return head === null ? undefined : { seq: head.seq, eventId: head.eventId };
       },
-      setHead: (chain, head) =>
-        void run('INSERT OR REPLACE INTO heads (chain, seq, event_id) VALUES (?, ?, ?)', chain, head.seq, head.eventId),
+      setHead: (chain, head) => {
+        cache.heads.set(chain, { seq: head.seq, eventId: head.eventId });
+        cache.dirtyHeads.add(chain);
+      },
       hasOuterId: (id) => one('SELECT 1 AS x FROM log WHERE outer_id = ?', id) !== undefined,
       envelopeState: (outerId) => {
-        const withheld = one<{ record: Uint8Array }>('SELECT record FROM withheld WHERE outer_id = ?', outerId);
+        const found = one<{ logged: number; rejected: number; withheld: Uint8Array | null }>(
+          `SELECT EXISTS (SELECT 1 FROM log WHERE outer_id = @id) AS logged,
+             EXISTS (SELECT 1 FROM rejected WHERE outer_id = @id) AS rejected,
+             (SELECT record FROM withheld WHERE outer_id = @id) AS withheld`,
+          { id: outerId },
+        )!;
         return {
-          logged: one('SELECT 1 AS x FROM log WHERE outer_id = ?', outerId) !== undefined,
-          rejected: one('SELECT 1 AS x FROM rejected WHERE outer_id = ?', outerId) !== undefined,
-          withheld: withheld && (unpack(withheld.record) as WithheldRecord),
+          logged: found.logged === 1,
+          rejected: found.rejected === 1,
+          withheld: found.withheld === null ? undefined : (unpack(found.withheld) as WithheldRecord),
         };
       },
       hasEventId: (id) => one('SELECT 1 AS x FROM log WHERE event_id = ?', id) !== undefined,
-      append: (entry) =>
+      append: (entry, bodyBytes) =>
         Number(
           run(
             'INSERT INTO log (outer_id, event_id, row_key, op, signer, seq, record) VALUES (?, ?, ?, ?, ?, ?, ?)',
-            ...record(entry),
+            ...record(entry, bodyBytes),
           ).lastInsertRowid,
         ),
       opaqueAfter: (after, limit) =>
@@ -207,7 +320,7 @@ export class SqliteReplicaStore implements ReplicaStore {
           after,
           limit,
         ).map(logEntry),
-      fill: (pos, entry) => {
+      fill: (pos, entry, bodyBytes) => {
         const old = one<{ outer_id: string; event_id: string | null }>(
           'SELECT outer_id, event_id FROM log WHERE pos = ?',
           pos,
@@ -217,21 +330,15 @@ export class SqliteReplicaStore implements ReplicaStore {
         }
         run(
           'UPDATE log SET outer_id = ?, event_id = ?, row_key = ?, op = ?, signer = ?, seq = ?, record = ? WHERE pos = ?',
-          ...record(entry),
+          ...record(entry, bodyBytes),
           pos,
         );
       },
       rowEntries: (rowKey, op?: EventOp) =>
-        (op === undefined
-          ? all<LogRow>('SELECT pos, record FROM log WHERE row_key = ? ORDER BY pos', rowKey)
-          : all<LogRow>('SELECT pos, record FROM log WHERE row_key = ? AND op = ? ORDER BY pos', rowKey, op)
-        ).map(logEntry),
-      rowStamps: (rowKey, op) =>
-        stampedOf(
-          all<LogRow>('SELECT pos, record FROM log WHERE row_key = ? AND op = ? ORDER BY pos', rowKey, op).map(
-            logEntry,
-          ),
-        ),
+        op === undefined
+          ? all<LogRow>('SELECT pos, record FROM log WHERE row_key = ? ORDER BY pos', rowKey).map(logEntry)
+          : stamps(rowKey, op),
+      rowStamps: (rowKey, op) => stampedOf(stamps(rowKey, op)),
       signerEntriesAbove: (signer, seq) =>
         all<LogRow>('SELECT pos, record FROM log WHERE signer = ? AND seq > ? ORDER BY pos', signer, seq).map(logEntry),
       setRevoked: (pos, revoked) => {
@@ -246,8 +353,7 @@ export class SqliteReplicaStore implements ReplicaStore {
         const found = one<{ state: Uint8Array }>('SELECT state FROM rows WHERE tbl = ? AND row = ?', table, row);
         return found && (unpack(found.state) as RowState);
       },
-      putRow: (state) =>
-        void run('INSERT OR REPLACE INTO rows (tbl, row, state) VALUES (?, ?, ?)', state.table, state.row, pack(state)),
+      putRow: (state) => void run(PUT_ROW, state.table, state.row, pack(state)),
       deleteRow: (table, row) => void run('DELETE FROM rows WHERE tbl = ? AND row = ?', table, row),
       park: (envelope) =>
         void run(
@@ -311,11 +417,11 @@ export class SqliteReplicaStore implements ReplicaStore {
   }
 
   #all<T>(sql: string, ...params: unknown[]): Promise<T[]> {
-    return Promise.resolve(this.#reader.prepare(sql).all(...params) as T[]);
+    return Promise.resolve(this.#readSql.of(sql).all(...params) as T[]);
   }
 
   #one<T>(sql: string, ...params: unknown[]): Promise<T | undefined> {
-    return Promise.resolve(this.#reader.prepare(sql).get(...params) as T | undefined);
+    return Promise.resolve(this.#readSql.of(sql).get(...params) as T | undefined);
   }
 
   async entriesAfter(after: number, limit: number): Promise<LogEntry[]> {
@@ -341,8 +447,8 @@ export class SqliteReplicaStore implements ReplicaStore {
 
   advanceCursor(peer: string, pos: number): Promise<void> {
     return this.#serial(() => {
-      this.#db
-        .prepare(
+      this.#sql
+        .of(
           'INSERT INTO cursors (peer, pos) VALUES (?, ?) ON CONFLICT (peer) DO UPDATE SET pos = max(pos, excluded.pos)',
         )
         .run(peer, pos);
@@ -429,13 +535,13 @@ export class SqliteReplicaStore implements ReplicaStore {
 
   deleteMeta(key: string): Promise<void> {
     return this.#serial(() => {
-      this.#db.prepare('DELETE FROM meta WHERE key = ?').run(key);
+      this.#sql.of('DELETE FROM meta WHERE key = ?').run(key);
     });
   }
 
   setMeta(key: string, value: unknown): Promise<void> {
     return this.#serial(() => {
-      this.#db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run(key, pack(value));
+      this.#sql.of(PUT_META).run(key, pack(value));
     });
   }
 }

@@ -247,6 +247,30 @@ function replicaStoreSuite(name: string, create: () => ReplicaStore): void {
       });
     });
 
+    it('reads back, inside one transaction, the heads and clock it wrote', async () => {
+      const store = create();
+      const chain = hex(32);
+      await store.transact(async (tx) => {
+        await tx.setHead(chain, { seq: 1, eventId: 'a'.repeat(64) });
+        await tx.setHlc({ ms: 4, counter: 0 });
+      });
+      await store.transact(async (tx) => {
+        expect(await tx.head(chain)).toEqual({ seq: 1, eventId: 'a'.repeat(64) });
+        await tx.setHead(chain, { seq: 2, eventId: 'b'.repeat(64) });
+        expect(await tx.head(chain)).toEqual({ seq: 2, eventId: 'b'.repeat(64) });
+        expect(await tx.head(hex(32))).toBeUndefined();
+        expect(await tx.getHlc()).toEqual({ ms: 4, counter: 0 });
+        await tx.setHlc({ ms: 5, counter: 1 });
+        expect(await tx.getHlc()).toEqual({ ms: 5, counter: 1 });
+        await tx.setHlc({ ms: 5, counter: 2 });
+        expect(await tx.getHlc()).toEqual({ ms: 5, counter: 2 });
+      });
+      await store.transact(async (tx) => {
+        expect(await tx.head(chain)).toEqual({ seq: 2, eventId: 'b'.repeat(64) });
+        expect(await tx.getHlc()).toEqual({ ms: 5, counter: 2 });
+      });
+    });
+
     it('stores rows by table and row, replacing on put', async () => {
       const store = create();
       await store.transact(async (tx) => {
@@ -749,6 +773,79 @@ describe('SQLite store on disk', () => {
       const store = new SqliteReplicaStore(path);
       expect(await store.reasonCounts()).toEqual({ parked: { ChainGap: 1 }, withheld: {} });
       expect(plain(await store.parked(10))).toEqual(plain([old]));
+      store.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('writes log records, rows and the clock byte for byte as the earlier encoder did, the body from its signed bytes', async () => {
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const Database = (await import('better-sqlite3')).default;
+    const { encodeCbor } = await import('../../src/core/cbor.js');
+    // The store's encoding before sqlite-pack.ts.
+    const strip = (value: unknown): unknown => {
+      if (Array.isArray(value)) return value.map(strip);
+      if (value === null || typeof value !== 'object' || value instanceof Uint8Array) return value;
+      const out: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = strip(v);
+      return out;
+    };
+    const earlier = (value: unknown): string => toHex(encodeCbor(strip(value)));
+    const dir = mkdtempSync(join(tmpdir(), 'sov-sqlite-bytes-'));
+    try {
+      const path = join(dir, 'replica.sqlite');
+      const store = new SqliteReplicaStore(path);
+      // Optional fields present as undefined, as a caller may leave them: not written, as before.
+      const put = Object.assign(entry(opened('device_profiles', 'r', 'put')), { lane: undefined });
+      const bare = opaque();
+      const state = Object.assign(row('device_profiles', 'r', 'v', 3), { deleted: undefined });
+      await store.transact(async (tx) => {
+        await tx.append(put, encodeCbor(put.body));
+        await tx.append(bare);
+        await tx.putRow(state);
+        await tx.setHlc({ ms: 7, counter: 2 });
+      });
+      store.close();
+      const raw = new Database(path, { readonly: true });
+      const records = raw.prepare('SELECT record FROM log ORDER BY pos').all() as { record: Uint8Array }[];
+      expect(records.map((r) => toHex(r.record))).toEqual([earlier(put), earlier(bare)]);
+      const stored = raw.prepare('SELECT state FROM rows').get() as { state: Uint8Array };
+      expect(toHex(stored.state)).toBe(earlier(state));
+      const clock = raw.prepare("SELECT value FROM meta WHERE key = 'hlc'").get() as { value: Uint8Array };
+      expect(toHex(clock.value)).toBe(earlier({ ms: 7, counter: 2 }));
+      raw.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('keeps its WAL bounded under sustained writes: checkpoints run, and the file is reused', async () => {
+    const { mkdtempSync, rmSync, statSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = mkdtempSync(join(tmpdir(), 'sov-sqlite-wal-'));
+    try {
+      const path = join(dir, 'replica.sqlite');
+      const store = new SqliteReplicaStore(path);
+      // 96 MiB of log records in 1 MiB transactions; the checkpoint threshold is ~40 MiB of pages.
+      const sealed = new Uint8Array(16 * 1024).fill(5);
+      let largest = 0;
+      for (let t = 0; t < 96; t++) {
+        await store.transact(async (tx) => {
+          for (let i = 0; i < 64; i++) await tx.append(entry({ sealed }));
+        });
+        // Reads in between, on the reader's cached statements: none may keep a snapshot open past its answer.
+        expect((await store.entriesAfter(t * 64, 1)).length).toBe(1);
+        expect(await store.lastPos()).toBe((t + 1) * 64);
+        expect(await store.getMeta('absent')).toBeUndefined();
+        largest = Math.max(largest, statSync(`${path}-wal`).size);
+      }
+      expect(await store.lastPos()).toBe(96 * 64);
+      expect(largest).toBeGreaterThan(8 * 1024 * 1024);
+      expect(largest).toBeLessThan(48 * 1024 * 1024);
       store.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
