@@ -23,13 +23,13 @@
  * Events default to 100,000 (SOV_BENCH_EVENTS overrides, for a quick run).
  */
 import { chromium, type Browser, type BrowserContext, type Page } from '@playwright/test';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Automation } from '../src/app/automation.ts';
+import { freePort, spawnRelay } from '../test/helpers/relay-child.ts';
 import type { BenchResult } from './run.ts';
 
 const EVENTS = Number(process.env['SOV_BENCH_EVENTS'] ?? 100_000);
@@ -45,17 +45,6 @@ declare global {
   var sovLongTasks: number[] | undefined;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
-
 async function ensureBuilt(): Promise<void> {
   if (existsSync('dist/index.html')) return;
   await exec(process.execPath, ['node_modules/vite/bin/vite.js', 'build']);
@@ -66,23 +55,6 @@ function exec(cmd: string, args: string[]): Promise<void> {
     const child = spawn(cmd, args, { stdio: 'inherit' });
     child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} exited ${code}`))));
   });
-}
-
-async function startRelay(port: number, dataDir: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['src/cli/sov.mjs', 'relay', '--port', String(port), '--data', dataDir], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('relay did not start in 20 s')), 20_000);
-    child.stdout.on('data', (d: Buffer) => {
-      if (d.toString().includes('listening')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`relay exited early with ${code}`)));
-  });
-  return child;
 }
 
 /** Waits until `probe` (run in the page) returns something truthy; throws with `what` after `timeout`. */
@@ -235,7 +207,7 @@ export async function run(): Promise<BenchResult> {
   const dataDir = await mkdtemp(join(tmpdir(), 'sov-bench-catchup-browser-'));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const relay = await startRelay(port, dataDir);
+  const relay = await spawnRelay(port, dataDir);
   let browser: Browser | undefined;
   try {
     browser = await chromium.launch({

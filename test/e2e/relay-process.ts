@@ -3,22 +3,13 @@
  * the app's origin survives a restart, with its own temporary data directory.
  */
 import { test as base, expect, type Page } from '@playwright/test';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort, spawnRelay } from '../helpers/relay-child.ts';
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
+export { freePort };
 
 export class RelayProcess {
   readonly port: number;
@@ -40,38 +31,11 @@ export class RelayProcess {
   }
 
   async start(): Promise<void> {
-    const child = spawn(
-      process.execPath,
-      [
-        'src/cli/sov.mjs',
-        'relay',
-        '--port',
-        String(this.port),
-        '--data',
-        this.dataDir,
-        '--tap',
-        this.tapFile,
-        '--heartbeat',
-        String(HEARTBEAT_SECONDS),
-      ],
-      {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    this.#child = child;
-    child.stderr.on('data', (d: Buffer) => process.stderr.write(`[relay] ${d.toString()}`));
+    const extra = ['--tap', this.tapFile, '--heartbeat', String(HEARTBEAT_SECONDS)];
     // The relay's log (ids shortened, no bodies) next to its data, for diagnosing a failed test.
-    child.stdout.on('data', (d: Buffer) => appendFileSync(join(this.dataDir, 'relay.log'), d));
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('relay did not start in 20 s')), 20_000);
-      child.stdout.on('data', (d: Buffer) => {
-        if (d.toString().includes('listening')) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      child.once('exit', (code) => reject(new Error(`relay exited early with ${code}`)));
-    });
+    this.#child = await spawnRelay(this.port, this.dataDir, extra, (d) =>
+      appendFileSync(join(this.dataDir, 'relay.log'), d),
+    );
   }
 
   /** Graceful stop (SIGTERM), or a crash with `SIGKILL`: no chance to flush or close anything. */
