@@ -13,6 +13,7 @@ import type { QueryResult, RowsFound } from '../core/query/execute.js';
 import { defaultRelayUrl, MeshNode, type NodeSnapshot, type PageQuery, type RowPage } from '../runtime/mesh-node.js';
 import type { Result } from '../core/result.js';
 import type { ColumnValue } from '../core/schema.js';
+import type { Refusal, RefusalKind } from '../core/store.js';
 import type { PrivacyClass } from '../core/sync-manifest.js';
 
 export class NodeStore {
@@ -115,6 +116,11 @@ export class NodeStore {
   async page(query: PageQuery): Promise<RowPage> {
     if (!this.#node) return { total: 0, alive: 0, deleted: 0, offset: 0, rows: [] };
     return this.#node.page(query);
+  }
+
+  /** A page of envelopes not applied, newest first (empty until the machine has started). */
+  async refusals(kind: RefusalKind, offset: number, limit: number): Promise<Refusal[]> {
+    return this.#node ? this.#node.refusals(kind, offset, limit) : [];
   }
 
   saveProfile(row: string, cols: Record<string, ColumnValue>): Promise<boolean> {

@@ -200,7 +200,31 @@ export interface ReplicaTx {
 export type ReasonCounts = {
   readonly parked: Readonly<Record<string, number>>;
   readonly withheld: Readonly<Record<string, number>>;
+  readonly rejected: Readonly<Record<string, number>>;
 };
+
+/** The three lists of envelopes not applied: waiting, not to be held here, refused for good. */
+export type RefusalKind = 'parked' | 'withheld' | 'rejected';
+
+/** One entry of those lists as the Sync panel pages through it. */
+export type Refusal = {
+  readonly outerId: string;
+  readonly reason: string;
+  readonly detail: string;
+  readonly at: number;
+};
+
+/** A list entry of any kind, in the one shape the panel shows. */
+export function refusalOf(record: ParkedEnvelope | WithheldRecord | RejectionRecord): Refusal {
+  if ('parkedAt' in record) {
+    return { outerId: record.outerId, reason: record.reason, detail: record.detail, at: record.parkedAt };
+  }
+  if ('lane' in record) {
+    const what = record.table === '' ? 'sealed, refused by its lane' : `a row of ${record.table}`;
+    return { outerId: record.outerId, reason: record.reason, detail: `${what} (${record.lane} lane)`, at: record.at };
+  }
+  return { outerId: record.outerId, reason: record.reason, detail: record.detail, at: record.at };
+}
 
 /** The order views list a table's rows in: the `name` column, lower-cased, then the row id. */
 export function rowSortKey(state: RowState): string {
@@ -234,8 +258,10 @@ export interface ReplicaStore {
   row(table: string, row: string): Promise<RowState | undefined>;
   parked(limit: number): Promise<ParkedEnvelope[]>;
   parkedCount(): Promise<number>;
-  /** How many envelopes wait parked and how many are withheld, by reason, without reading them. */
+  /** How many envelopes wait parked, are withheld and were rejected, by reason, without reading them. */
   reasonCounts(): Promise<ReasonCounts>;
+  /** One page of a list of envelopes not applied, newest first. */
+  refusals(kind: RefusalKind, offset: number, limit: number): Promise<Refusal[]>;
   rejections(limit: number): Promise<RejectionRecord[]>;
   resurrections(limit: number): Promise<Resurrection[]>;
   /**

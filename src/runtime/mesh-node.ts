@@ -11,7 +11,7 @@ import type { CryptoPort, MlsPort, StatePort } from './ports.js';
 import type { WriteError, WriteOutcome } from '../core/replica.js';
 import { err, type Result } from '../core/result.js';
 import type { ColumnValue, DomainName } from '../core/schema.js';
-import type { Resurrection } from '../core/store.js';
+import type { Refusal, RefusalKind, Resurrection } from '../core/store.js';
 import { isClassifiable, isPrivacyClass, type PrivacyClass } from '../core/sync-manifest.js';
 import { DexieReplicaStore, NodeDatabase } from '../storage/dexie-store.js';
 import type { ChangeSummary } from './state-service.js';
@@ -271,6 +271,11 @@ export class MeshNode {
     const page = await this.#state.page(query);
     const names = this.#roster.names();
     return { ...page, rows: page.rows.map((r) => rowView(r, names)) };
+  }
+
+  /** A page of envelopes not applied (parked, withheld or rejected), newest first, for the Sync panel. */
+  refusals(kind: RefusalKind, offset: number, limit: number): Promise<Refusal[]> {
+    return this.#store.refusals(kind, Math.max(0, Math.floor(offset)), Math.min(Math.max(0, Math.floor(limit)), 100));
   }
 
   editProfile(row: string, cols: Record<string, ColumnValue>): Written {

@@ -11,7 +11,7 @@ import type { DomainView } from './mls-service.js';
 import type { PairingView } from './pairing-inviter.js';
 import type { JoinView } from './pairing-joiner.js';
 import type { RelayState } from './relay-connection.js';
-import { countByReason, rowView, type Machine, type ManifestEntry, type RowView, type SyncView } from './views.js';
+import { addCounts, rowView, type Machine, type ManifestEntry, type RowView, type SyncView } from './views.js';
 
 export type MeshStatus = 'new' | 'joining' | 'member';
 
@@ -142,7 +142,6 @@ async function syncView(src: SnapshotSources): Promise<SyncView> {
     const watermark = await store.watermark(endpoint);
     peers.push({ endpoint, name: names.get(endpoint) ?? '', cursor, watermark, pending: Math.max(0, last - cursor) });
   }
-  const recent = await store.rejections(500);
   const counts = await store.reasonCounts();
   const { state, lastBatchAt } = src.relay();
   return {
@@ -150,11 +149,12 @@ async function syncView(src: SnapshotSources): Promise<SyncView> {
     lastBatchAt,
     logLength: last,
     peers,
-    // Counted in the store: a machine may hold many thousands of these.
+    // Counted in the store: a machine may hold many thousands of these. The entries are paged
+    // from the store when someone opens a list (MeshNode.refusals), never carried here.
     parked: counts.parked,
     withheld: counts.withheld,
-    rejected: countByReason(recent, src.feed.counts),
-    recentRejections: recent.slice(0, 20),
+    rejected: addCounts(counts.rejected, src.feed.counts),
+    rejectedRecorded: Object.values(counts.rejected).reduce((a, b) => a + b, 0),
   };
 }
 

@@ -7,7 +7,6 @@ import { toHex } from '../core/bytes.js';
 import { isAlive, rowValues, type RowState } from '../core/merge.js';
 import { TABLES, type ColumnValue } from '../core/schema.js';
 import { isClassifiable, isPrivacyClass, narrower, type PrivacyClass } from '../core/sync-manifest.js';
-import type { RejectionRecord } from '../core/store.js';
 
 export type CellView = { readonly value: ColumnValue; readonly by: string; readonly at: number };
 
@@ -64,8 +63,10 @@ export type SyncView = {
   readonly parked: Readonly<Record<string, number>>;
   /** Envelopes this machine may not hold by their table's class, by reason (identity kept only). */
   readonly withheld: Readonly<Record<string, number>>;
+  /** Envelopes refused for good, by reason: those recorded, and frames refused before any import. */
   readonly rejected: Readonly<Record<string, number>>;
-  readonly recentRejections: readonly RejectionRecord[];
+  /** Of those, how many are recorded (and can be listed: MeshNode.refusals). */
+  readonly rejectedRecorded: number;
 };
 
 export function machinesView(keyring: readonly RowState[], roles: readonly RowState[]): Machine[] {
@@ -141,11 +142,12 @@ export function rowView(state: RowState, names: ReadonlyMap<string, string>): Ro
   return { row: state.row, alive, deleted: !alive && state.deleted !== undefined, values: rowValues(state), cells };
 }
 
-export function countByReason(
-  records: readonly { readonly reason: string }[],
-  transient: Readonly<Record<string, number>>,
+/** Two sets of counts by reason, added. */
+export function addCounts(
+  a: Readonly<Record<string, number>>,
+  b: Readonly<Record<string, number>>,
 ): Record<string, number> {
-  const counts: Record<string, number> = { ...transient };
-  for (const record of records) counts[record.reason] = (counts[record.reason] ?? 0) + 1;
+  const counts: Record<string, number> = { ...a };
+  for (const [reason, n] of Object.entries(b)) counts[reason] = (counts[reason] ?? 0) + n;
   return counts;
 }

@@ -13,7 +13,7 @@ import { isAlive, type RowState } from '../core/merge.js';
 import type { EventBody, EventOp } from '../core/event.js';
 import { stampedOf } from '../core/materialize.js';
 import type { Awaitable } from '../core/steps.js';
-import { MAX_REJECTION_RECORDS, PARK_REASONS, rowSortKey, WITHHELD_REASONS } from '../core/store.js';
+import { MAX_REJECTION_RECORDS, PARK_REASONS, refusalOf, rowSortKey, WITHHELD_REASONS } from '../core/store.js';
 import type {
   ChainHead,
   LogEntry,
@@ -25,6 +25,8 @@ import type {
   Resurrection,
   WithheldRecord,
   ReasonCounts,
+  Refusal,
+  RefusalKind,
   RowWindow,
 } from '../core/store.js';
 
@@ -103,6 +105,8 @@ export class NodeDatabase extends Dexie {
             record.live = isAlive(record) ? 1 : 0;
           }),
       );
+    // v7: rejections counted by reason through the index too.
+    this.version(7).stores({ rejected: 'outerId, at, reason' });
   }
 }
 
@@ -299,13 +303,27 @@ export class DexieReplicaStore implements ReplicaStore {
       }
       return counts;
     };
-    // Two index counts, not one transaction: the panel needs no snapshot of both at once, and a
+    // Index counts, not one transaction: the panel needs no snapshot of them all at once, and a
     // read transaction of its own would nest in a caller's, which may not span these tables.
-    const [parked, withheld] = await Promise.all([
+    const rejectedReasons = (await this.db.rejected.orderBy('reason').uniqueKeys()) as string[];
+    const [parked, withheld, rejected] = await Promise.all([
       count(this.db.parked, PARK_REASONS),
       count(this.db.withheld, WITHHELD_REASONS),
+      count(this.db.rejected, rejectedReasons),
     ]);
-    return { parked, withheld };
+    return { parked, withheld, rejected };
+  }
+
+  async refusals(kind: RefusalKind, offset: number, limit: number): Promise<Refusal[]> {
+    const { db } = this;
+    const newest = (table: Table, by: string) => table.orderBy(by).reverse().offset(offset).limit(limit).toArray();
+    const records =
+      kind === 'parked'
+        ? await newest(db.parked, 'parkedAt')
+        : kind === 'withheld'
+          ? await newest(db.withheld, 'at')
+          : await newest(db.rejected, 'at');
+    return (records as (ParkedEnvelope | WithheldRecord | RejectionRecord)[]).map(refusalOf);
   }
 
   rejections(limit: number): Promise<RejectionRecord[]> {

@@ -13,8 +13,11 @@ import type { RowState } from '../core/merge.js';
 import type { Awaitable } from '../core/steps.js';
 import {
   MAX_REJECTION_RECORDS,
+  refusalOf,
   rowKeyOf,
   spellsRowKey,
+  type Refusal,
+  type RefusalKind,
   type ChainHead,
   type LogEntry,
   type NewLogEntry,
@@ -459,7 +462,22 @@ export class MemoryReplicaStore implements ReplicaStore {
       for (const r of records) counts[r.reason] = (counts[r.reason] ?? 0) + 1;
       return counts;
     };
-    return { parked: count(this.#state.parked.values()), withheld: count(this.#state.withheld.values()) };
+    return {
+      parked: count(this.#state.parked.values()),
+      withheld: count(this.#state.withheld.values()),
+      rejected: count(this.#state.rejected.values()),
+    };
+  }
+
+  async refusals(kind: RefusalKind, offset: number, limit: number): Promise<Refusal[]> {
+    const records: (ParkedEnvelope | WithheldRecord | RejectionRecord)[] =
+      kind === 'parked'
+        ? [...this.#state.parked.values()]
+        : kind === 'withheld'
+          ? [...this.#state.withheld.values()]
+          : [...this.#state.rejected.values()];
+    const listed = records.map(refusalOf).sort((a, b) => b.at - a.at);
+    return listed.slice(offset, offset + limit);
   }
 
   async rejections(limit: number): Promise<RejectionRecord[]> {

@@ -27,6 +27,9 @@ import { stampedOf } from '../core/materialize.js';
 import type { Awaitable } from '../core/steps.js';
 import {
   MAX_REJECTION_RECORDS,
+  refusalOf,
+  type Refusal,
+  type RefusalKind,
   type ChainHead,
   type LogEntry,
   type NewLogEntry,
@@ -62,7 +65,7 @@ const SCHEMA = `
   CREATE TABLE IF NOT EXISTS watermarks (peer TEXT PRIMARY KEY, pos INTEGER NOT NULL);
   CREATE TABLE IF NOT EXISTS parked (outer_id TEXT PRIMARY KEY, parked_at INTEGER NOT NULL, reason TEXT NOT NULL DEFAULT '', record BLOB NOT NULL);
   CREATE INDEX IF NOT EXISTS parked_at ON parked (parked_at);
-  CREATE TABLE IF NOT EXISTS rejected (outer_id TEXT PRIMARY KEY, at INTEGER NOT NULL, record BLOB NOT NULL);
+  CREATE TABLE IF NOT EXISTS rejected (outer_id TEXT PRIMARY KEY, at INTEGER NOT NULL, reason TEXT NOT NULL DEFAULT '', record BLOB NOT NULL);
   CREATE INDEX IF NOT EXISTS rejected_at ON rejected (at);
   CREATE TABLE IF NOT EXISTS resurrections (
     key TEXT PRIMARY KEY, delete_id TEXT NOT NULL, edit_id TEXT NOT NULL, at INTEGER NOT NULL, record BLOB NOT NULL
@@ -94,7 +97,7 @@ function logEntry(row: LogRow): LogEntry {
  * so the Sync panel counts by reason without reading a record.
  */
 function migrateReasons(db: Database.Database): void {
-  for (const table of ['parked', 'withheld'] as const) {
+  for (const table of ['parked', 'withheld', 'rejected'] as const) {
     const columns = db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[];
     if (columns.some((c) => c.name === 'reason')) continue;
     db.transaction(() => {
@@ -371,7 +374,13 @@ export class SqliteReplicaStore implements ReplicaStore {
         ),
       parkedCount: () => one<{ n: number }>('SELECT count(*) AS n FROM parked')!.n,
       recordRejection: (r) => {
-        run('INSERT OR REPLACE INTO rejected (outer_id, at, record) VALUES (?, ?, ?)', r.outerId, r.at, pack(r));
+        run(
+          'INSERT OR REPLACE INTO rejected (outer_id, at, reason, record) VALUES (?, ?, ?, ?)',
+          r.outerId,
+          r.at,
+          r.reason,
+          pack(r),
+        );
         const excess = one<{ n: number }>('SELECT count(*) AS n FROM rejected')!.n - MAX_REJECTION_RECORDS;
         if (excess > 0) {
           run('DELETE FROM rejected WHERE outer_id IN (SELECT outer_id FROM rejected ORDER BY at LIMIT ?)', excess);
@@ -507,13 +516,23 @@ export class SqliteReplicaStore implements ReplicaStore {
   }
 
   async reasonCounts(): Promise<ReasonCounts> {
-    const count = async (table: 'parked' | 'withheld') =>
+    const count = async (table: 'parked' | 'withheld' | 'rejected') =>
       Object.fromEntries(
         (
           await this.#all<{ reason: string; n: number }>(`SELECT reason, count(*) AS n FROM ${table} GROUP BY reason`)
         ).map((r) => [r.reason, r.n]),
       );
-    return { parked: await count('parked'), withheld: await count('withheld') };
+    return { parked: await count('parked'), withheld: await count('withheld'), rejected: await count('rejected') };
+  }
+
+  async refusals(kind: RefusalKind, offset: number, limit: number): Promise<Refusal[]> {
+    const by = kind === 'parked' ? 'parked_at' : 'at';
+    const rows = await this.#all<{ record: Uint8Array }>(
+      `SELECT record FROM ${kind} ORDER BY ${by} DESC LIMIT ? OFFSET ?`,
+      limit,
+      offset,
+    );
+    return rows.map((r) => refusalOf(unpack(r.record) as ParkedEnvelope | WithheldRecord | RejectionRecord));
   }
 
   async rejections(limit: number): Promise<RejectionRecord[]> {

@@ -41,6 +41,12 @@ test('a table narrowed to local keeps its canary on its machine; a trusted table
   await peerCaughtUp(a);
   await expect(b.locator('[data-testid="withheld"] [data-reason="NotSyncable"]')).toBeVisible();
   await expect(profile(b, 'while-b-narrowed')).toHaveCount(0);
+  // The list behind the count is paged from the store: its identity and table, no content.
+  await b.locator('[data-testid="refusals-toggle"][data-kind="withheld"]').click();
+  const withheldList = b.locator('[data-testid="refusals"][data-kind="withheld"]');
+  await expect(withheldList.getByTestId('refusal').first()).toHaveAttribute('data-reason', 'NotSyncable');
+  await expect(withheldList.getByTestId('refusal').first()).toContainText('a row of device_profiles');
+  await expect(withheldList).not.toContainText('while-b-narrowed');
   // B lifts the narrowing: it asks for what it withheld, and what it writes now travels;
   // the canary still does not.
   await tableClass(b).getByTestId('local-class').selectOption('');

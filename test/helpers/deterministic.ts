@@ -19,7 +19,7 @@ import { Replica, type EnvelopeCrypto } from '../../src/core/replica.js';
 import { TABLES, type DomainName } from '../../src/core/schema.js';
 import { everyTablePublic, type PrivacyPolicy } from '../../src/core/sync-manifest.js';
 import type { Awaitable } from '../../src/core/steps.js';
-import type { ChainHead, ReplicaStore, ReplicaTx } from '../../src/core/store.js';
+import type { ChainHead, RefusalKind, ReplicaStore, ReplicaTx } from '../../src/core/store.js';
 import { isDeliveryMessage, SyncEngine, type PeerChannel, type SyncListener } from '../../src/core/sync.js';
 import { MemoryReplicaStore } from '../../src/storage/memory-store.js';
 
@@ -504,6 +504,7 @@ export class CrashingStore implements ReplicaStore {
   parked = (limit: number) => this.inner.parked(limit);
   parkedCount = () => this.inner.parkedCount();
   reasonCounts = () => this.inner.reasonCounts();
+  refusals = (kind: RefusalKind, offset: number, limit: number) => this.inner.refusals(kind, offset, limit);
   rejections = (limit: number) => this.inner.rejections(limit);
   resurrections = (limit: number) => this.inner.resurrections(limit);
 }

@@ -486,7 +486,7 @@ function replicaStoreSuite(name: string, create: () => ReplicaStore): void {
 
     it('counts parked and withheld envelopes by reason, following parking again, unparking and releasing', async () => {
       const store = create();
-      expect(await store.reasonCounts()).toEqual({ parked: {}, withheld: {} });
+      expect(await store.reasonCounts()).toEqual({ parked: {}, withheld: {}, rejected: {} });
       const parked = [parkedEnvelope('UnknownSigner', 1), parkedEnvelope('ChainGap', 2), parkedEnvelope('ChainGap', 3)];
       const held = (n: number, reason: WithheldRecord['reason']): WithheldRecord => ({
         outerId: fixedId(50 + n),
@@ -508,6 +508,7 @@ function replicaStoreSuite(name: string, create: () => ReplicaStore): void {
       expect(await store.reasonCounts()).toEqual({
         parked: { ClockSkew: 1, ChainGap: 2 },
         withheld: { NotEligible: 2, NotSyncable: 1 },
+        rejected: {},
       });
       await store.transact(async (tx) => {
         await tx.unpark(parked[1]!.outerId);
@@ -516,7 +517,50 @@ function replicaStoreSuite(name: string, create: () => ReplicaStore): void {
       expect(await store.reasonCounts()).toEqual({
         parked: { ClockSkew: 1, ChainGap: 1 },
         withheld: { NotEligible: 2 },
+        rejected: {},
       });
+    });
+
+    it('counts rejections by reason and pages every list newest first, each in one shape', async () => {
+      const store = create();
+      const rejections = Array.from({ length: 25 }, (_, i) =>
+        rejection(i % 3 === 0 ? 'SignatureInvalid' : 'UnknownSigner', 100 + i),
+      );
+      await store.transact(async (tx) => {
+        for (const r of rejections) await tx.recordRejection(r);
+        await tx.park(parkedEnvelope('ChainGap', 7));
+        await tx.park(parkedEnvelope('ClockSkew', 9));
+        await tx.withhold({
+          outerId: fixedId(77),
+          eventId: '',
+          chain: '',
+          seq: 1,
+          table: 'device_profiles',
+          lane: 'trusted',
+          reason: 'NotEligible',
+          at: 5,
+        });
+      });
+      expect((await store.reasonCounts()).rejected).toEqual({ SignatureInvalid: 9, UnknownSigner: 16 });
+      const first = await store.refusals('rejected', 0, 10);
+      const third = await store.refusals('rejected', 20, 10);
+      expect(first.map((r) => r.at)).toEqual(Array.from({ length: 10 }, (_, i) => 124 - i));
+      expect(third.map((r) => r.at)).toEqual([104, 103, 102, 101, 100]);
+      expect(first[0]).toEqual({
+        outerId: rejections[24]!.outerId,
+        reason: 'SignatureInvalid',
+        detail: 'SignatureInvalid detail',
+        at: 124,
+      });
+      expect((await store.refusals('parked', 0, 10)).map((r) => [r.reason, r.at])).toEqual([
+        ['ClockSkew', 9],
+        ['ChainGap', 7],
+      ]);
+      expect(await store.refusals('parked', 1, 10)).toHaveLength(1);
+      expect(await store.refusals('withheld', 0, 10)).toEqual([
+        { outerId: fixedId(77), reason: 'NotEligible', detail: 'a row of device_profiles (trusted lane)', at: 5 },
+      ]);
+      expect(await store.refusals('withheld', 1, 10)).toEqual([]);
     });
 
     it('records rejections by outer id', async () => {
@@ -690,7 +734,32 @@ describe('Dexie schema upgrade', () => {
     await v4.table('parked').bulkAdd([parkedEnvelope('ChainGap', 1), parkedEnvelope('UnknownSigner', 2)]);
     v4.close();
     const store = new DexieReplicaStore(new NodeDatabase(name));
-    expect(await store.reasonCounts()).toEqual({ parked: { ChainGap: 1, UnknownSigner: 1 }, withheld: {} });
+    expect(await store.reasonCounts()).toEqual({
+      parked: { ChainGap: 1, UnknownSigner: 1 },
+      withheld: {},
+      rejected: {},
+    });
+  });
+
+  it('v6 rejections are counted by reason once the v7 index is built on open', async () => {
+    const name = `replica-store-rejected-${hex(4)}`;
+    const v6 = new Dexie(name);
+    v6.version(6).stores({
+      log: '++pos, &outerId, eventId, rowKey, [signer+seq], [rowKey+op]',
+      heads: 'signer',
+      rows: '[table+row], table, [table+live+sortKey]',
+      cursors: 'peer',
+      meta: 'key',
+      watermarks: 'peer',
+      parked: 'outerId, parkedAt, reason',
+      rejected: 'outerId, at',
+      resurrections: 'key, deleteId, editId, at',
+      withheld: 'outerId, at, reason',
+    });
+    await v6.table('rejected').bulkAdd([rejection('SignatureInvalid', 1), rejection('UnknownSigner', 2)]);
+    v6.close();
+    const store = new DexieReplicaStore(new NodeDatabase(name));
+    expect((await store.reasonCounts()).rejected).toEqual({ SignatureInvalid: 1, UnknownSigner: 1 });
   });
 
   it('v5 rows gain their place in the views’ order on open: the first window reads them in order', async () => {
@@ -752,7 +821,7 @@ describe('Dexie schema upgrade', () => {
 });
 
 describe('SQLite store on disk', () => {
-  it('gives parked and withheld records of an earlier schema their reason column, counted as before', async () => {
+  it('gives parked, withheld and rejected records of an earlier schema their reason column, counted as before', async () => {
     const { mkdtempSync, rmSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
     const { join } = await import('node:path');
@@ -765,13 +834,20 @@ describe('SQLite store on disk', () => {
       const raw = new Database(path);
       raw.exec(
         'DROP TABLE parked; CREATE TABLE parked (outer_id TEXT PRIMARY KEY, parked_at INTEGER NOT NULL, record BLOB NOT NULL);' +
-          'DROP TABLE withheld; CREATE TABLE withheld (outer_id TEXT PRIMARY KEY, at INTEGER NOT NULL, record BLOB NOT NULL);',
+          'DROP TABLE withheld; CREATE TABLE withheld (outer_id TEXT PRIMARY KEY, at INTEGER NOT NULL, record BLOB NOT NULL);' +
+          'DROP TABLE rejected; CREATE TABLE rejected (outer_id TEXT PRIMARY KEY, at INTEGER NOT NULL, record BLOB NOT NULL);',
       );
       const old = parkedEnvelope('ChainGap', 1);
       raw.prepare('INSERT INTO parked VALUES (?, ?, ?)').run(old.outerId, old.parkedAt, encodeCbor(old));
+      const refused = rejection('SignatureInvalid', 3);
+      raw.prepare('INSERT INTO rejected VALUES (?, ?, ?)').run(refused.outerId, refused.at, encodeCbor(refused));
       raw.close();
       const store = new SqliteReplicaStore(path);
-      expect(await store.reasonCounts()).toEqual({ parked: { ChainGap: 1 }, withheld: {} });
+      expect(await store.reasonCounts()).toEqual({
+        parked: { ChainGap: 1 },
+        withheld: {},
+        rejected: { SignatureInvalid: 1 },
+      });
       expect(plain(await store.parked(10))).toEqual(plain([old]));
       store.close();
     } finally {
