@@ -407,6 +407,7 @@ export class Replica {
     upto: number | undefined,
   ): Steps<IngestOutcome[]> {
     const outcomes: IngestOutcome[] = [];
+    if (tx.prefetch) yield tx.prefetch(...idsOf(opened));
     for (const item of opened) outcomes.push(yield* this.#admit(tx, peer, item));
     if (outcomes.some((o) => o.type === 'Applied')) outcomes.push(...(yield* this.#retryParked(tx, peer)));
     if (upto !== undefined) yield tx.setWatermark(peer, upto);
@@ -539,9 +540,13 @@ export class Replica {
       const sealed = decodeSealed(bytes);
       return sealed.ok ? envelopeId(sealed.value) : undefined;
     });
-    const known = await this.#deps.store.transact((tx) =>
-      Promise.all(ids.map(async (id) => (id === undefined ? false : heldAlready(tx, id)))),
-    );
+    const known = await this.#deps.store.transact(async (tx) => {
+      await tx.prefetch?.(
+        ids.filter((id) => id !== undefined),
+        [],
+      );
+      return Promise.all(ids.map(async (id) => (id === undefined ? false : heldAlready(tx, id))));
+    });
     if (!known.includes(true)) return this.#openAll(envelopes);
     const opened = await this.#openAll(envelopes.filter((_, i) => !known[i]));
     let next = 0;
@@ -608,4 +613,18 @@ export class Replica {
 async function heldAlready(tx: ReplicaTx, outerId: string): Promise<boolean> {
   const state = await tx.envelopeState(outerId);
   return state.logged || state.rejected || (await tx.isParked(outerId));
+}
+
+/** The outer ids and event ids of a batch, for one bulk lookup before its admission. */
+function idsOf(opened: readonly Opened[]): [string[], string[]] {
+  const outerIds: string[] = [];
+  const eventIds: string[] = [];
+  for (const item of opened) {
+    if (item.kind === 'event' || item.kind === 'skewed') {
+      const names = namesOf(item.kind === 'event' ? item : item.opened);
+      outerIds.push(names.outerId);
+      eventIds.push(names.eventId);
+    } else outerIds.push(item.kind === 'opaque' ? envelopeId(item.sealed) : item.outerId);
+  }
+  return [outerIds, eventIds];
 }

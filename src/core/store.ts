@@ -152,6 +152,12 @@ export interface ReplicaTx {
   hasOuterId(outerId: string): Awaitable<boolean>;
   /** `hasOuterId`, `isRejected` and `withheldRecord` in one read. */
   envelopeState(outerId: string): Awaitable<EnvelopeState>;
+  /**
+   * Optional: what the store knows of these envelopes (logged, rejected, withheld, parked)
+   * and events (logged), looked up in bulk, so the checks of them that follow in this
+   * transaction read nothing more. A store where each check is cheap leaves it out.
+   */
+  prefetch?(outerIds: readonly string[], eventIds: readonly string[]): Awaitable<void>;
   hasEventId(eventId: string): Awaitable<boolean>;
   /**
    * Appends an entry; `bodyBytes`, when given, are the signed encoding of its

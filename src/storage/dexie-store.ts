@@ -132,7 +132,12 @@ export class DexieReplicaStore implements ReplicaStore {
       db.watermarks,
       db.withheld,
     ];
-    return db.transaction('rw', tables, (trans) => fn(DexieReplicaStore.#tx(trans)));
+    return db.transaction('rw', tables, async (trans) => {
+      const tx = DexieReplicaStore.#tx(trans);
+      const result = await fn(tx);
+      await tx.flush();
+      return result;
+    });
   }
 
   /**
@@ -140,7 +145,7 @@ export class DexieReplicaStore implements ReplicaStore {
    * the core's nested native async functions lose that zone, and an operation
    * outside it would run in a separate implicit transaction.
    */
-  static #tx(trans: Transaction): ReplicaTx {
+  static #tx(trans: Transaction): ReplicaTx & { flush(): Promise<void> } {
     const db = {
       log: trans.table<LogEntry, number>('log'),
       heads: trans.table<HeadRecord, string>('heads'),
@@ -154,16 +159,55 @@ export class DexieReplicaStore implements ReplicaStore {
     };
     // What this transaction read or wrote of the clock, chain heads and rows, kept for its
     // lifetime: a read-write transaction excludes every other writer of these stores, so a
-    // batch of events reads each once instead of once per event (writes still go through).
+    // batch of events reads each once instead of once per event. The clock and the chain
+    // heads are written once, when the transaction's work is done (`flush`), not per event.
     let hlcSeen: { value: Hlc | undefined } | undefined;
+    let hlcDirty = false;
     const headsSeen = new Map<string, ChainHead | undefined>();
+    const headsDirty = new Set<string>();
     const rowsSeen = new Map<string, RowState | undefined>();
     const rowSlot = (table: string, row: string) => `${table}\u0000${row}`;
+    // Envelopes and events looked up in bulk (`prefetch`), kept current by this transaction's writes.
+    type Known = { logged: boolean; rejected: boolean; withheld: WithheldRecord | undefined; parked: boolean };
+    const known = new Map<string, Known>();
+    const eventsKnown = new Map<string, boolean>();
+    const update = (outerId: string, change: Partial<Known>) => {
+      const entry = known.get(outerId);
+      if (entry) known.set(outerId, { ...entry, ...change });
+    };
     return {
+      flush: async () => {
+        if (hlcDirty) await db.meta.put({ key: HLC_KEY, value: hlcSeen?.value });
+        if (headsDirty.size > 0) {
+          await db.heads.bulkPut([...headsDirty].map((signer) => ({ signer, ...headsSeen.get(signer)! })));
+        }
+      },
+      prefetch: async (outerIds, eventIds) => {
+        const ids = [...new Set(outerIds)].filter((id) => !known.has(id));
+        const events = [...new Set(eventIds)].filter((id) => !eventsKnown.has(id));
+        const [logged, rejected, withheld, parked, eventsLogged] = await Promise.all([
+          ids.length > 0 ? db.log.where('outerId').anyOf(ids).keys() : [],
+          ids.length > 0 ? db.rejected.where('outerId').anyOf(ids).primaryKeys() : [],
+          ids.length > 0 ? db.withheld.bulkGet(ids) : [],
+          ids.length > 0 ? db.parked.where('outerId').anyOf(ids).primaryKeys() : [],
+          events.length > 0 ? db.log.where('eventId').anyOf(events).keys() : [],
+        ]);
+        const [inLog, inRejected, inParked] = [logged, rejected, parked].map((keys) => new Set(keys as string[]));
+        for (const [i, id] of ids.entries()) {
+          known.set(id, {
+            logged: inLog!.has(id),
+            rejected: inRejected!.has(id),
+            withheld: withheld[i],
+            parked: inParked!.has(id),
+          });
+        }
+        const eventSet = new Set(eventsLogged as string[]);
+        for (const id of events) eventsKnown.set(id, eventSet.has(id));
+      },
       getHlc: async () => (hlcSeen ??= { value: (await db.meta.get(HLC_KEY))?.value as Hlc | undefined }).value,
-      setHlc: async (hlc) => {
-        await db.meta.put({ key: HLC_KEY, value: hlc });
+      setHlc: (hlc) => {
         hlcSeen = { value: hlc };
+        hlcDirty = true;
       },
       head: async (signer) => {
         if (headsSeen.has(signer)) return headsSeen.get(signer);
@@ -172,12 +216,14 @@ export class DexieReplicaStore implements ReplicaStore {
         headsSeen.set(signer, head);
         return head;
       },
-      setHead: async (signer, head) => {
-        await db.heads.put({ signer, ...head });
+      setHead: (signer, head) => {
         headsSeen.set(signer, { seq: head.seq, eventId: head.eventId });
+        headsDirty.add(signer);
       },
-      hasOuterId: async (id) => (await db.log.where('outerId').equals(id).count()) > 0,
+      hasOuterId: async (id) => known.get(id)?.logged ?? (await db.log.where('outerId').equals(id).count()) > 0,
       envelopeState: async (outerId) => {
+        const seen = known.get(outerId);
+        if (seen) return { logged: seen.logged, rejected: seen.rejected, withheld: seen.withheld };
         const [logged, rejected, withheld] = await Promise.all([
           db.log.where('outerId').equals(outerId).count(),
           db.rejected.where('outerId').equals(outerId).count(),
@@ -185,8 +231,13 @@ export class DexieReplicaStore implements ReplicaStore {
         ]);
         return { logged: logged > 0, rejected: rejected > 0, withheld };
       },
-      hasEventId: async (id) => (await db.log.where('eventId').equals(id).count()) > 0,
-      append: (entry: NewLogEntry) => db.log.add(entry as LogEntry),
+      hasEventId: async (id) => eventsKnown.get(id) ?? (await db.log.where('eventId').equals(id).count()) > 0,
+      append: async (entry: NewLogEntry) => {
+        const pos = await db.log.add(entry as LogEntry);
+        update(entry.outerId, { logged: true });
+        if (entry.eventId !== undefined) eventsKnown.set(entry.eventId, true);
+        return pos;
+      },
       opaqueAfter: (after, limit) =>
         db.log
           .where('pos')
@@ -200,6 +251,7 @@ export class DexieReplicaStore implements ReplicaStore {
           throw new Error('dexie-store: fill names no opaque entry of that outer id');
         }
         await db.log.put({ ...entry, pos });
+        if (entry.eventId !== undefined) eventsKnown.set(entry.eventId, true);
       },
       rowEntries: (rowKey, op?: EventOp) =>
         op === undefined
@@ -234,23 +286,41 @@ export class DexieReplicaStore implements ReplicaStore {
       },
       park: async (envelope) => {
         await db.parked.put(envelope);
+        update(envelope.outerId, { parked: true });
       },
-      unpark: (outerId) => db.parked.delete(outerId),
-      isParked: async (outerId) => (await db.parked.where('outerId').equals(outerId).count()) > 0,
+      unpark: async (outerId) => {
+        await db.parked.delete(outerId);
+        update(outerId, { parked: false });
+      },
+      isParked: async (outerId) =>
+        known.get(outerId)?.parked ?? (await db.parked.where('outerId').equals(outerId).count()) > 0,
       parkedAll: () => db.parked.orderBy('parkedAt').toArray(),
       parkedCount: () => db.parked.count(),
       recordRejection: async (record) => {
         await db.rejected.put(record);
+        update(record.outerId, { rejected: true });
         const excess = (await db.rejected.count()) - MAX_REJECTION_RECORDS;
-        if (excess > 0) await db.rejected.bulkDelete(await db.rejected.orderBy('at').limit(excess).primaryKeys());
+        if (excess > 0) {
+          const dropped = await db.rejected.orderBy('at').limit(excess).primaryKeys();
+          await db.rejected.bulkDelete(dropped);
+          for (const id of dropped) update(id, { rejected: false });
+        }
       },
-      isRejected: async (outerId) => (await db.rejected.where('outerId').equals(outerId).count()) > 0,
+      isRejected: async (outerId) =>
+        known.get(outerId)?.rejected ?? (await db.rejected.where('outerId').equals(outerId).count()) > 0,
       rejectionReason: async (outerId) => (await db.rejected.get(outerId))?.reason,
       withhold: async (record) => {
         await db.withheld.put(record);
+        update(record.outerId, { withheld: record });
       },
-      withheldRecord: (outerId) => db.withheld.get(outerId),
-      release: (outerId) => db.withheld.delete(outerId),
+      withheldRecord: async (outerId) => {
+        const seen = known.get(outerId);
+        return seen ? seen.withheld : db.withheld.get(outerId);
+      },
+      release: async (outerId) => {
+        await db.withheld.delete(outerId);
+        update(outerId, { withheld: undefined });
+      },
       addResurrection: async (r) => {
         await db.resurrections.put(r);
       },
