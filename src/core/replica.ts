@@ -513,7 +513,9 @@ export class Replica {
     const maxSkew = this.#deps.maxSkewMs ?? DEFAULT_MAX_SKEW_MS;
     for (let progress = true; progress;) {
       progress = false;
-      for (const parked of (yield tx.parkedAll()) as ParkedEnvelope[]) {
+      // By chain and sequence: once a gap fills, one pass takes in the whole run behind it
+      // (in arrival order a run of N out-of-order envelopes could take N passes).
+      for (const parked of bySignerAndSeq((yield tx.parkedAll()) as ParkedEnvelope[])) {
         const sealed = decodeSealed(parked.sealed);
         const event = decodeEvent(parked.event);
         if (!sealed.ok || !event.ok) throw new Error('replica: a parked envelope no longer decodes');
@@ -627,4 +629,11 @@ function idsOf(opened: readonly Opened[]): [string[], string[]] {
     } else outerIds.push(item.kind === 'opaque' ? envelopeId(item.sealed) : item.outerId);
   }
   return [outerIds, eventIds];
+}
+
+function bySignerAndSeq(parked: ParkedEnvelope[]): ParkedEnvelope[] {
+  return [...parked].sort((a, b) => {
+    const [x, y] = [a.signer ?? '', b.signer ?? ''];
+    return x < y ? -1 : x > y ? 1 : (a.seq ?? 0) - (b.seq ?? 0);
+  });
 }

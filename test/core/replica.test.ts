@@ -29,7 +29,7 @@ import {
   sealEvent,
   undecodableId,
 } from '../../src/core/seal.js';
-import type { ParkReason } from '../../src/core/store.js';
+import type { ParkReason, ReplicaTx } from '../../src/core/store.js';
 import {
   makeMachine,
   makeMesh,
@@ -189,6 +189,44 @@ describe('replicas converge over a lossy network', () => {
     expect((await b.store.row('device_profiles', `r${writes - 1}`))?.cells['name']?.value).toBe(`row ${writes - 1}`);
     expect(backToA).toBe(echoed);
     expect(framesBack).toBe(frames);
+  });
+
+  it('a chain that arrived backwards is taken in by one retry pass once its gap fills', async () => {
+    const mesh = makeMesh('backwards');
+    const a = makeMachine('A', 'backwards/A', mesh);
+    mesh.anchors.push(a.id);
+    for (let i = 0; i < 12; i++) await mustWrite(a, 'device_profiles', `r${i}`, { name: `n${i}` });
+    const log = await logOf(a);
+    let passes = 0;
+    const b = makeMachine('B', 'backwards/B', mesh, {
+      wrapStore: (memory) =>
+        new Proxy(memory, {
+          get(target, key) {
+            const value: unknown = Reflect.get(target, key, target);
+            if (key !== 'transact') return typeof value === 'function' ? (value.bind(target) as unknown) : value;
+            return (fn: (tx: ReplicaTx) => unknown) =>
+              target.transact((tx) =>
+                fn(
+                  new Proxy(tx, {
+                    get(t, k) {
+                      if (k === 'parkedAll') passes++;
+                      const member: unknown = Reflect.get(t, k, t);
+                      return typeof member === 'function' ? (member.bind(t) as unknown) : member;
+                    },
+                  }),
+                ),
+              );
+          },
+        }),
+    });
+    const backwards = log.slice(1).reverse();
+    for (const envelope of backwards) await b.replica.ingest('A', [envelope]);
+    expect((await b.store.reasonCounts()).parked).toEqual({ ChainGap: 11 });
+    passes = 0;
+    const filled = await b.replica.ingest('A', [log[0]!]);
+    expect(filled.filter((o) => o.type === 'Applied')).toHaveLength(12);
+    expect(passes).toBe(2);
+    expect((await b.store.row('device_profiles', 'r11'))?.cells['name']?.value).toBe('n11');
   });
 
   it('ingesting the same envelopes again is idempotent', async () => {
