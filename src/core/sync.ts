@@ -126,13 +126,17 @@ export class SyncEngine {
   }
 
   /**
-   * Batch cycle: re-offer what a peer has not acknowledged. A peer whose cursor moved since
-   * the last cycle is taking in what was offered (a catch-up through a full mailbox takes
-   * minutes): its window is topped up, and nothing in flight is sent again. A peer whose
-   * cursor did not move (a frame was lost, or it is away for a week and the relay keeps
-   * its mailbox) is re-offered from its cursor after 1, 2, 4 … up to MAX_RESEND_BACKOFF
-   * cycles, so its mailbox does not fill with copies of the same batch; any progress resets
-   * the pace. `force` re-offers to every peer from its cursor now (a user's "sync now").
+   * Batch cycle: re-offer what a peer has not acknowledged. A peer whose cursor
+   * did not move since the last re-offer (away for a week, say: the relay keeps
+   * its mailbox) is re-offered after 1, 2, 4 … up to MAX_RESEND_BACKOFF cycles,
+   * so its mailbox does not fill with copies of the same batch; any progress
+   * resets the pace. `force` re-offers to every peer now (a user's "sync now").
+   *
+   * A peer whose cursor moves is re-offered from its cursor every cycle, even though
+   * most of that is still in flight: a frame lost mid-window is then sent again
+   * within a cycle, before the envelopes behind it fill the peer's parking (tried
+   * the other way, topping up only, a 100,000-event catch-up parked past its
+   * limit behind one lost frame and stalled).
    */
   async resend(force = false): Promise<void> {
     if (force || ++this.#cycles % ASK_EVERY === 0) await this.askAgain();
@@ -140,12 +144,7 @@ export class SyncEngine {
     for (const peer of this.#peers) {
       const cursor = await this.#store.cursor(peer);
       const pace = this.#pace.get(peer);
-      if (!force && pace && pace.cursor !== cursor) {
-        this.#pace.set(peer, { cursor, every: 1, skip: 0 });
-        if (this.#online) await this.#offer(peer);
-        continue;
-      }
-      if (!force && pace && last > cursor) {
+      if (!force && pace && pace.cursor === cursor && last > cursor) {
         if (pace.skip > 0) {
           pace.skip--;
           continue;

@@ -45,33 +45,6 @@ describe('re-offer pacing', () => {
   });
 });
 
-describe('re-offers during a long catch-up', () => {
-  it('sends nothing in flight again while the peer acknowledges, and re-offers from its cursor once it stalls', async () => {
-    const mesh = makeMesh('in-flight');
-    const a = makeMachine('A', 'in-flight/A', mesh, { fastSignatures: true });
-    mesh.anchors.push(a.id);
-    for (let i = 0; i < 1000; i++) await a.replica.write('device_profiles', `r${i}`, { name: `n${i}` });
-    const sent: DeliveryMessage[] = [];
-    const engine = new SyncEngine(a.replica, a.store, { send: async (_peer, m) => void sent.push(m) });
-    engine.setPeers(['peer-b']);
-    await engine.connected();
-    await engine.resend();
-    const offered = sent.filter((m) => m.t === 'events').at(-1)!.upto;
-    expect(offered).toBe(1000);
-    // The peer works through its mailbox: each cycle it has acknowledged a little more.
-    for (const upto of [256, 512, 768]) {
-      sent.length = 0;
-      await engine.receive('peer-b', { t: 'ack', upto });
-      await engine.resend();
-      expect(sent.filter((m) => m.t === 'events')).toEqual([]);
-    }
-    // It stops acknowledging (a frame was lost): the next cycle offers from its cursor again.
-    sent.length = 0;
-    await engine.resend();
-    expect(sent.find((m): m is Extract<DeliveryMessage, { t: 'events' }> => m.t === 'events')?.after).toBe(768);
-  });
-});
-
 describe('pipelined offers and contiguous acknowledgements', () => {
   it('fills an absent peer’s mailbox with many batches, not one', async () => {
     const mesh = makeMesh('pipeline');
