@@ -50,7 +50,9 @@ test('a table of 100,000 profiles: catch-up keeps the page responsive, the list 
   browser,
   relay,
 }) => {
-  test.setTimeout(Math.max(180_000, ROWS * 12));
+  // Generous on purpose: this test proves the behaviour at size, the bench measures the speed.
+  // On the 2-core CI machine a 100,000-event catch-up here has taken from 9 to over 17 minutes.
+  test.setTimeout(Math.max(180_000, ROWS * 24));
   const [ca, cb] = [await browser.newContext(), await browser.newContext()];
   await cb.addInitScript(() => {
     // Long tasks, and the longest gap between two animation frames: how long the page could not answer.
@@ -82,7 +84,7 @@ test('a table of 100,000 profiles: catch-up keeps the page responsive, the list 
   // Back online: it catches up while the page keeps drawing frames.
   await b.evaluate(() => Object.assign(globalThis, { sovLongestFrameGap: 0, sovLongTasks: [] }));
   await cb.setOffline(false);
-  await expect(b.getByTestId('profile-count')).toHaveText(`${ROWS} profiles`, { timeout: ROWS * 10 });
+  await expect(b.getByTestId('profile-count')).toHaveText(`${ROWS} profiles`, { timeout: ROWS * 18 });
   const gap = await b.evaluate(() => (globalThis as { sovLongestFrameGap?: number }).sovLongestFrameGap ?? 0);
   test
     .info()
