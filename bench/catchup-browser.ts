@@ -20,7 +20,8 @@
  *            same average size (B's IndexedDB growth during the catch-up ÷ EVENTS) put in
  *            one transaction on a fresh database — what Dexie `bulkPut` issues, without
  *            Dexie's wrapper.
- * Events default to 100,000 (SOV_BENCH_EVENTS overrides, for a quick run).
+ * Events default to 100,000 (SOV_BENCH_EVENTS overrides, for a quick run); SOV_BENCH_PROFILE=DIR
+ * writes CPU profiles of B's page and workers during the catch-up (bench/lib/cpu-profile.ts).
  */
 import { chromium, type Browser, type BrowserContext, type Page } from '@playwright/test';
 import { spawn } from 'node:child_process';
@@ -30,6 +31,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Automation } from '../src/app/automation.ts';
 import { freePort, spawnRelay } from '../test/helpers/relay-child.ts';
+import { CpuProfiles } from './lib/cpu-profile.ts';
 import type { BenchResult } from './run.ts';
 
 const EVENTS = Number(process.env['SOV_BENCH_EVENTS'] ?? 100_000);
@@ -39,6 +41,8 @@ const PEER_EDITS = 5;
 const CHROMIUM = process.env['SOV_CHROMIUM'] ?? '/usr/bin/chromium';
 const STEP_MS = 120_000;
 const CATCHUP_MS = 60 * 60_000;
+/** Where CPU profiles of B's page and workers during the catch-up go (bench/lib/cpu-profile.ts); none if unset. */
+const PROFILE_DIR = process.env['SOV_BENCH_PROFILE'];
 
 declare global {
   var sovAutomation: Automation | undefined;
@@ -233,6 +237,8 @@ export async function run(): Promise<BenchResult> {
     b = await contextB.newPage();
     const started = performance.now();
     await b.goto(`${url}/?automation`);
+    if (PROFILE_DIR) await until(b, 'automation handle', () => globalThis.sovAutomation !== undefined);
+    const profiles = PROFILE_DIR ? await CpuProfiles.start(browser, url) : undefined;
     await b
       .waitForFunction(
         (goal: number) => (globalThis.sovAutomation?.sync()?.peers ?? []).some((p) => p.watermark >= goal),
@@ -243,6 +249,7 @@ export async function run(): Promise<BenchResult> {
         throw new Error(`catchup-browser: B's watermark for A never reached ${target}: ${String(e).split('\n')[0]}`);
       });
     const catchupSeconds = (performance.now() - started) / 1000;
+    await profiles?.stop(PROFILE_DIR!);
     const longTasks = await b.evaluate(() => globalThis.sovLongTasks ?? []);
     const bytesPerEvent = Math.max(1, (await storageUsed(b)) - usedBefore) / EVENTS;
 

@@ -119,7 +119,10 @@ export function* recording(
   const after = applyChange(before, changeOf(body));
   if (after !== before) yield tx.putRow(after);
   const resurrections: Resurrection[] = [];
-  if (body.op === 'put' || body.op === 'del') {
+  // A put pairs only with the row's surviving deletes, and a row none ever reached has no
+  // `deleted` stamp (merge.ts): nearly every put, so nearly every put reads nothing here.
+  const mayPair = body.op === 'del' || (body.op === 'put' && before?.deleted !== undefined);
+  if (mayPair) {
     const opposite = (yield tx.rowStamps(rowKey, body.op === 'put' ? 'del' : 'put')) as StampedEntry[];
     for (const pair of newPairs(opposite, { eventId, body }, now)) {
       yield tx.addResurrection(pair);

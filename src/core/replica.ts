@@ -50,6 +50,7 @@ import { run, type Steps } from './steps.js';
 import type {
   ChainHead,
   EnvelopeState,
+  Lookup,
   ParkedEnvelope,
   ParkReason,
   ReplicaStore,
@@ -87,12 +88,11 @@ export type ReplicaDeps = {
   /** Serialises applying across every context sharing the store (Web Lock `sov-apply` in browsers). */
   readonly withLock?: <T>(fn: () => Promise<T>) => Promise<T>;
   readonly maxSkewMs?: number;
-  /** Bound on parked envelopes; beyond it the oldest are rejected as `ParkingFull`. */
+  /** Bound on parked envelopes; beyond it an envelope that would park is `Deferred` (offered again later). */
   readonly maxParked?: number;
 };
 
-export type Rejection =
-  SealError | EventError | FinalRejection | DomainMismatch | LaneMismatch | { readonly type: 'ParkingFull' };
+export type Rejection = SealError | EventError | FinalRejection | DomainMismatch | LaneMismatch;
 
 export type IngestOutcome =
   | {
@@ -106,7 +106,12 @@ export type IngestOutcome =
   | { readonly type: 'Duplicate'; readonly outerId: string }
   | { readonly type: 'Parked'; readonly outerId: string; readonly reason: ParkReason; readonly detail: string }
   | { readonly type: 'Rejected'; readonly outerId: string; readonly error: Rejection }
-  | { readonly type: 'Withheld'; readonly outerId: string; readonly error: PrivacyRefusal };
+  | { readonly type: 'Withheld'; readonly outerId: string; readonly error: PrivacyRefusal }
+  /**
+   * Not taken in, and not remembered: it would have parked, but parking is full. The
+   * batch's watermark stays where it was, so the sender offers it again.
+   */
+  | { readonly type: 'Deferred'; readonly outerId: string; readonly reason: 'ParkingFull' };
 
 export type WriteError =
   | { readonly type: 'UnknownTable'; readonly table: string }
@@ -367,7 +372,7 @@ export class Replica {
                   // its place in the log, so the event it waits for, whenever it arrives, lets it in.
                   // Left only held, it would stay opaque until the next generation arrived.
                   if (await tx.isParked(entry.outerId)) throw new KeepHeld();
-                  const parked = await run(this.#park(tx, 'local', item, verdict.reason, verdict.detail, entry.pos));
+                  const parked = await run(this.#park(tx, item, verdict.reason, verdict.detail, entry.pos));
                   if (parked.type !== 'Parked') throw new KeepHeld(); // parking is full: held, tried next time
                   return undefined;
                 }
@@ -407,10 +412,22 @@ export class Replica {
     upto: number | undefined,
   ): Steps<IngestOutcome[]> {
     const outcomes: IngestOutcome[] = [];
-    if (tx.prefetch) yield tx.prefetch(...idsOf(opened));
-    for (const item of opened) outcomes.push(yield* this.#admit(tx, peer, item));
+    if (tx.prefetch) yield tx.prefetch(lookupOf(opened));
+    let appliedSinceRetry = false;
+    for (const item of opened) {
+      let outcome = yield* this.#admit(tx, peer, item);
+      if (outcome.type === 'Deferred' && appliedSinceRetry) {
+        // Parking is full, but what this batch applied may have unblocked some of it: make room first.
+        outcomes.push(...(yield* this.#retryParked(tx, peer)));
+        appliedSinceRetry = false;
+        outcome = yield* this.#admit(tx, peer, item);
+      }
+      if (outcome.type === 'Applied') appliedSinceRetry = true;
+      outcomes.push(outcome);
+    }
     if (outcomes.some((o) => o.type === 'Applied')) outcomes.push(...(yield* this.#retryParked(tx, peer)));
-    if (upto !== undefined) yield tx.setWatermark(peer, upto);
+    // Something deferred must come again: the watermark does not pass it.
+    if (upto !== undefined && !outcomes.some((o) => o.type === 'Deferred')) yield tx.setWatermark(peer, upto);
     return outcomes;
   }
 
@@ -447,7 +464,7 @@ export class Replica {
         const parked = (yield tx.isParked(outerId)) as boolean;
         if (parked || ((yield tx.hasOuterId(outerId)) as boolean)) return { type: 'Duplicate', outerId };
         const detail = `${item.error.remoteMs - item.error.localMs} ms ahead (bound ${item.error.maxSkewMs} ms)`;
-        return yield* this.#park(tx, peer, item.opened, 'ClockSkew', detail);
+        return yield* this.#park(tx, item.opened, 'ClockSkew', detail);
       }
       case 'event': {
         const { outerId } = namesOf(item);
@@ -462,7 +479,7 @@ export class Replica {
           case 'Duplicate':
             return { type: 'Duplicate', outerId };
           case 'Parked':
-            return yield* this.#park(tx, peer, item, verdict.reason, verdict.detail, fill);
+            return yield* this.#park(tx, item, verdict.reason, verdict.detail, fill);
           case 'Rejected':
             return yield* this.#reject(tx, peer, outerId, verdict.error);
           case 'Withheld':
@@ -481,7 +498,6 @@ export class Replica {
 
   *#park(
     tx: ReplicaTx,
-    peer: string,
     opened: OpenedEnvelope,
     reason: ParkReason,
     detail: string,
@@ -489,9 +505,10 @@ export class Replica {
   ): Steps<IngestOutcome> {
     const { outerId } = namesOf(opened);
     const count = (yield tx.parkedCount()) as number;
-    if (count >= (this.#deps.maxParked ?? DEFAULT_MAX_PARKED)) {
-      return yield* this.#reject(tx, peer, outerId, { type: 'ParkingFull' });
-    }
+    // Refusing it for good would lose it: the gap that parks a window of envelopes is
+    // usually one lost frame, and what parks behind it is as genuine as the rest.
+    if (count >= (this.#deps.maxParked ?? DEFAULT_MAX_PARKED))
+      return { type: 'Deferred', outerId, reason: 'ParkingFull' };
     yield tx.park({
       outerId,
       sealed: opened.bytes,
@@ -530,7 +547,6 @@ export class Replica {
     return outcomes.filter((o) => o.type !== 'Parked');
   }
 
-  /** Opens a batch, checks signatures run by run (chain-verify.ts), then the clock bound of each event. */
   /**
    * Opens the envelopes this machine does not hold yet. One already logged, rejected or
    * parked is a duplicate without being decrypted or verified: a peer that forwards a
@@ -543,11 +559,8 @@ export class Replica {
       return sealed.ok ? envelopeId(sealed.value) : undefined;
     });
     const known = await this.#deps.store.transact(async (tx) => {
-      await tx.prefetch?.(
-        ids.filter((id) => id !== undefined),
-        [],
-      );
-      return Promise.all(ids.map(async (id) => (id === undefined ? false : heldAlready(tx, id))));
+      await tx.prefetch?.({ outerIds: ids.filter((id) => id !== undefined), eventIds: [] });
+      return Promise.all(ids.map(async (id) => id !== undefined && (await heldAlready(tx, id))));
     });
     if (!known.includes(true)) return this.#openAll(envelopes);
     const opened = await this.#openAll(envelopes.filter((_, i) => !known[i]));
@@ -555,6 +568,7 @@ export class Replica {
     return ids.map((id, i): Opened => (known[i] ? { kind: 'known', outerId: id! } : opened[next++]!));
   }
 
+  /** Opens a batch, checks signatures run by run (chain-verify.ts), then the clock bound of each event. */
   async #openAll(envelopes: readonly Uint8Array[]): Promise<Opened[]> {
     const { opener, envelopes: port, verifier, clock } = this.#deps;
     const openings: Opening[] = opener
@@ -611,24 +625,27 @@ export class Replica {
   }
 }
 
-/** Whether an envelope is in the log, was rejected, or waits parked: anything but new (or withheld). */
-async function heldAlready(tx: ReplicaTx, outerId: string): Promise<boolean> {
-  const state = await tx.envelopeState(outerId);
-  return state.logged || state.rejected || (await tx.isParked(outerId));
-}
-
-/** The outer ids and event ids of a batch, for one bulk lookup before its admission. */
-function idsOf(opened: readonly Opened[]): [string[], string[]] {
+/** The envelopes, events and rows of a batch, for one bulk lookup before its admission. */
+function lookupOf(opened: readonly Opened[]): Lookup {
   const outerIds: string[] = [];
   const eventIds: string[] = [];
+  const rows: [string, string][] = [];
   for (const item of opened) {
     if (item.kind === 'event' || item.kind === 'skewed') {
-      const names = namesOf(item.kind === 'event' ? item : item.opened);
+      const event = item.kind === 'event' ? item : item.opened;
+      const names = namesOf(event);
       outerIds.push(names.outerId);
       eventIds.push(names.eventId);
+      rows.push([event.event.body.table, event.event.body.row]);
     } else outerIds.push(item.kind === 'opaque' ? envelopeId(item.sealed) : item.outerId);
   }
-  return [outerIds, eventIds];
+  return { outerIds, eventIds, rows };
+}
+
+/** Whether an envelope is in the log, was rejected, or waits parked: anything but new (or withheld). */
+async function heldAlready(tx: ReplicaTx, outerId: string): Promise<boolean> {
+  const [state, parked] = await Promise.all([tx.envelopeState(outerId), tx.isParked(outerId)]);
+  return state.logged || state.rejected || parked;
 }
 
 function bySignerAndSeq(parked: ParkedEnvelope[]): ParkedEnvelope[] {

@@ -128,6 +128,14 @@ export const spellsRowKey = (rowKey: string, table: string, row: string): boolea
  */
 export type StampedEntry = { readonly eventId: string; readonly stamp: Stamp };
 
+/** What a batch will ask of the store (`ReplicaTx.prefetch`). */
+export type Lookup = {
+  readonly outerIds: readonly string[];
+  readonly eventIds: readonly string[];
+  /** Rows as (table, row). */
+  readonly rows?: readonly (readonly [string, string])[];
+};
+
 /** What a replica already knows of an envelope, by its outer id (asked once per admission). */
 export type EnvelopeState = {
   /** In the log (opened or opaque). */
@@ -153,11 +161,12 @@ export interface ReplicaTx {
   /** `hasOuterId`, `isRejected` and `withheldRecord` in one read. */
   envelopeState(outerId: string): Awaitable<EnvelopeState>;
   /**
-   * Optional: what the store knows of these envelopes (logged, rejected, withheld, parked)
-   * and events (logged), looked up in bulk, so the checks of them that follow in this
-   * transaction read nothing more. A store where each check is cheap leaves it out.
+   * Optional: what the store knows of these envelopes (logged, rejected, withheld, parked),
+   * events (logged) and rows (state, surviving deletes), looked up in bulk, so the checks
+   * of them that follow in this transaction read nothing more. A store where each check
+   * is cheap leaves it out.
    */
-  prefetch?(outerIds: readonly string[], eventIds: readonly string[]): Awaitable<void>;
+  prefetch?(batch: Lookup): Awaitable<void>;
   hasEventId(eventId: string): Awaitable<boolean>;
   /**
    * Appends an entry; `bodyBytes`, when given, are the signed encoding of its

@@ -269,8 +269,10 @@ export class SyncEngine {
 
   /** Takes in what a peer sent again; a sweep's progress is recorded once that is durable. */
   async #takeResent(peer: string, message: Extract<DeliveryMessage, { t: 'resent' }>): Promise<void> {
-    if (message.events.length > 0) this.#report(peer, await this.#replica.ingest(peer, message.events));
-    if (!message.sweep) return;
+    const outcomes = message.events.length > 0 ? await this.#replica.ingest(peer, message.events) : [];
+    this.#report(peer, outcomes);
+    // A page with something deferred (parking was full) is asked for again, not passed.
+    if (!message.sweep || outcomes.some((o) => o.type === 'Deferred')) return;
     const grant = await this.#listener.trustGrant?.();
     if (grant === undefined) return;
     const key = sweepKey(grant, peer);

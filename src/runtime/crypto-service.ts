@@ -46,6 +46,7 @@ import type { KeyKeeping } from '../storage/key-keeping.js';
 import { FrameChannel, generateFrameKey, type FrameKeyPair, type SenderBinding } from './frame-channel.js';
 import { unwrapSecret, wrapSecret } from '../storage/key-wrap.js';
 import { generateSigningIdentity, webRandom, webSigner, webVerifier } from './webcrypto.js';
+import { webEnvelopes } from './web-aead.js';
 
 export type IdentityView = {
   readonly signer: string;
@@ -142,6 +143,8 @@ export class CryptoService {
   readonly #clock: Clock;
   readonly #verifier = webVerifier();
   readonly #domains = new DomainKeyring();
+  /** Envelopes sealed and opened with WebCrypto (native; the same bytes as the core's noble AES-GCM). */
+  readonly #envelopes = webEnvelopes(this.#domains, webRandom);
   #identity: IdentityRecord | undefined;
   #group: { secret: Uint8Array; topic: Uint8Array; channel: FrameChannel } | undefined;
   #pending: PendingJoin | undefined;
@@ -620,7 +623,7 @@ export class CryptoService {
   }
 
   sealEvent(domain: DomainName, signedEvent: Uint8Array, lane?: SealLane): Promise<SealedEvent> {
-    return this.#domains.envelopes(webRandom).seal(domain, signedEvent, lane);
+    return this.#envelopes.seal(domain, signedEvent, lane);
   }
 
   /**
@@ -647,6 +650,6 @@ export class CryptoService {
   }
 
   openEvent(sealed: SealedEvent): Promise<Result<Uint8Array, SealError>> {
-    return this.#domains.envelopes(webRandom).open(sealed);
+    return this.#envelopes.open(sealed);
   }
 }

@@ -2,22 +2,19 @@
  * IndexedDB (Dexie 4) adapter of the replica store, one database per machine
  * and origin. Every `transact` is one readwrite IndexedDB transaction over all
  * replica tables, so an admitted batch, its chain heads, clock and rows commit
- * together or not at all. Callbacks must await only Dexie operations inside it
+ * together or not at all; the transaction itself speaks IndexedDB natively
+ * (dexie-tx.ts). Callbacks must await only the transaction's own calls inside it
  * (IndexedDB auto-commits on any other await), which the core guarantees.
  * Real IndexedDB is stricter than fake-indexeddb here: the browser tests are
  * what prove this adapter.
  */
-import { Dexie, type Table, type Transaction } from 'dexie';
-import type { Hlc } from '../core/hlc.js';
-import { isAlive, type RowState } from '../core/merge.js';
+import { Dexie, type Table } from 'dexie';
 import type { EventBody, EventOp } from '../core/event.js';
-import { stampedOf } from '../core/materialize.js';
+import { isAlive, type RowState } from '../core/merge.js';
 import type { Awaitable } from '../core/steps.js';
-import { MAX_REJECTION_RECORDS, PARK_REASONS, refusalOf, rowSortKey, WITHHELD_REASONS } from '../core/store.js';
+import { PARK_REASONS, refusalOf, rowSortKey, WITHHELD_REASONS } from '../core/store.js';
 import type {
-  ChainHead,
   LogEntry,
-  NewLogEntry,
   ParkedEnvelope,
   RejectionRecord,
   ReplicaStore,
@@ -29,26 +26,15 @@ import type {
   RefusalKind,
   RowWindow,
 } from '../core/store.js';
-
-type HeadRecord = ChainHead & { readonly signer: string };
-type CursorRecord = { readonly peer: string; readonly pos: number };
-type MetaRecord = { readonly key: string; readonly value: unknown };
-/** A row as stored: with its place in the views' order and whether it is alive (1) or not (0), indexed together. */
-type StoredRow = RowState & { readonly sortKey: string; readonly live: 0 | 1 };
-
-function stored(state: RowState): StoredRow {
-  return { ...state, sortKey: rowSortKey(state), live: isAlive(state) ? 1 : 0 };
-}
-
-/** The row without the fields only the index needs. */
-function plain(record: StoredRow): RowState;
-function plain(record: StoredRow | undefined): RowState | undefined;
-function plain(record: StoredRow | undefined): RowState | undefined {
-  if (!record) return undefined;
-  // eslint-disable-next-line @typescript-eslint/no-unused-vars -- the index fields are dropped
-  const { sortKey, live, ...state } = record;
-  return state;
-}
+import {
+  plain,
+  REPLICA_STORES,
+  replicaTx,
+  type CursorRecord,
+  type HeadRecord,
+  type MetaRecord,
+  type StoredRow,
+} from './dexie-tx.js';
 
 export class NodeDatabase extends Dexie {
   log!: Table<LogEntry, number>;
@@ -110,8 +96,6 @@ export class NodeDatabase extends Dexie {
   }
 }
 
-const HLC_KEY = 'hlc';
-
 export class DexieReplicaStore implements ReplicaStore {
   readonly db: NodeDatabase;
 
@@ -119,221 +103,34 @@ export class DexieReplicaStore implements ReplicaStore {
     this.db = db;
   }
 
-  transact<T>(fn: (tx: ReplicaTx) => Awaitable<T>): Promise<T> {
-    const { db } = this;
-    const tables = [
-      db.log,
-      db.heads,
-      db.rows,
-      db.meta,
-      db.parked,
-      db.rejected,
-      db.resurrections,
-      db.watermarks,
-      db.withheld,
-    ];
-    return db.transaction('rw', tables, async (trans) => {
-      const tx = DexieReplicaStore.#tx(trans);
+  /**
+   * One read-write IndexedDB transaction over the replica's stores, opened natively
+   * (dexie-tx.ts says why); resolves once it has committed. A callback that throws
+   * rolls everything it did back.
+   */
+  async transact<T>(fn: (tx: ReplicaTx) => Awaitable<T>): Promise<T> {
+    if (!this.db.isOpen()) await this.db.open();
+    const trans = this.db.backendDB().transaction([...REPLICA_STORES], 'readwrite');
+    const finished = new Promise<void>((resolve, reject) => {
+      trans.oncomplete = () => resolve();
+      trans.onabort = () => reject(trans.error ?? new Error('dexie-store: the transaction was aborted'));
+    });
+    finished.catch(() => undefined);
+    const tx = replicaTx(trans);
+    try {
       const result = await fn(tx);
       await tx.flush();
+      trans.commit();
+      await finished;
       return result;
-    });
-  }
-
-  /**
-   * Tables bound to the transaction object itself, not to Dexie's ambient zone:
-   * the core's nested native async functions lose that zone, and an operation
-   * outside it would run in a separate implicit transaction.
-   */
-  static #tx(trans: Transaction): ReplicaTx & { flush(): Promise<void> } {
-    const db = {
-      log: trans.table<LogEntry, number>('log'),
-      heads: trans.table<HeadRecord, string>('heads'),
-      rows: trans.table<StoredRow, [string, string]>('rows'),
-      meta: trans.table<MetaRecord, string>('meta'),
-      parked: trans.table<ParkedEnvelope, string>('parked'),
-      rejected: trans.table<RejectionRecord, string>('rejected'),
-      resurrections: trans.table<Resurrection, string>('resurrections'),
-      watermarks: trans.table<CursorRecord, string>('watermarks'),
-      withheld: trans.table<WithheldRecord, string>('withheld'),
-    };
-    // What this transaction read or wrote of the clock, chain heads and rows, kept for its
-    // lifetime: a read-write transaction excludes every other writer of these stores, so a
-    // batch of events reads each once instead of once per event. The clock and the chain
-    // heads are written once, when the transaction's work is done (`flush`), not per event.
-    let hlcSeen: { value: Hlc | undefined } | undefined;
-    let hlcDirty = false;
-    const headsSeen = new Map<string, ChainHead | undefined>();
-    const headsDirty = new Set<string>();
-    const rowsSeen = new Map<string, RowState | undefined>();
-    const rowSlot = (table: string, row: string) => `${table}\u0000${row}`;
-    // Envelopes and events looked up in bulk (`prefetch`), kept current by this transaction's writes.
-    type Known = { logged: boolean; rejected: boolean; withheld: WithheldRecord | undefined; parked: boolean };
-    const known = new Map<string, Known>();
-    const eventsKnown = new Map<string, boolean>();
-    const update = (outerId: string, change: Partial<Known>) => {
-      const entry = known.get(outerId);
-      if (entry) known.set(outerId, { ...entry, ...change });
-    };
-    return {
-      flush: async () => {
-        if (hlcDirty) await db.meta.put({ key: HLC_KEY, value: hlcSeen?.value });
-        if (headsDirty.size > 0) {
-          await db.heads.bulkPut([...headsDirty].map((signer) => ({ signer, ...headsSeen.get(signer)! })));
-        }
-      },
-      prefetch: async (outerIds, eventIds) => {
-        const ids = [...new Set(outerIds)].filter((id) => !known.has(id));
-        const events = [...new Set(eventIds)].filter((id) => !eventsKnown.has(id));
-        const [logged, rejected, withheld, parked, eventsLogged] = await Promise.all([
-          ids.length > 0 ? db.log.where('outerId').anyOf(ids).keys() : [],
-          ids.length > 0 ? db.rejected.where('outerId').anyOf(ids).primaryKeys() : [],
-          ids.length > 0 ? db.withheld.bulkGet(ids) : [],
-          ids.length > 0 ? db.parked.where('outerId').anyOf(ids).primaryKeys() : [],
-          events.length > 0 ? db.log.where('eventId').anyOf(events).keys() : [],
-        ]);
-        const [inLog, inRejected, inParked] = [logged, rejected, parked].map((keys) => new Set(keys as string[]));
-        for (const [i, id] of ids.entries()) {
-          known.set(id, {
-            logged: inLog!.has(id),
-            rejected: inRejected!.has(id),
-            withheld: withheld[i],
-            parked: inParked!.has(id),
-          });
-        }
-        const eventSet = new Set(eventsLogged as string[]);
-        for (const id of events) eventsKnown.set(id, eventSet.has(id));
-      },
-      getHlc: async () => (hlcSeen ??= { value: (await db.meta.get(HLC_KEY))?.value as Hlc | undefined }).value,
-      setHlc: (hlc) => {
-        hlcSeen = { value: hlc };
-        hlcDirty = true;
-      },
-      head: async (signer) => {
-        if (headsSeen.has(signer)) return headsSeen.get(signer);
-        const record = await db.heads.get(signer);
-        const head = record && { seq: record.seq, eventId: record.eventId };
-        headsSeen.set(signer, head);
-        return head;
-      },
-      setHead: (signer, head) => {
-        headsSeen.set(signer, { seq: head.seq, eventId: head.eventId });
-        headsDirty.add(signer);
-      },
-      hasOuterId: async (id) => known.get(id)?.logged ?? (await db.log.where('outerId').equals(id).count()) > 0,
-      envelopeState: async (outerId) => {
-        const seen = known.get(outerId);
-        if (seen) return { logged: seen.logged, rejected: seen.rejected, withheld: seen.withheld };
-        const [logged, rejected, withheld] = await Promise.all([
-          db.log.where('outerId').equals(outerId).count(),
-          db.rejected.where('outerId').equals(outerId).count(),
-          db.withheld.get(outerId),
-        ]);
-        return { logged: logged > 0, rejected: rejected > 0, withheld };
-      },
-      hasEventId: async (id) => eventsKnown.get(id) ?? (await db.log.where('eventId').equals(id).count()) > 0,
-      append: async (entry: NewLogEntry) => {
-        const pos = await db.log.add(entry as LogEntry);
-        update(entry.outerId, { logged: true });
-        if (entry.eventId !== undefined) eventsKnown.set(entry.eventId, true);
-        return pos;
-      },
-      opaqueAfter: (after, limit) =>
-        db.log
-          .where('pos')
-          .above(after)
-          .filter((e) => e.eventId === undefined)
-          .limit(limit)
-          .toArray(),
-      fill: async (pos, entry) => {
-        const old = await db.log.get(pos);
-        if (!old || old.eventId !== undefined || old.outerId !== entry.outerId) {
-          throw new Error('dexie-store: fill names no opaque entry of that outer id');
-        }
-        await db.log.put({ ...entry, pos });
-        if (entry.eventId !== undefined) eventsKnown.set(entry.eventId, true);
-      },
-      rowEntries: (rowKey, op?: EventOp) =>
-        op === undefined
-          ? db.log.where('rowKey').equals(rowKey).toArray()
-          : db.log.where('[rowKey+op]').equals([rowKey, op]).toArray(),
-      rowStamps: async (rowKey, op) => stampedOf(await db.log.where('[rowKey+op]').equals([rowKey, op]).toArray()),
-      signerEntriesAbove: (signer, seq) =>
-        db.log
-          .where('[signer+seq]')
-          .between([signer, seq + 1], [signer, Dexie.maxKey])
-          .toArray(),
-      setRevoked: async (pos, revoked) => {
-        await db.log.update(pos, (entry: { revoked?: true }) => {
-          if (revoked) entry.revoked = true;
-          else delete entry.revoked;
-        });
-      },
-      getRow: async (table, row) => {
-        const slot = rowSlot(table, row);
-        if (rowsSeen.has(slot)) return rowsSeen.get(slot);
-        const state = plain(await db.rows.get([table, row]));
-        rowsSeen.set(slot, state);
-        return state;
-      },
-      putRow: async (state) => {
-        await db.rows.put(stored(state));
-        rowsSeen.set(rowSlot(state.table, state.row), state);
-      },
-      deleteRow: async (table, row) => {
-        await db.rows.delete([table, row]);
-        rowsSeen.set(rowSlot(table, row), undefined);
-      },
-      park: async (envelope) => {
-        await db.parked.put(envelope);
-        update(envelope.outerId, { parked: true });
-      },
-      unpark: async (outerId) => {
-        await db.parked.delete(outerId);
-        update(outerId, { parked: false });
-      },
-      isParked: async (outerId) =>
-        known.get(outerId)?.parked ?? (await db.parked.where('outerId').equals(outerId).count()) > 0,
-      parkedAll: () => db.parked.orderBy('parkedAt').toArray(),
-      parkedCount: () => db.parked.count(),
-      recordRejection: async (record) => {
-        await db.rejected.put(record);
-        update(record.outerId, { rejected: true });
-        const excess = (await db.rejected.count()) - MAX_REJECTION_RECORDS;
-        if (excess > 0) {
-          const dropped = await db.rejected.orderBy('at').limit(excess).primaryKeys();
-          await db.rejected.bulkDelete(dropped);
-          for (const id of dropped) update(id, { rejected: false });
-        }
-      },
-      isRejected: async (outerId) =>
-        known.get(outerId)?.rejected ?? (await db.rejected.where('outerId').equals(outerId).count()) > 0,
-      rejectionReason: async (outerId) => (await db.rejected.get(outerId))?.reason,
-      withhold: async (record) => {
-        await db.withheld.put(record);
-        update(record.outerId, { withheld: record });
-      },
-      withheldRecord: async (outerId) => {
-        const seen = known.get(outerId);
-        return seen ? seen.withheld : db.withheld.get(outerId);
-      },
-      release: async (outerId) => {
-        await db.withheld.delete(outerId);
-        update(outerId, { withheld: undefined });
-      },
-      addResurrection: async (r) => {
-        await db.resurrections.put(r);
-      },
-      hasResurrection: async (key) => (await db.resurrections.where('key').equals(key).count()) > 0,
-      dropResurrectionsOf: async (eventId) => {
-        await db.resurrections.where('deleteId').equals(eventId).delete();
-        await db.resurrections.where('editId').equals(eventId).delete();
-      },
-      setWatermark: async (peer, upto) => {
-        const current = (await db.watermarks.get(peer))?.pos ?? 0;
-        if (upto > current) await db.watermarks.put({ peer, pos: upto });
-      },
-    };
+    } catch (error) {
+      try {
+        trans.abort();
+      } catch {
+        // It had finished already: aborted by the failure being thrown.
+      }
+      throw error;
+    }
   }
 
   entriesAfter(after: number, limit: number): Promise<LogEntry[]> {

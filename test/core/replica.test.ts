@@ -268,6 +268,32 @@ describe('replicas converge over a lossy network', () => {
     expect((await b.store.row('device_profiles', 'r4'))?.cells['name']?.value).toBe('row 4');
   });
 
+  it('defers what would park when parking is full: not remembered, the watermark held, taken in when it comes again', async () => {
+    const mesh = makeMesh('parking-full');
+    const a = makeMachine('A', 'parking-full/A', mesh);
+    const b = makeMachine('B', 'parking-full/B', mesh, { maxParked: 2 });
+    mesh.anchors.push(a.id);
+    for (let i = 0; i < 6; i++) await mustWrite(a, 'device_profiles', `r${i}`, { name: `row ${i}` });
+    const log = await logOf(a);
+    // The first event is lost in transit: the five after it would all park, and only two fit.
+    const gap = await b.replica.ingest('peer', log.slice(1), 6);
+    expect(gap.map((o) => o.type)).toEqual(['Parked', 'Parked', 'Deferred', 'Deferred', 'Deferred']);
+    expect(await b.store.watermark('peer')).toBe(0);
+    expect((await b.store.reasonCounts()).rejected).toEqual({});
+    // Offered again from the watermark, everything is taken in and the watermark moves.
+    const again = await b.replica.ingest('peer', log, 6);
+    expect(again.filter((o) => o.type === 'Applied')).toHaveLength(6);
+    expect(await b.store.watermark('peer')).toBe(6);
+    expect((await b.store.rows('device_profiles')).map((r) => r.row).sort()).toEqual([
+      'r0',
+      'r1',
+      'r2',
+      'r3',
+      'r4',
+      'r5',
+    ]);
+  });
+
   it('the same event re-sealed (new outer id) is still a duplicate', async () => {
     const { mesh, machines } = await meshWith(['A', 'B'], 'reseal');
     const [a, b] = machines as [Machine, Machine];

@@ -140,6 +140,8 @@ export type MachineOptions = {
   readonly keys?: Partial<Record<DomainName, Uint8Array>>;
   readonly clock?: TestClock;
   readonly maxSkewMs?: number;
+  /** Bound on parked envelopes (the replica's default otherwise). */
+  readonly maxParked?: number;
   /** Sign with `unsafeTestingFastSigner` instead of Ed25519 (property tests only). */
   readonly fastSignatures?: boolean;
   /** Which tables this machine holds (default: every table public, this machine trusted). */
@@ -183,6 +185,7 @@ export function makeMachine(name: string, seed: string, mesh: Mesh, options: Mac
     privacy: options.privacy ?? everyTablePublic,
     clock,
     ...(options.maxSkewMs === undefined ? {} : { maxSkewMs: options.maxSkewMs }),
+    ...(options.maxParked === undefined ? {} : { maxParked: options.maxParked }),
   });
   return { name, id, signer, store, replica, keyring, clock, random };
 }
