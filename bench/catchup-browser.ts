@@ -41,6 +41,8 @@ const PEER_EDITS = 5;
 const CHROMIUM = process.env['SOV_CHROMIUM'] ?? '/usr/bin/chromium';
 const STEP_MS = 120_000;
 const CATCHUP_MS = 60 * 60_000;
+/** How often the catch-up's progress (B's watermark) is printed to stderr. */
+const PROGRESS_MS = 10_000;
 /** Where CPU profiles of B's page and workers during the catch-up go (bench/lib/cpu-profile.ts); none if unset. */
 const PROFILE_DIR = process.env['SOV_BENCH_PROFILE'];
 
@@ -239,6 +241,15 @@ export async function run(): Promise<BenchResult> {
     await b.goto(`${url}/?automation`);
     if (PROFILE_DIR) await until(b, 'automation handle', () => globalThis.sovAutomation !== undefined);
     const profiles = PROFILE_DIR ? await CpuProfiles.start(browser, url) : undefined;
+    const progress = setInterval(() => {
+      void b
+        .evaluate(() => Math.max(0, ...(globalThis.sovAutomation?.sync()?.peers ?? []).map((p) => p.watermark)))
+        .then((watermark) => {
+          const seconds = ((performance.now() - started) / 1000).toFixed(0);
+          process.stderr.write(`catchup-browser: ${seconds} s: watermark ${watermark} of ${target}\n`);
+        })
+        .catch(() => undefined);
+    }, PROGRESS_MS);
     await b
       .waitForFunction(
         (goal: number) => (globalThis.sovAutomation?.sync()?.peers ?? []).some((p) => p.watermark >= goal),
@@ -249,6 +260,7 @@ export async function run(): Promise<BenchResult> {
         throw new Error(`catchup-browser: B's watermark for A never reached ${target}: ${String(e).split('\n')[0]}`);
       });
     const catchupSeconds = (performance.now() - started) / 1000;
+    clearInterval(progress);
     await profiles?.stop(PROFILE_DIR!);
     const longTasks = await b.evaluate(() => globalThis.sovLongTasks ?? []);
     const bytesPerEvent = Math.max(1, (await storageUsed(b)) - usedBefore) / EVENTS;

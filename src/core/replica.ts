@@ -151,6 +151,8 @@ function takeWriteBatch(queue: QueuedWrite[]): QueuedWrite[] {
   return queue.splice(0, n);
 }
 const DEFAULT_MAX_PARKED = 10_000;
+/** Outer ids `#openNew` remembers as held (a few MB of strings at most). */
+const MAX_REMEMBERED = 50_000;
 
 export class Replica {
   readonly #deps: ReplicaDeps;
@@ -161,6 +163,8 @@ export class Replica {
   #pumping = false;
   /** Settles when the latest ingest call has been admitted (or failed). */
   #ingestTurn: Promise<unknown> = Promise.resolve();
+  /** Outer ids admitted, parked or refused here, newest last (`#remember`). */
+  readonly #held = new Set<string>();
 
   constructor(deps: ReplicaDeps) {
     this.#deps = deps;
@@ -336,7 +340,11 @@ export class Replica {
     opening.catch(() => undefined);
     const admitted = this.#ingestTurn.then(async () => {
       const opened = await opening;
-      return this.#exclusive(() => this.#deps.store.transact((tx) => run(this.#admitBatch(tx, peer, opened, upto))));
+      const outcomes = await this.#exclusive(() =>
+        this.#deps.store.transact((tx) => run(this.#admitBatch(tx, peer, opened, upto))),
+      );
+      this.#remember(outcomes);
+      return outcomes;
     });
     this.#ingestTurn = admitted.catch(() => undefined);
     return admitted;
@@ -547,21 +555,31 @@ export class Replica {
     return outcomes.filter((o) => o.type !== 'Parked');
   }
 
+  /** Outer ids admission found held (logged, parked or refused), for `#openNew`. */
+  #remember(outcomes: readonly IngestOutcome[]): void {
+    for (const o of outcomes) if (o.type !== 'Withheld' && o.type !== 'Deferred') this.#held.add(o.outerId);
+    if (this.#held.size <= MAX_REMEMBERED) return;
+    let excess = this.#held.size - MAX_REMEMBERED;
+    for (const id of this.#held) {
+      if (excess-- <= 0) break;
+      this.#held.delete(id); // the oldest first: a Set keeps insertion order
+    }
+  }
+
   /**
-   * Opens the envelopes this machine does not hold yet. One already logged, rejected or
-   * parked is a duplicate without being decrypted or verified: a peer that forwards a
-   * catch-up back to the machine it came from (every machine forwards its log) costs a
-   * lookup per envelope, not a decryption and a signature check. Admission checks again.
+   * Opens the envelopes this machine does not hold yet. One that admission found held
+   * here (logged, rejected or parked) is a duplicate without being decrypted or verified,
+   * and without a store lookup: a peer that forwards a catch-up back to the machine it
+   * came from, or a relay that delivers a batch twice, costs a set lookup per envelope.
+   * One held from before this replica started is opened and found a duplicate by
+   * admission, which checks everything again in its transaction.
    */
   async #openNew(envelopes: readonly Uint8Array[]): Promise<Opened[]> {
     const ids = envelopes.map((bytes) => {
       const sealed = decodeSealed(bytes);
       return sealed.ok ? envelopeId(sealed.value) : undefined;
     });
-    const known = await this.#deps.store.transact(async (tx) => {
-      await tx.prefetch?.({ outerIds: ids.filter((id) => id !== undefined), eventIds: [] });
-      return Promise.all(ids.map(async (id) => id !== undefined && (await heldAlready(tx, id))));
-    });
+    const known = ids.map((id) => id !== undefined && this.#held.has(id));
     if (!known.includes(true)) return this.#openAll(envelopes);
     const opened = await this.#openAll(envelopes.filter((_, i) => !known[i]));
     let next = 0;
@@ -640,12 +658,6 @@ function lookupOf(opened: readonly Opened[]): Lookup {
     } else outerIds.push(item.kind === 'opaque' ? envelopeId(item.sealed) : item.outerId);
   }
   return { outerIds, eventIds, rows };
-}
-
-/** Whether an envelope is in the log, was rejected, or waits parked: anything but new (or withheld). */
-async function heldAlready(tx: ReplicaTx, outerId: string): Promise<boolean> {
-  const [state, parked] = await Promise.all([tx.envelopeState(outerId), tx.isParked(outerId)]);
-  return state.logged || state.rejected || parked;
 }
 
 function bySignerAndSeq(parked: ParkedEnvelope[]): ParkedEnvelope[] {

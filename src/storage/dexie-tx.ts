@@ -49,6 +49,17 @@ export type StoredRow = RowState & { readonly sortKey: string; readonly live: 0 
 
 export const HLC_KEY = 'hlc';
 
+/** How many rows of a table are alive and how many are not, kept current by every apply. */
+export type RowCounts = { readonly alive: number; readonly deleted: number };
+
+/**
+ * The meta record holding a table's `RowCounts`: counting an index range in IndexedDB
+ * walks it, 100,000 rows on every page a view asks for. Absent until a view first
+ * counts the table (dexie-store.ts `rowWindow`); from then on each transaction adds
+ * what it changed.
+ */
+export const rowCountsKey = (table: string): string => `rows/${table}`;
+
 export function stored(state: RowState): StoredRow {
   return { ...state, sortKey: rowSortKey(state), live: isAlive(state) ? 1 : 0 };
 }
@@ -136,6 +147,14 @@ export function replicaTx(idb: IDBTransaction): NativeTx {
   const eventsKnown = new Map<string, boolean>();
   /** Surviving deletes of a row, by row key, for the rows a batch looked up. */
   const deletesSeen = new Map<string, StampedEntry[]>();
+  /** Rows this transaction made alive or not alive, by table: added to the table's `RowCounts` at `flush`. */
+  const countDeltas = new Map<string, { alive: number; deleted: number }>();
+  const recount = (table: string, before: RowState | undefined, after: RowState | undefined) => {
+    let delta = countDeltas.get(table);
+    if (!delta) countDeltas.set(table, (delta = { alive: 0, deleted: 0 }));
+    if (before) delta[isAlive(before) ? 'alive' : 'deleted']--;
+    if (after) delta[isAlive(after) ? 'alive' : 'deleted']++;
+  };
   /** The position the next append takes; read once (`firstPos`), then counted here. */
   let nextPos: number | undefined;
   let reading: Promise<number> | undefined;
@@ -196,6 +215,17 @@ export function replicaTx(idb: IDBTransaction): NativeTx {
 
   return {
     flush: async () => {
+      const changed = [...countDeltas].filter(([, d]) => d.alive !== 0 || d.deleted !== 0);
+      countDeltas.clear();
+      const counted = await Promise.all(
+        changed.map(([table]) => ask(store('meta').get(rowCountsKey(table)) as IDBRequest<MetaRecord | undefined>)),
+      );
+      for (const [i, [table, d]] of changed.entries()) {
+        const counts = counted[i]?.value as RowCounts | undefined;
+        if (!counts) continue; // never counted: the first view to ask counts the rows as they are
+        const value: RowCounts = { alive: counts.alive + d.alive, deleted: counts.deleted + d.deleted };
+        issue(store('meta').put({ key: rowCountsKey(table), value }));
+      }
       if (hlcDirty) issue(store('meta').put({ key: HLC_KEY, value: hlcSeen?.value }));
       for (const signer of headsDirty) issue(store('heads').put({ signer, ...headsSeen.get(signer)! }));
       headsDirty.clear();
@@ -313,10 +343,13 @@ export function replicaTx(idb: IDBTransaction): NativeTx {
       });
       return found;
     },
-    rowEntries: (rowKey, op?: EventOp) =>
-      op === undefined
-        ? ask(store('log').index('rowKey').getAll(rowKey) as IDBRequest<LogEntry[]>)
-        : ask(store('log').index('[rowKey+op]').getAll([rowKey, op]) as IDBRequest<LogEntry[]>),
+    rowEntries: async (rowKey, op?: EventOp) => {
+      const byRowAndOp = store('log').index('[rowKey+op]');
+      if (op !== undefined) return ask(byRowAndOp.getAll([rowKey, op]) as IDBRequest<LogEntry[]>);
+      // Every op of the row ([rowKey] sorts before [rowKey, any op], [rowKey, []] after), in log order.
+      const all = await ask(byRowAndOp.getAll(IDBKeyRange.bound([rowKey], [rowKey, []])) as IDBRequest<LogEntry[]>);
+      return all.sort((a, b) => a.pos - b.pos);
+    },
     rowStamps: (rowKey, op) => {
       const seen = op === 'del' ? deletesSeen.get(rowKey) : undefined;
       if (seen) return [...seen];
@@ -346,12 +379,26 @@ export function replicaTx(idb: IDBTransaction): NativeTx {
       });
     },
     putRow: (state) => {
-      issue(store('rows').put(stored(state)));
-      rowsSeen.set(rowKeyOf(state.table, state.row), state);
+      const key = rowKeyOf(state.table, state.row);
+      const put = (before: RowState | undefined) => {
+        recount(state.table, before, state);
+        issue(store('rows').put(stored(state)));
+        rowsSeen.set(key, state);
+      };
+      if (rowsSeen.has(key)) return put(rowsSeen.get(key));
+      return ask(store('rows').get([state.table, state.row]) as IDBRequest<StoredRow | undefined>).then((r) =>
+        put(plain(r)),
+      );
     },
     deleteRow: (table, row) => {
-      issue(store('rows').delete([table, row]));
-      rowsSeen.set(rowKeyOf(table, row), undefined);
+      const key = rowKeyOf(table, row);
+      const drop = (before: RowState | undefined) => {
+        recount(table, before, undefined);
+        issue(store('rows').delete([table, row]));
+        rowsSeen.set(key, undefined);
+      };
+      if (rowsSeen.has(key)) return drop(rowsSeen.get(key));
+      return ask(store('rows').get([table, row]) as IDBRequest<StoredRow | undefined>).then((r) => drop(plain(r)));
     },
 
     park: (envelope) => {

@@ -8,6 +8,7 @@
  */
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
+import { isAlive } from '../../src/core/merge.js';
 import type { ColumnValue } from '../../src/core/schema.js';
 import { DexieReplicaStore, NodeDatabase } from '../../src/storage/dexie-store.js';
 import { durableState, makeMachine, makeMesh, seededRandom, type Machine } from '../helpers/deterministic.js';
@@ -45,16 +46,60 @@ describe('the apply path on IndexedDB', () => {
     batches.push(log); // finally everything, in order: every gap fills
 
     const memory = makeMachine('B', `dexie-ingest-${seed}/B`, mesh);
-    const dexie = makeMachine('B', `dexie-ingest-${seed}/B`, mesh, {
-      wrapStore: () => new DexieReplicaStore(new NodeDatabase(`dexie-ingest-${++databases}-${seed}`)),
-    });
-    for (const batch of batches) {
+    const windows = new DexieReplicaStore(new NodeDatabase(`dexie-ingest-${++databases}-${seed}`));
+    const dexie = makeMachine('B', `dexie-ingest-${seed}/B`, mesh, { wrapStore: () => windows });
+    for (const [i, batch] of batches.entries()) {
       const [m, d] = [await memory.replica.ingest('A', batch), await dexie.replica.ingest('A', batch)];
       expect(d.map((o) => o.type)).toEqual(m.map((o) => o.type));
+      // A view counts the table early on; every apply after that keeps the counts.
+      if (i === 3) await windows.rowWindow('device_profiles', 0, 5);
     }
     const options = { signers: [a.id], peers: ['A'] };
     expect(await durableState(dexie.store, options)).toEqual(await durableState(memory.store, options));
+    const rows = await memory.store.rows('device_profiles');
+    const window = await windows.rowWindow('device_profiles', 0, 5);
+    expect([window.alive, window.deleted]).toEqual([
+      rows.filter((r) => isAlive(r)).length,
+      rows.filter((r) => !isAlive(r)).length,
+    ]);
     expect((await dexie.store.reasonCounts()).parked).toEqual({});
+  });
+
+  it('a removal that revokes rows leaves the same rows and the same counts as the memory store', async () => {
+    const mesh = makeMesh('dexie-removal');
+    const a = makeMachine('A', 'dexie-removal/A', mesh);
+    const c = makeMachine('C', 'dexie-removal/C', mesh);
+    mesh.anchors.push(a.id);
+    await mustWrite(a, 'keyring', c.id, { name: 'C', endpoint: c.id });
+    const admitted = (await a.store.entriesAfter(0, 100)).map((e) => e.sealed);
+    await c.replica.ingest('A', admitted);
+    for (let i = 0; i < 6; i++) await mustWrite(c, 'device_profiles', `c${i}`, { name: `by C ${i}` });
+    const byC = (await c.store.entriesAfter(0, 100)).map((e) => e.sealed);
+    // A never saw C's rows: its removal marks none of them, so every one is revoked where it lies.
+    await mustWrite(a, 'device_profiles', 'c0', { location: 'set by A' });
+    const removed = await a.replica.remove(c.id);
+    if (!removed.ok) throw new Error(removed.error.type);
+    const byA = (await a.store.entriesAfter(0, 100)).map((e) => e.sealed);
+
+    const memory = makeMachine('B', 'dexie-removal/B', mesh);
+    const windows = new DexieReplicaStore(new NodeDatabase(`dexie-removal-${++databases}`));
+    const dexie = makeMachine('B', 'dexie-removal/B', mesh, { wrapStore: () => windows });
+    for (const m of [memory, dexie]) {
+      await m.replica.ingest('A', admitted);
+      await m.replica.ingest('C', byC);
+    }
+    expect((await windows.rowWindow('device_profiles', 0, 10)).alive).toBe(6);
+    const [m, d] = [await memory.replica.ingest('A', byA), await dexie.replica.ingest('A', byA)];
+    expect(d.map((o) => o.type)).toEqual(m.map((o) => o.type));
+    const rows = await memory.store.rows('device_profiles');
+    expect(rows.map((r) => r.row)).toEqual(['c0']); // only A's edit of c0 is left
+    const window = await windows.rowWindow('device_profiles', 0, 10);
+    expect([window.alive, window.deleted]).toEqual([
+      rows.filter((r) => isAlive(r)).length,
+      rows.filter((r) => !isAlive(r)).length,
+    ]);
+    const options = { signers: [a.id, c.id], peers: ['A', 'C'] };
+    expect(await durableState(dexie.store, options)).toEqual(await durableState(memory.store, options));
   });
 
   it('holds what it cannot read once, however often one batch repeats it', async () => {

@@ -8,9 +8,10 @@ import { describe, expect, it } from 'vitest';
 import { toHex } from '../../src/core/bytes.js';
 import type { EventBody, EventOp } from '../../src/core/event.js';
 import type { Stamp } from '../../src/core/hlc.js';
-import type { RowState } from '../../src/core/merge.js';
+import { isAlive, type RowState } from '../../src/core/merge.js';
 import {
   rowKeyOf,
+  rowSortKey,
   type NewLogEntry,
   type ParkedEnvelope,
   type ParkReason,
@@ -714,23 +715,36 @@ replicaStoreSuite(
   () => new DexieReplicaStore(new NodeDatabase(`replica-store-test-${++dbCounter}-${hex(4)}`)),
 );
 
-describe('Dexie schema upgrade', () => {
-  it('v4 parked and withheld records are counted by reason once the v5 index is built on open', async () => {
-    const name = `replica-store-reasons-${hex(4)}`;
-    const v4 = new Dexie(name);
-    const stores = {
-      log: '++pos, &outerId, eventId, rowKey, [signer+seq], [rowKey+op]',
-      heads: 'signer',
-      rows: '[table+row], table',
-      cursors: 'peer',
-      meta: 'key',
+/**
+ * The stores each earlier version of dexie-store.ts declared, as of `version`: a database
+ * an older build wrote is opened with them, then by the current NodeDatabase.
+ */
+function legacySchema(version: number): Record<string, string> {
+  const changes: Record<number, Record<string, string>> = {
+    1: { log: '++pos, &outerId, eventId', heads: 'signer', rows: '[table+row], table', cursors: 'peer', meta: 'key' },
+    2: {
+      log: '++pos, &outerId, eventId, rowKey, [signer+seq]',
       watermarks: 'peer',
       parked: 'outerId, parkedAt',
       rejected: 'outerId, at',
       resurrections: 'key, deleteId, editId, at',
-      withheld: 'outerId, at',
-    };
-    v4.version(4).stores(stores);
+    },
+    3: { log: '++pos, &outerId, eventId, rowKey, [signer+seq], [rowKey+op]' },
+    4: { withheld: 'outerId, at' },
+    5: { withheld: 'outerId, at, reason', parked: 'outerId, parkedAt, reason' },
+    6: { rows: '[table+row], table, [table+live+sortKey]' },
+    7: { rejected: 'outerId, at, reason' },
+  };
+  let stores: Record<string, string> = {};
+  for (let v = 1; v <= version; v++) stores = { ...stores, ...changes[v] };
+  return stores;
+}
+
+describe('Dexie schema upgrade', () => {
+  it('v4 parked and withheld records are counted by reason once the v5 index is built on open', async () => {
+    const name = `replica-store-reasons-${hex(4)}`;
+    const v4 = new Dexie(name);
+    v4.version(4).stores(legacySchema(4));
     await v4.table('parked').bulkAdd([parkedEnvelope('ChainGap', 1), parkedEnvelope('UnknownSigner', 2)]);
     v4.close();
     const store = new DexieReplicaStore(new NodeDatabase(name));
@@ -744,18 +758,7 @@ describe('Dexie schema upgrade', () => {
   it('v6 rejections are counted by reason once the v7 index is built on open', async () => {
     const name = `replica-store-rejected-${hex(4)}`;
     const v6 = new Dexie(name);
-    v6.version(6).stores({
-      log: '++pos, &outerId, eventId, rowKey, [signer+seq], [rowKey+op]',
-      heads: 'signer',
-      rows: '[table+row], table, [table+live+sortKey]',
-      cursors: 'peer',
-      meta: 'key',
-      watermarks: 'peer',
-      parked: 'outerId, parkedAt, reason',
-      rejected: 'outerId, at',
-      resurrections: 'key, deleteId, editId, at',
-      withheld: 'outerId, at, reason',
-    });
+    v6.version(6).stores(legacySchema(6));
     await v6.table('rejected').bulkAdd([rejection('SignatureInvalid', 1), rejection('UnknownSigner', 2)]);
     v6.close();
     const store = new DexieReplicaStore(new NodeDatabase(name));
@@ -765,18 +768,7 @@ describe('Dexie schema upgrade', () => {
   it('v5 rows gain their place in the views’ order on open: the first window reads them in order', async () => {
     const name = `replica-store-rows-${hex(4)}`;
     const v5 = new Dexie(name);
-    v5.version(5).stores({
-      log: '++pos, &outerId, eventId, rowKey, [signer+seq], [rowKey+op]',
-      heads: 'signer',
-      rows: '[table+row], table',
-      cursors: 'peer',
-      meta: 'key',
-      watermarks: 'peer',
-      parked: 'outerId, parkedAt, reason',
-      rejected: 'outerId, at',
-      resurrections: 'key, deleteId, editId, at',
-      withheld: 'outerId, at, reason',
-    });
+    v5.version(5).stores(legacySchema(5));
     const gone: RowState = { ...row('device_profiles', 'x', 'Deleted', 1), deleted: stampAt(5) };
     await v5.table('rows').bulkAdd([row('device_profiles', 'b', 'beta'), row('device_profiles', 'a', 'Alpha'), gone]);
     v5.close();
@@ -792,17 +784,7 @@ describe('Dexie schema upgrade', () => {
   it('v2 logs gain the [rowKey+op] index on open, so per-op row history still finds old entries', async () => {
     const name = `replica-store-upgrade-${hex(4)}`;
     const v2 = new Dexie(name);
-    v2.version(2).stores({
-      log: '++pos, &outerId, eventId, rowKey, [signer+seq]',
-      heads: 'signer',
-      rows: '[table+row], table',
-      cursors: 'peer',
-      meta: 'key',
-      watermarks: 'peer',
-      parked: 'outerId, parkedAt',
-      rejected: 'outerId, at',
-      resurrections: 'key, deleteId, editId, at',
-    });
+    v2.version(2).stores(legacySchema(2));
     const signer = hex(32);
     // A v2 entry has no `op` field.
     const withoutOp = ({ op, ...rest }: NewLogEntry): Omit<NewLogEntry, 'op'> => (op ? rest : rest);
@@ -816,6 +798,31 @@ describe('Dexie schema upgrade', () => {
       const key = rowKeyOf('device_profiles', 'r');
       expect((await tx.rowEntries(key, 'del')).map((e) => e.outerId)).toEqual([del.outerId]);
       expect((await tx.rowEntries(key, 'put')).map((e) => e.outerId)).toEqual([put.outerId]);
+    });
+  });
+  it('v7 rows and row histories are still read after the v8 upgrade drops their single-field indexes', async () => {
+    const name = `replica-store-v8-${hex(4)}`;
+    const v7 = new Dexie(name);
+    v7.version(7).stores(legacySchema(7));
+    const signer = hex(32);
+    const put = entry({ signer, seq: 1, ...opened('device_profiles', 'r', 'put') });
+    const del = entry({ signer, seq: 2, ...opened('device_profiles', 'r', 'del') });
+    const other = entry({ signer, seq: 3, ...opened('device_profiles', 's', 'put') });
+    await v7.table('log').bulkAdd([put, del, other]);
+    const stored = (state: RowState) => ({ ...state, sortKey: rowSortKey(state), live: isAlive(state) ? 1 : 0 });
+    await v7
+      .table('rows')
+      .bulkAdd([stored(row('device_profiles', 'b', 'beta')), stored(row('device_profiles', 'a', 'Alpha'))]);
+    await v7.table('rows').add(stored(row('notes', 'n', 'note')));
+    v7.close();
+
+    const store = new DexieReplicaStore(new NodeDatabase(name));
+    expect((await store.rows('device_profiles')).map((r) => r.row).sort()).toEqual(['a', 'b']);
+    expect((await store.rows('notes')).map((r) => r.row)).toEqual(['n']);
+    await store.transact(async (tx) => {
+      const key = rowKeyOf('device_profiles', 'r');
+      expect((await tx.rowEntries(key)).map((e) => e.outerId)).toEqual([put.outerId, del.outerId]);
+      expect((await tx.rowEntries(key, 'del')).map((e) => e.outerId)).toEqual([del.outerId]);
     });
   });
 });
