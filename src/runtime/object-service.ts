@@ -5,20 +5,21 @@
  * from the relay's blind object store. Comlink exposes an instance in
  * `workers/parquet.worker.ts`; tests drive it directly in Node (fake IndexedDB).
  *
- * Keys: like the crypto worker, this worker reads the machine's key store — the signing
- * key (manifests), the endpoint key (signed relay requests), the group secret (topic and
- * placement tags) and the KEK generations the MLS worker stored — all either
- * non-extractable CryptoKeys or bytes wrapped under the non-extractable machine key. A
- * formed object's secret is wrapped the same way (`object/<id>`) until publication, when
- * it is wrapped under the domain's then-current generation, so a producer that formed
- * objects offline is never stranded on a stale key. Nothing here logs or returns a key.
+ * Keys: this worker reads from the machine's key store the signing key (manifests), the
+ * endpoint key (signed relay requests) and the group secret (topic and placement tags) —
+ * non-extractable CryptoKeys or bytes wrapped under the non-extractable machine key. It
+ * holds no domain key: the crypto worker is their one holder, and this worker asks it
+ * (runtime/access-keys.ts) to wrap an object secret into an access record or to open
+ * access records, getting object secrets back. A formed object's secret is wrapped under
+ * the machine key (`object/<id>`) until publication, when it is wrapped under the domain's
+ * then-current generation, so a producer that formed objects offline is never stranded on
+ * a stale key. Nothing here logs or returns a key.
  */
 import { bytesEqual, fromBase64Url, toHex } from '../core/bytes.js';
 import { encodeCbor } from '../core/cbor.js';
-import { DomainKeyring } from '../core/domain-keys.js';
 import { blake3 } from '../core/hash.js';
 import { topicOf } from '../core/identity.js';
-import { unwrapSecret as unwrapAccess, wrapSecret as wrapAccess, type AccessRecord } from '../core/object/access.js';
+import type { AccessRecord } from '../core/object/access.js';
 import { csvObject, parquetCsv, tableName, type CsvImportError } from '../core/object/csv-import.js';
 import { ObjectWriter, openObject, verifyStorageId, type FormedObject, type OpenError } from '../core/object/form.js';
 import { isStorageId, objectKeys, storageIdBytes, type StorageId } from '../core/object/keys.js';
@@ -47,12 +48,12 @@ import {
   type ObjectStore,
   type PendingRecord,
 } from '../storage/object-db.js';
+import type { AccessKeys, NoDomainKey, NoKeyOpens } from './access-keys.js';
 import { systemClock } from './clock.js';
 import { webPmeCipher } from './pme-cipher.js';
 import { httpBaseOf } from './relay-http-client.js';
 import { RelayObjectClient, type ObjectClientError } from './relay-objects-client.js';
 import { unwrapSecret, wrapSecret } from '../storage/key-wrap.js';
-import { loadGenerations } from '../storage/domain-generations.js';
 import { webRandom, webSigner, webVerifier } from './webcrypto.js';
 
 /** A sealed manifest travels in one state-plane cell (core/event.ts MAX_VALUE_CHARS, base64url). */
@@ -64,11 +65,11 @@ export type ObjectError =
   | ManifestError
   | ObjectClientError
   | { readonly type: 'NotReady'; readonly reason: string }
-  | { readonly type: 'NoDomainKey'; readonly domain: DomainName }
+  | NoDomainKey
   | { readonly type: 'ManifestTooLarge'; readonly bytes: number }
   | { readonly type: 'UnknownObject'; readonly id: string }
   /** No key this machine holds opens the object: the answer a storage-only machine expects. */
-  | { readonly type: 'NoKeyOpens'; readonly keys: number; readonly records: number }
+  | NoKeyOpens
   | { readonly type: 'ProducerMismatch'; readonly detail: string }
   | { readonly type: 'NotPublishable'; readonly reason: string }
   | QueryError
@@ -203,12 +204,13 @@ export function placementTag(groupSecret: Uint8Array, domain: DomainName): Uint8
 type Loaded = { identity: IdentityRecord; group: Uint8Array | undefined };
 
 export class ObjectService {
+  /** The domain keys' holder (the crypto worker), asked for access records and object secrets. */
+  readonly #access: AccessKeys;
   readonly #keys: KeyStore;
   readonly #db: ObjectStore;
   readonly #clock: Clock;
   readonly #fetch: typeof fetch | undefined;
   readonly #verifier = webVerifier();
-  readonly #domains = new DomainKeyring();
   /** Manifests opened here, by storage id, with the sealed bytes they were opened from. */
   readonly #manifests = new Map<string, { sealed: Uint8Array; manifest: ObjectManifest }>();
   /** Manifests of objects formed here, opened for the page while they wait for publication. */
@@ -227,11 +229,13 @@ export class ObjectService {
   #relayUrl: string | undefined;
 
   constructor(
+    access: AccessKeys,
     keys: KeyDatabase | KeyStore = new DexieKeyStore(),
     objects: ObjectDatabase | ObjectStore = new DexieObjectStore(),
     clock: Clock = systemClock,
     fetchImpl?: typeof fetch,
   ) {
+    this.#access = access;
     this.#keys = keyStoreOf(keys);
     this.#db = objectStoreOf(objects);
     this.#clock = clock;
@@ -239,22 +243,17 @@ export class ObjectService {
   }
 
   /**
-   * Takes up what the key store holds now: identity, group secret, KEK generations. Run
-   * at start and whenever the MLS worker may have stored a new generation.
+   * Takes up what the key store holds now: identity and group secret. Run at start and
+   * whenever the mesh may have changed (founded, joined, a new relay).
    */
-  async reload(relayUrl?: string): Promise<{ generations: number }> {
+  async reload(relayUrl?: string): Promise<void> {
     const identity = await this.#keys.identity();
     if (!identity) throw new Error('objects: this machine has no identity yet');
     const groupRecord = await this.#keys.secret('group');
     const group = groupRecord ? await unwrapSecret(identity.wrapping, 'group', groupRecord) : undefined;
     this.#loaded = { identity, group };
-    const held = (d: string, g: number) => this.#domains.get(d, g) !== undefined;
-    for (const { domain, gen, key } of await loadGenerations(this.#keys, identity.wrapping, held)) {
-      this.#domains.add(domain, gen, key);
-    }
     if (relayUrl !== undefined) this.#relayUrl = relayUrl;
     this.#relay = undefined;
-    return { generations: this.#domains.list().length };
   }
 
   #id(): Loaded {
@@ -286,7 +285,7 @@ export class ObjectService {
     options: { readonly domain: DomainName; readonly table?: string },
     progress?: ImportProgress,
   ): Promise<Result<PendingObject, ObjectError>> {
-    const ready = this.#canForm(options.domain);
+    const ready = await this.#canForm(options.domain);
     if (!ready.ok) return ready;
     const formed = await csvObject(blobText(file), {
       ...this.#formOptions(options.domain, options.table ?? tableName(file.name ?? 'imported')),
@@ -301,7 +300,7 @@ export class ObjectService {
     options: { readonly domain: DomainName; readonly rows: number; readonly table?: string },
     progress?: ImportProgress,
   ): Promise<Result<PendingObject, ObjectError>> {
-    const ready = this.#canForm(options.domain);
+    const ready = await this.#canForm(options.domain);
     if (!ready.ok) return ready;
     const rows = Math.max(1, Math.min(Math.floor(options.rows), 5_000_000));
     const started = await ObjectWriter.start({
@@ -337,11 +336,11 @@ export class ObjectService {
     return this.#keep(formed.value, progress);
   }
 
-  #canForm(domain: DomainName): Result<void, ObjectError> {
+  async #canForm(domain: DomainName): Promise<Result<void, ObjectError>> {
     if (!isDomainName(domain) || domain === 'CONTROL') return err({ type: 'NoDomainKey', domain });
     // Forming needs no key of the domain (publication does), but a machine that never held
     // one is not a reader of it and must not produce into it.
-    if (!this.#domains.current(domain)) return err({ type: 'NoDomainKey', domain });
+    if ((await this.#access.current(domain)) === undefined) return err({ type: 'NoDomainKey', domain });
     return ok(undefined);
   }
 
@@ -423,10 +422,10 @@ export class ObjectService {
     if (p.refused) return err({ type: 'NotPublishable', reason: p.refused });
     const secret = await this.#localSecret(id);
     if (!secret) return err({ type: 'NotPublishable', reason: 'its object secret is gone from this machine' });
-    const current = this.#domains.current(p.domain);
-    if (!current) return err({ type: 'NoDomainKey', domain: p.domain });
-    const record = wrapAccess(secret, { storageId: id, domain: p.domain, gen: current.gen }, current.key, webRandom);
-    return ok({ id, domain: p.domain, sealedManifest: p.sealedManifest, gen: current.gen, wrapped: record.wrapped });
+    const record = await this.#access.wrap(secret, { storageId: id, domain: p.domain });
+    if (!record.ok) return record;
+    const { gen, wrapped } = record.value;
+    return ok({ id, domain: p.domain, sealedManifest: p.sealedManifest, gen, wrapped });
   }
 
   /** The publication is durable in the state plane: the local secret is no longer needed. */
@@ -451,22 +450,25 @@ export class ObjectService {
 
   // ---- reading ------------------------------------------------------------------------
 
-  /** The object secret from the catalog entry's access records, trying every generation held. */
-  #secretFrom(entry: CatalogEntry): Result<Uint8Array, ObjectError> {
-    if (!isStorageId(entry.id)) return err({ type: 'UnknownObject', id: entry.id });
-    for (const a of entry.access) {
-      const kek = this.#domains.get(entry.domain, a.gen);
-      if (!kek) continue;
-      const record: AccessRecord = { storageId: entry.id, domain: entry.domain, gen: a.gen, wrapped: a.wrapped };
-      const secret = unwrapAccess(record, kek);
-      if (secret.ok) return secret;
-    }
-    return err({ type: 'NoKeyOpens', keys: this.#domains.list().length, records: entry.access.length });
+  /**
+   * The object secrets of catalog entries, in order: the local one of an object formed here,
+   * else one from its access records, which the key holder opens for every entry in one call.
+   */
+  async #secrets(entries: readonly CatalogEntry[]): Promise<Result<Uint8Array, ObjectError>[]> {
+    const local = await Promise.all(entries.map((e) => this.#localSecret(e.id)));
+    const asked = entries.flatMap((e, i) =>
+      !local[i] && isStorageId(e.id) ? [{ i, records: accessOf(e.id, e) }] : [],
+    );
+    const opened = asked.length > 0 ? await this.#access.unwrap(asked.map((a) => a.records)) : [];
+    const byIndex = new Map(asked.map((a, n) => [a.i, opened[n]!]));
+    return entries.map((e, i) => {
+      const secret = local[i];
+      return secret ? ok(secret) : (byIndex.get(i) ?? err({ type: 'UnknownObject', id: e.id }));
+    });
   }
 
   async #secretOf(entry: CatalogEntry): Promise<Result<Uint8Array, ObjectError>> {
-    const local = await this.#localSecret(entry.id);
-    return local ? ok(local) : this.#secretFrom(entry);
+    return (await this.#secrets([entry]))[0]!;
   }
 
   /** Opens a catalog entry's manifest: decrypted, signature checked, and signed by the row's writer. */
@@ -475,7 +477,11 @@ export class ObjectService {
     return opened.ok ? ok(manifestView(opened.value)) : opened;
   }
 
-  async #manifest(entry: CatalogEntry): Promise<Result<ObjectManifest, ObjectError>> {
+  /** `secret`, when the caller has it already (a query asks for all of its objects' at once). */
+  async #manifest(
+    entry: CatalogEntry,
+    secret?: Result<Uint8Array, ObjectError>,
+  ): Promise<Result<ObjectManifest, ObjectError>> {
     // A manifest never changes: other sealed bytes for the same id are opened (and refused) afresh.
     const cached = this.#manifests.get(entry.id);
     if (
@@ -486,12 +492,12 @@ export class ObjectService {
     ) {
       return ok(cached.manifest);
     }
-    const secret = await this.#secretOf(entry);
-    if (!secret.ok) return secret;
+    const opened = secret ?? (await this.#secretOf(entry));
+    if (!opened.ok) return opened;
     const manifest = await openManifest(
       entry.sealedManifest,
       entry.id as StorageId,
-      objectKeys(secret.value).manifestKey,
+      objectKeys(opened.value).manifestKey,
       this.#verifier,
     );
     if (!manifest.ok) return manifest;
@@ -507,8 +513,10 @@ export class ObjectService {
 
   /**
    * Runs SQL over the catalog entries this machine can read (seed 003 "Reading"): the
-   * plan is made on their manifests alone; only objects that survive it have their key
-   * unwrapped and their bytes decrypted. `id` names the query for `cancelQuery`.
+   * plan is made on their manifests alone; only objects that survive it have their bytes
+   * decrypted. Their secrets come first, from one call to the key holder for the lot (an
+   * access record opens in microseconds; a round trip per object would cost more). `id`
+   * names the query for `cancelQuery`.
    */
   async query(
     sql: string,
@@ -529,21 +537,21 @@ export class ObjectService {
       if (cancelled()) return err({ type: 'Cancelled' });
       const parsed = parseSql(sql);
       if (!parsed.ok) return parsed;
+      const secrets = await this.#secrets(entries);
       const manifests: ObjectManifest[] = [];
-      const byId = new Map<string, CatalogEntry>();
-      for (const entry of entries) {
+      const secretById = new Map<string, Result<Uint8Array, ObjectError>>();
+      for (const [i, entry] of entries.entries()) {
         if (cancelled()) return err({ type: 'Cancelled' });
-        const m = await this.#manifest(entry);
+        const m = await this.#manifest(entry, secrets[i]);
         if (!m.ok) continue; // not readable here: not part of this machine's catalog
         manifests.push(m.value);
-        byId.set(entry.id, entry);
+        secretById.set(entry.id, secrets[i]!);
       }
       const bound = bind(parsed.value, tableSchema(manifests, parsed.value.table));
       if (!bound.ok) return bound;
       return await execute(manifests, bound.value, {
         open: async (m) => {
-          const entry = byId.get(m.storageId)!;
-          const secret = await this.#secretOf(entry);
+          const secret = secretById.get(m.storageId)!;
           if (!secret.ok) return err({ type: 'ObjectUnavailable', id: m.storageId, reason: secret.error.type });
           const bytes = await this.#bytes(m.storageId);
           if (!bytes.ok) return err({ type: 'ObjectUnavailable', id: m.storageId, reason: bytes.error.type });
@@ -676,8 +684,14 @@ export class ObjectService {
 
   /**
    * Holding is not reading: every key this machine holds — each generation of each
-   * domain, as footer key and through every access record given — tried on an object it
-   * holds. `NoKeyOpens` is the answer for an object of a domain it does not read.
+   * domain, through every access record given, whatever domain it names — tried on an
+   * object it holds. `NoKeyOpens` is the answer for an object of a domain it does not read.
+   *
+   * A domain key is not also tried as the object's footer key: no object is encrypted
+   * under one. The footer key is the object's DEK, derived from its own random secret
+   * (core/object/keys.ts, form.ts); a domain key only ever wraps that secret into an
+   * access record. And this worker, which forms every object here, holds no domain key
+   * to form one with.
    */
   async tryEveryKey(
     id: string,
@@ -685,19 +699,19 @@ export class ObjectService {
   ): Promise<Result<{ readonly opened: true }, ObjectError>> {
     const held = await this.#db.blob(id);
     if (!held || !isStorageId(id)) return err({ type: 'UnknownObject', id });
-    const keys = this.#domains.list();
-    for (const k of keys) {
-      const asFooter = await openParquet(held.bytes, { footerKey: k.key }, webPmeCipher);
-      if (asFooter.ok) return ok({ opened: true });
-      for (const a of access) {
-        const secret = unwrapAccess({ storageId: id, domain: a.domain, gen: a.gen, wrapped: a.wrapped }, k.key);
-        if (!secret.ok) continue;
-        const file = await openParquet(held.bytes, { footerKey: objectKeys(secret.value).dek }, webPmeCipher);
-        if (file.ok) return ok({ opened: true });
-      }
+    const records = access.map((a) => ({ storageId: id, domain: a.domain, gen: a.gen, wrapped: a.wrapped }));
+    const tried = await this.#access.tryEveryKey(records);
+    for (const secret of tried.secrets) {
+      const file = await openParquet(held.bytes, { footerKey: objectKeys(secret).dek }, webPmeCipher);
+      if (file.ok) return ok({ opened: true });
     }
-    return err({ type: 'NoKeyOpens', keys: keys.length, records: access.length });
+    return err({ type: 'NoKeyOpens', keys: tried.keys, records: access.length });
   }
+}
+
+/** A catalog entry's access records, as core/object/access.ts takes them. */
+function accessOf(storageId: StorageId, entry: CatalogEntry): AccessRecord[] {
+  return entry.access.map((a) => ({ storageId, domain: entry.domain, gen: a.gen, wrapped: a.wrapped }));
 }
 
 /** Decodes a base64url catalog cell; undefined when it is not one. */
