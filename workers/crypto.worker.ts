@@ -4,7 +4,9 @@
  * domain keys live only in this worker's memory and in its IndexedDB key store; the
  * replica opens, verifies, records and materialises frames here, against IndexedDB,
  * so envelopes never cross to the UI thread and the keys are never copied to another
- * worker. The UI thread gets public values, ciphertext and change summaries.
+ * worker: the Parquet worker asks this one about domain keys on a port of its own
+ * (`serveAccessKeys`, src/runtime/access-keys.ts). The UI thread gets public values,
+ * ciphertext and change summaries.
  */
 import { expose, proxy } from 'comlink';
 import { systemClock } from '../src/runtime/clock.js';
@@ -23,7 +25,12 @@ const state = new StateService({
   withLock: browserEnv.withLock,
 });
 
-const api = { crypto: proxy(crypto), state: proxy(state) };
+const api = {
+  crypto: proxy(crypto),
+  state: proxy(state),
+  /** Answers the Parquet worker's questions about domain keys on `port`; the keys stay here. */
+  serveAccessKeys: (port: MessagePort) => expose(crypto.accessKeys, port),
+};
 expose(api);
 
 export type CryptoWorkerApi = typeof api;

@@ -3,12 +3,12 @@
  * mirrors the node's snapshots into runes for the components. Components call
  * its methods; they never reach the worker or the database themselves.
  */
-import { proxy, wrap } from 'comlink';
+import { proxy, transfer, wrap } from 'comlink';
 import { saveFile } from './save.js';
 import { missingFeatures, missingFeaturesMessage } from './features.ts';
 import type { CryptoWorkerApi } from '../../workers/crypto.worker.ts';
+import type { ParquetWorkerApi } from '../../workers/parquet.worker.ts';
 import type { MlsService } from '../runtime/mls-service.js';
-import type { ObjectService } from '../runtime/object-service.js';
 import type { QueryResult, RowsFound } from '../core/query/execute.js';
 import { defaultRelayUrl, MeshNode, type NodeSnapshot, type PageQuery, type RowPage } from '../runtime/mesh-node.js';
 import type { Result } from '../core/result.js';
@@ -55,11 +55,15 @@ export class NodeStore {
       });
       // The crypto worker holds the keys and, beside them, the state plane's apply path.
       const keyHolder = wrap<CryptoWorkerApi>(worker);
+      // The Parquet worker asks it about domain keys on a channel of their own; the keys stay there.
+      const keys = new MessageChannel();
+      await keyHolder.serveAccessKeys(transfer(keys.port1, [keys.port1]));
+      const objects = await wrap<ParquetWorkerApi>(parquetWorker).open(transfer(keys.port2, [keys.port2]));
       this.#node = await MeshNode.open({
         crypto: keyHolder.crypto,
         state: keyHolder.state,
         mls: wrap<MlsService>(mlsWorker),
-        objects: wrap<ObjectService>(parquetWorker),
+        objects,
       });
       this.#node.subscribe((s) => (this.snapshot = s));
       this.#node.onRowsChanged((version) => (this.rowsVersion = version));

@@ -136,7 +136,8 @@ export async function nodeMain(argv: readonly string[]): Promise<number> {
     crypto: inProcess(crypto),
     state: inProcess(state),
     mls: inProcess(mls),
-    objects: new ObjectService(keys, objects, systemClock),
+    // The crypto service holds the domain keys; the object service asks it, as the Parquet worker does.
+    objects: new ObjectService(crypto.accessKeys, keys, objects, systemClock),
   };
   const node = await MeshNode.open(services, {
     store: replica,

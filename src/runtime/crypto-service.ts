@@ -1,6 +1,7 @@
 /**
  * The crypto worker's service: the only code that touches private keys, the
- * group secret and domain keys. Everything it hands back is public (ids,
+ * group secret and domain keys (their one holder: the Parquet worker asks it
+ * through `accessKeys`). Everything it hands back is public (ids,
  * signatures, ciphertext) or a typed error; secrets leave it only sealed inside
  * frames to a specific peer. Comlink exposes an instance of this class in
  * `workers/crypto.worker.ts`; unit tests drive it directly in Node.
@@ -43,6 +44,7 @@ import {
   type KeyStore,
 } from '../storage/key-store.js';
 import type { KeyKeeping } from '../storage/key-keeping.js';
+import { keyringAccess, type AccessKeys } from './access-keys.js';
 import { FrameChannel, generateFrameKey, type FrameKeyPair, type SenderBinding } from './frame-channel.js';
 import { unwrapSecret, wrapSecret } from '../storage/key-wrap.js';
 import { generateSigningIdentity, webRandom, webSigner, webVerifier } from './webcrypto.js';
@@ -145,6 +147,11 @@ export class CryptoService {
   readonly #domains = new DomainKeyring();
   /** Envelopes sealed and opened with WebCrypto (native; the same bytes as the core's noble AES-GCM). */
   readonly #envelopes = webEnvelopes(this.#domains, webRandom);
+  /**
+   * What the Parquet worker may ask of the domain keys (runtime/access-keys.ts): this worker is
+   * their one holder; the answers are access records and object secrets, never a key.
+   */
+  readonly accessKeys: AccessKeys = keyringAccess(this.#domains, webRandom);
   #identity: IdentityRecord | undefined;
   #group: { secret: Uint8Array; topic: Uint8Array; channel: FrameChannel } | undefined;
   #pending: PendingJoin | undefined;

@@ -1,6 +1,6 @@
 /**
  * This machine's object plane as the main thread drives it (SOP/1; seed 003 "Writing an
- * object", DESIGN §4): between the Parquet worker (forming, keys, bytes) and the state
+ * object", DESIGN §4): between the Parquet worker (forming, object secrets, bytes) and the state
  * plane (the catalog).
  *
  *   - import: a CSV file or sample measurements become one encrypted object, formed in
@@ -151,7 +151,11 @@ export class MeshObjects {
     this.#deps = deps;
   }
 
-  /** New KEK generations (or a new mesh) reached the key store. */
+  /**
+   * New KEK generations reached the key holder (the crypto worker), or a new mesh the key
+   * store: the Parquet worker takes up the group secret, and manifests that did not open
+   * are tried again.
+   */
   async keysChanged(): Promise<void> {
     await this.#deps.service.reload(this.#deps.relayUrl());
     this.#failed.clear();
@@ -211,8 +215,8 @@ export class MeshObjects {
     if (!this.#deps.online()) return;
     const waiting = (await service.pending()).filter((p) => !p.refused);
     if (waiting.length > 0) {
+      // Catching up hands new generations to the key holder, which wraps each access record.
       await this.#deps.catchUp();
-      await this.keysChanged();
       for (const p of waiting) await this.#publishOne(p.id);
     }
     const uploaded = await service.uploadPending();

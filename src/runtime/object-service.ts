@@ -1,35 +1,31 @@
 /**
  * The Parquet worker's service (SOP/1, seed 003 "Writing an object"): forms encrypted
  * objects, keeps what it formed until publication, opens manifests and objects with the
- * generations this machine holds, exports them decrypted, and moves object bytes to and
- * from the relay's blind object store. Comlink exposes an instance in
+ * generations this machine holds and exports them decrypted (object-reader.ts), and moves
+ * object bytes to and from the relay's blind object store. Comlink exposes an instance in
  * `workers/parquet.worker.ts`; tests drive it directly in Node (fake IndexedDB).
  *
- * Keys: like the crypto worker, this worker reads the machine's key store — the signing
- * key (manifests), the endpoint key (signed relay requests), the group secret (topic and
- * placement tags) and the KEK generations the MLS worker stored — all either
- * non-extractable CryptoKeys or bytes wrapped under the non-extractable machine key. A
- * formed object's secret is wrapped the same way (`object/<id>`) until publication, when
- * it is wrapped under the domain's then-current generation, so a producer that formed
- * objects offline is never stranded on a stale key. Nothing here logs or returns a key.
+ * Keys: this worker reads from the machine's key store the signing key (manifests), the
+ * endpoint key (signed relay requests) and the group secret (topic and placement tags) —
+ * non-extractable CryptoKeys or bytes wrapped under the non-extractable machine key. It
+ * holds no domain key: the crypto worker is their one holder, and this worker asks it
+ * (runtime/access-keys.ts) to wrap an object secret into an access record or to open
+ * access records, getting object secrets back. A formed object's secret is wrapped under
+ * the machine key (`object/<id>`) until publication, when it is wrapped under the domain's
+ * then-current generation, so a producer that formed objects offline is never stranded on
+ * a stale key. Nothing here logs or returns a key.
  */
-import { bytesEqual, fromBase64Url, toHex } from '../core/bytes.js';
+import { fromBase64Url, toHex } from '../core/bytes.js';
 import { encodeCbor } from '../core/cbor.js';
-import { DomainKeyring } from '../core/domain-keys.js';
 import { blake3 } from '../core/hash.js';
 import { topicOf } from '../core/identity.js';
-import { unwrapSecret as unwrapAccess, wrapSecret as wrapAccess, type AccessRecord } from '../core/object/access.js';
-import { csvObject, parquetCsv, tableName, type CsvImportError } from '../core/object/csv-import.js';
-import { ObjectWriter, openObject, verifyStorageId, type FormedObject, type OpenError } from '../core/object/form.js';
+import { csvObject, tableName, type CsvImportError } from '../core/object/csv-import.js';
+import { ObjectWriter, verifyStorageId, type FormedObject } from '../core/object/form.js';
 import { isStorageId, objectKeys, storageIdBytes, type StorageId } from '../core/object/keys.js';
-import { boundValue, openManifest, type ManifestError, type ObjectManifest } from '../core/object/manifest.js';
+import { boundValue, openManifest, type ObjectManifest } from '../core/object/manifest.js';
 import type { Clock } from '../core/ports.js';
-import { openParquet, type ParquetFile } from '../core/parquet/read.js';
-import { ROW_ID_COLUMN, type CellValue, type ColumnSpec } from '../core/parquet/schema.js';
-import { execute, type ExecuteError, type QueryResult, type RowsFound } from '../core/query/execute.js';
-import { tableSchema } from '../core/query/plan.js';
-import { bind, type QueryError } from '../core/query/query.js';
-import { parseSql } from '../core/query/sql.js';
+import type { CellValue, ColumnSpec } from '../core/parquet/schema.js';
+import type { QueryResult, RowsFound } from '../core/query/execute.js';
 import { err, ok, type Result } from '../core/result.js';
 import { isDomainName, type DomainName } from '../core/schema.js';
 import {
@@ -47,32 +43,26 @@ import {
   type ObjectStore,
   type PendingRecord,
 } from '../storage/object-db.js';
+import type { AccessKeys, NoDomainKey } from './access-keys.js';
 import { systemClock } from './clock.js';
+import { ObjectReader, type CatalogEntry, type ReadError } from './object-reader.js';
 import { webPmeCipher } from './pme-cipher.js';
 import { httpBaseOf } from './relay-http-client.js';
-import { RelayObjectClient, type ObjectClientError } from './relay-objects-client.js';
+import { RelayObjectClient } from './relay-objects-client.js';
 import { unwrapSecret, wrapSecret } from '../storage/key-wrap.js';
-import { loadGenerations } from '../storage/domain-generations.js';
 import { webRandom, webSigner, webVerifier } from './webcrypto.js';
 
 /** A sealed manifest travels in one state-plane cell (core/event.ts MAX_VALUE_CHARS, base64url). */
 export const MAX_SEALED_MANIFEST = 12 * 1024;
 
 export type ObjectError =
+  | ReadError
   | CsvImportError
-  | OpenError
-  | ManifestError
-  | ObjectClientError
-  | { readonly type: 'NotReady'; readonly reason: string }
-  | { readonly type: 'NoDomainKey'; readonly domain: DomainName }
+  | NoDomainKey
   | { readonly type: 'ManifestTooLarge'; readonly bytes: number }
-  | { readonly type: 'UnknownObject'; readonly id: string }
-  /** No key this machine holds opens the object: the answer a storage-only machine expects. */
-  | { readonly type: 'NoKeyOpens'; readonly keys: number; readonly records: number }
-  | { readonly type: 'ProducerMismatch'; readonly detail: string }
-  | { readonly type: 'NotPublishable'; readonly reason: string }
-  | QueryError
-  | ExecuteError;
+  | { readonly type: 'NotPublishable'; readonly reason: string };
+
+export type { CatalogEntry } from './object-reader.js';
 
 /** A manifest as the UI shows it: plain values only (structured-cloneable). */
 export type ManifestView = {
@@ -92,16 +82,6 @@ export type ManifestView = {
     readonly max: string | undefined;
   }[];
   readonly formedAt: number;
-};
-
-/** What the catalog says about one object: where its records come from is the caller's business. */
-export type CatalogEntry = {
-  readonly id: string;
-  readonly domain: DomainName;
-  /** The signer whose row published the manifest (hex). */
-  readonly producer: string;
-  readonly sealedManifest: Uint8Array;
-  readonly access: readonly { readonly gen: number; readonly wrapped: Uint8Array }[];
 };
 
 export type Publication = {
@@ -140,18 +120,6 @@ const SAMPLE_COLUMNS: readonly ColumnSpec[] = [
   { name: 'status', type: 'string', nullable: true },
 ];
 const SAMPLE_GROUP_ROWS = 50_000;
-
-/** How many query ids the service remembers as cancelled early, or as ended. */
-const QUERY_IDS_KEPT = 256;
-
-function keepNewest(ids: Set<string>, id: string): void {
-  ids.delete(id);
-  ids.add(id);
-  for (const oldest of ids) {
-    if (ids.size <= QUERY_IDS_KEPT) break;
-    ids.delete(oldest);
-  }
-}
 
 /** Reads a Blob's text in chunks (ReadableStream async iteration is not everywhere yet). */
 function blobText(blob: Blob): () => AsyncIterable<string> {
@@ -203,58 +171,55 @@ export function placementTag(groupSecret: Uint8Array, domain: DomainName): Uint8
 type Loaded = { identity: IdentityRecord; group: Uint8Array | undefined };
 
 export class ObjectService {
+  /** The domain keys' holder (the crypto worker), asked for access records and object secrets. */
+  readonly #access: AccessKeys;
   readonly #keys: KeyStore;
   readonly #db: ObjectStore;
   readonly #clock: Clock;
   readonly #fetch: typeof fetch | undefined;
   readonly #verifier = webVerifier();
-  readonly #domains = new DomainKeyring();
-  /** Manifests opened here, by storage id, with the sealed bytes they were opened from. */
-  readonly #manifests = new Map<string, { sealed: Uint8Array; manifest: ObjectManifest }>();
+  /** Manifests, queries, exports: reading objects (object-reader.ts). */
+  readonly #reader: ObjectReader;
   /** Manifests of objects formed here, opened for the page while they wait for publication. */
   readonly #pendingViews = new Map<string, ManifestView>();
-  /** Queries running, by the id their caller gave, to cancel them. */
-  readonly #queries = new Map<string, AbortController>();
-  /**
-   * Ids cancelled before their query reached this service (the caller gathers the
-   * catalog first): the query stops as it arrives. A cancel for a query that has
-   * ended already (`#ended`) is no early cancel. Both keep only the newest QUERY_IDS_KEPT.
-   */
-  readonly #cancelledEarly = new Set<string>();
-  readonly #ended = new Set<string>();
   #loaded: Loaded | undefined;
   #relay: RelayObjectClient | undefined;
   #relayUrl: string | undefined;
 
   constructor(
+    access: AccessKeys,
     keys: KeyDatabase | KeyStore = new DexieKeyStore(),
     objects: ObjectDatabase | ObjectStore = new DexieObjectStore(),
     clock: Clock = systemClock,
     fetchImpl?: typeof fetch,
   ) {
+    this.#access = access;
     this.#keys = keyStoreOf(keys);
     this.#db = objectStoreOf(objects);
     this.#clock = clock;
     this.#fetch = fetchImpl;
+    this.#reader = new ObjectReader({
+      access,
+      verifier: this.#verifier,
+      localSecret: (id) => this.#localSecret(id),
+      pendingManifest: async (id) => (await this.#db.pending(id))?.sealedManifest,
+      bytes: (id) => this.#bytes(id),
+      held: async (id) => (await this.#db.blob(id))?.bytes,
+    });
   }
 
   /**
-   * Takes up what the key store holds now: identity, group secret, KEK generations. Run
-   * at start and whenever the MLS worker may have stored a new generation.
+   * Takes up what the key store holds now: identity and group secret. Run at start and
+   * whenever the mesh may have changed (founded, joined, a new relay).
    */
-  async reload(relayUrl?: string): Promise<{ generations: number }> {
+  async reload(relayUrl?: string): Promise<void> {
     const identity = await this.#keys.identity();
     if (!identity) throw new Error('objects: this machine has no identity yet');
     const groupRecord = await this.#keys.secret('group');
     const group = groupRecord ? await unwrapSecret(identity.wrapping, 'group', groupRecord) : undefined;
     this.#loaded = { identity, group };
-    const held = (d: string, g: number) => this.#domains.get(d, g) !== undefined;
-    for (const { domain, gen, key } of await loadGenerations(this.#keys, identity.wrapping, held)) {
-      this.#domains.add(domain, gen, key);
-    }
     if (relayUrl !== undefined) this.#relayUrl = relayUrl;
     this.#relay = undefined;
-    return { generations: this.#domains.list().length };
   }
 
   #id(): Loaded {
@@ -262,7 +227,7 @@ export class ObjectService {
     return this.#loaded;
   }
 
-  #client(): Result<RelayObjectClient, ObjectError> {
+  #client(): Result<RelayObjectClient, ReadError> {
     if (this.#relay) return ok(this.#relay);
     const { identity, group } = this.#id();
     const baseUrl = this.#relayUrl === undefined ? undefined : httpBaseOf(this.#relayUrl);
@@ -286,7 +251,7 @@ export class ObjectService {
     options: { readonly domain: DomainName; readonly table?: string },
     progress?: ImportProgress,
   ): Promise<Result<PendingObject, ObjectError>> {
-    const ready = this.#canForm(options.domain);
+    const ready = await this.#canForm(options.domain);
     if (!ready.ok) return ready;
     const formed = await csvObject(blobText(file), {
       ...this.#formOptions(options.domain, options.table ?? tableName(file.name ?? 'imported')),
@@ -301,7 +266,7 @@ export class ObjectService {
     options: { readonly domain: DomainName; readonly rows: number; readonly table?: string },
     progress?: ImportProgress,
   ): Promise<Result<PendingObject, ObjectError>> {
-    const ready = this.#canForm(options.domain);
+    const ready = await this.#canForm(options.domain);
     if (!ready.ok) return ready;
     const rows = Math.max(1, Math.min(Math.floor(options.rows), 5_000_000));
     const started = await ObjectWriter.start({
@@ -337,11 +302,11 @@ export class ObjectService {
     return this.#keep(formed.value, progress);
   }
 
-  #canForm(domain: DomainName): Result<void, ObjectError> {
+  async #canForm(domain: DomainName): Promise<Result<void, ObjectError>> {
     if (!isDomainName(domain) || domain === 'CONTROL') return err({ type: 'NoDomainKey', domain });
     // Forming needs no key of the domain (publication does), but a machine that never held
     // one is not a reader of it and must not produce into it.
-    if (!this.#domains.current(domain)) return err({ type: 'NoDomainKey', domain });
+    if ((await this.#access.current(domain)) === undefined) return err({ type: 'NoDomainKey', domain });
     return ok(undefined);
   }
 
@@ -423,10 +388,10 @@ export class ObjectService {
     if (p.refused) return err({ type: 'NotPublishable', reason: p.refused });
     const secret = await this.#localSecret(id);
     if (!secret) return err({ type: 'NotPublishable', reason: 'its object secret is gone from this machine' });
-    const current = this.#domains.current(p.domain);
-    if (!current) return err({ type: 'NoDomainKey', domain: p.domain });
-    const record = wrapAccess(secret, { storageId: id, domain: p.domain, gen: current.gen }, current.key, webRandom);
-    return ok({ id, domain: p.domain, sealedManifest: p.sealedManifest, gen: current.gen, wrapped: record.wrapped });
+    const record = await this.#access.wrap(secret, { storageId: id, domain: p.domain });
+    if (!record.ok) return record;
+    const { gen, wrapped } = record.value;
+    return ok({ id, domain: p.domain, sealedManifest: p.sealedManifest, gen, wrapped });
   }
 
   /** The publication is durable in the state plane: the local secret is no longer needed. */
@@ -451,159 +416,47 @@ export class ObjectService {
 
   // ---- reading ------------------------------------------------------------------------
 
-  /** The object secret from the catalog entry's access records, trying every generation held. */
-  #secretFrom(entry: CatalogEntry): Result<Uint8Array, ObjectError> {
-    if (!isStorageId(entry.id)) return err({ type: 'UnknownObject', id: entry.id });
-    for (const a of entry.access) {
-      const kek = this.#domains.get(entry.domain, a.gen);
-      if (!kek) continue;
-      const record: AccessRecord = { storageId: entry.id, domain: entry.domain, gen: a.gen, wrapped: a.wrapped };
-      const secret = unwrapAccess(record, kek);
-      if (secret.ok) return secret;
-    }
-    return err({ type: 'NoKeyOpens', keys: this.#domains.list().length, records: entry.access.length });
-  }
-
-  async #secretOf(entry: CatalogEntry): Promise<Result<Uint8Array, ObjectError>> {
-    const local = await this.#localSecret(entry.id);
-    return local ? ok(local) : this.#secretFrom(entry);
-  }
+  // ---- reading ------------------------------------------------------------------------
 
   /** Opens a catalog entry's manifest: decrypted, signature checked, and signed by the row's writer. */
   async openManifest(entry: CatalogEntry): Promise<Result<ManifestView, ObjectError>> {
-    const opened = await this.#manifest(entry);
+    const opened = await this.#reader.manifest(entry);
     return opened.ok ? ok(manifestView(opened.value)) : opened;
   }
 
-  async #manifest(entry: CatalogEntry): Promise<Result<ObjectManifest, ObjectError>> {
-    // A manifest never changes: other sealed bytes for the same id are opened (and refused) afresh.
-    const cached = this.#manifests.get(entry.id);
-    if (
-      cached &&
-      bytesEqual(cached.sealed, entry.sealedManifest) &&
-      cached.manifest.producer === entry.producer &&
-      cached.manifest.domain === entry.domain
-    ) {
-      return ok(cached.manifest);
-    }
-    const secret = await this.#secretOf(entry);
-    if (!secret.ok) return secret;
-    const manifest = await openManifest(
-      entry.sealedManifest,
-      entry.id as StorageId,
-      objectKeys(secret.value).manifestKey,
-      this.#verifier,
-    );
-    if (!manifest.ok) return manifest;
-    if (manifest.value.producer !== entry.producer) {
-      return err({ type: 'ProducerMismatch', detail: 'the manifest was signed by another machine than published it' });
-    }
-    if (manifest.value.domain !== entry.domain) {
-      return err({ type: 'ManifestMismatch', detail: 'the manifest names another domain than its catalog row' });
-    }
-    this.#manifests.set(entry.id, { sealed: entry.sealedManifest.slice(), manifest: manifest.value });
-    return manifest;
-  }
-
   /**
-   * Runs SQL over the catalog entries this machine can read (seed 003 "Reading"): the
-   * plan is made on their manifests alone; only objects that survive it have their key
-   * unwrapped and their bytes decrypted. `id` names the query for `cancelQuery`.
+   * Runs SQL over the catalog entries this machine can read (ObjectReader.query). `id` names
+   * the query for `cancelQuery`; the rest are top-level arguments so comlink can hand them
+   * over as proxies.
    */
-  async query(
+  query(
     sql: string,
     entries: readonly CatalogEntry[],
     id?: string,
-    /** Top-level arguments, so comlink can hand them over as proxies. */
     progress?: (done: number, total: number) => void,
     onRows?: RowsFound,
   ): Promise<Result<QueryResult, ObjectError>> {
-    const options = { id, progress, onRows };
-    // Cancellable from the first moment: opening the manifests of a large catalog takes a while too.
-    const controller = new AbortController();
-    if (options.id) this.#queries.set(options.id, controller);
-    if (options.id && this.#cancelledEarly.delete(options.id)) controller.abort();
-    // A function, not the property: a cancel lands between awaits.
-    const cancelled = (): boolean => controller.signal.aborted;
-    try {
-      if (cancelled()) return err({ type: 'Cancelled' });
-      const parsed = parseSql(sql);
-      if (!parsed.ok) return parsed;
-      const manifests: ObjectManifest[] = [];
-      const byId = new Map<string, CatalogEntry>();
-      for (const entry of entries) {
-        if (cancelled()) return err({ type: 'Cancelled' });
-        const m = await this.#manifest(entry);
-        if (!m.ok) continue; // not readable here: not part of this machine's catalog
-        manifests.push(m.value);
-        byId.set(entry.id, entry);
-      }
-      const bound = bind(parsed.value, tableSchema(manifests, parsed.value.table));
-      if (!bound.ok) return bound;
-      return await execute(manifests, bound.value, {
-        open: async (m) => {
-          const entry = byId.get(m.storageId)!;
-          const secret = await this.#secretOf(entry);
-          if (!secret.ok) return err({ type: 'ObjectUnavailable', id: m.storageId, reason: secret.error.type });
-          const bytes = await this.#bytes(m.storageId);
-          if (!bytes.ok) return err({ type: 'ObjectUnavailable', id: m.storageId, reason: bytes.error.type });
-          return openParquet(bytes.value, { footerKey: objectKeys(secret.value).dek }, webPmeCipher);
-        },
-        signal: controller.signal,
-        ...(options.progress ? { progress: options.progress } : {}),
-        ...(options.onRows ? { onRows: options.onRows } : {}),
-      });
-    } finally {
-      if (options.id && this.#queries.get(options.id) === controller) {
-        this.#queries.delete(options.id);
-        keepNewest(this.#ended, options.id);
-      }
-    }
+    return this.#reader.query(sql, entries, id, progress, onRows);
   }
 
-  async cancelQuery(id: string): Promise<void> {
-    const running = this.#queries.get(id);
-    if (running) return running.abort();
-    if (!this.#ended.has(id)) keepNewest(this.#cancelledEarly, id);
-  }
-
-  async #open(entry: CatalogEntry): Promise<Result<ParquetFile, ObjectError>> {
-    const secret = await this.#secretOf(entry);
-    if (!secret.ok) return secret;
-    const bytes = await this.#bytes(entry.id);
-    if (!bytes.ok) return bytes;
-    // An object not yet published has no catalog row: its sealed manifest is the pending record's.
-    const sealedManifest =
-      entry.sealedManifest.length > 0 ? entry.sealedManifest : (await this.#db.pending(entry.id))?.sealedManifest;
-    if (!sealedManifest) return err({ type: 'UnknownObject', id: entry.id });
-    const opened = await openObject(
-      bytes.value,
-      { storageId: entry.id as StorageId, secret: secret.value, sealedManifest },
-      { verifier: this.#verifier, cipher: webPmeCipher },
-    );
-    return opened.ok ? ok(opened.value.file) : opened;
+  cancelQuery(id: string): Promise<void> {
+    return this.#reader.cancelQuery(id);
   }
 
   /** The object decrypted, as CSV (with `_row_id` in hex) or as a plaintext Parquet file. */
-  async export(entry: CatalogEntry, format: 'csv' | 'parquet'): Promise<Result<Uint8Array, ObjectError>> {
-    const file = await this.#open(entry);
-    if (!file.ok) return file;
-    if (format === 'csv') {
-      const csv = await parquetCsv(file.value);
-      return csv.ok ? ok(new TextEncoder().encode(csv.value)) : csv;
-    }
-    return plaintextParquet(file.value);
+  export(entry: CatalogEntry, format: 'csv' | 'parquet'): Promise<Result<Uint8Array, ObjectError>> {
+    return this.#reader.export(entry, format);
   }
 
   /** The bytes of an object: held here, or fetched from the relay (verified) and kept. */
-  async #bytes(id: string): Promise<Result<Uint8Array, ObjectError>> {
+  async #bytes(id: string): Promise<Result<Uint8Array, ReadError>> {
     const held = await this.#db.blob(id);
     if (held) return ok(held.bytes);
     return this.fetchObject(id);
   }
 
   /** Fetches one object from the relay's blind store into this machine, verified against its id. */
-  async fetchObject(id: string, domain?: DomainName): Promise<Result<Uint8Array, ObjectError>> {
+  async fetchObject(id: string, domain?: DomainName): Promise<Result<Uint8Array, ReadError>> {
     if (!isStorageId(id)) return err({ type: 'UnknownObject', id });
     const client = this.#client();
     if (!client.ok) return client;
@@ -675,85 +528,19 @@ export class ObjectService {
   }
 
   /**
-   * Holding is not reading: every key this machine holds — each generation of each
-   * domain, as footer key and through every access record given — tried on an object it
-   * holds. `NoKeyOpens` is the answer for an object of a domain it does not read.
+   * Holding is not reading: every key this machine holds tried on an object it holds,
+   * through every access record given (ObjectReader.tryEveryKey). `NoKeyOpens` is the answer
+   * for an object of a domain it does not read.
    */
-  async tryEveryKey(
+  tryEveryKey(
     id: string,
     access: readonly { readonly domain: DomainName; readonly gen: number; readonly wrapped: Uint8Array }[] = [],
   ): Promise<Result<{ readonly opened: true }, ObjectError>> {
-    const held = await this.#db.blob(id);
-    if (!held || !isStorageId(id)) return err({ type: 'UnknownObject', id });
-    const keys = this.#domains.list();
-    for (const k of keys) {
-      const asFooter = await openParquet(held.bytes, { footerKey: k.key }, webPmeCipher);
-      if (asFooter.ok) return ok({ opened: true });
-      for (const a of access) {
-        const secret = unwrapAccess({ storageId: id, domain: a.domain, gen: a.gen, wrapped: a.wrapped }, k.key);
-        if (!secret.ok) continue;
-        const file = await openParquet(held.bytes, { footerKey: objectKeys(secret.value).dek }, webPmeCipher);
-        if (file.ok) return ok({ opened: true });
-      }
-    }
-    return err({ type: 'NoKeyOpens', keys: keys.length, records: access.length });
+    return this.#reader.tryEveryKey(id, access);
   }
 }
 
 /** Decodes a base64url catalog cell; undefined when it is not one. */
 export function catalogBytes(value: unknown): Uint8Array | undefined {
   return typeof value === 'string' ? fromBase64Url(value) : undefined;
-}
-
-const PLAIN_TYPE = {
-  boolean: 'BOOLEAN',
-  int32: 'INT32',
-  int64: 'INT64',
-  float: 'FLOAT',
-  double: 'DOUBLE',
-  string: 'STRING',
-  timestamp: 'TIMESTAMP',
-  rowid: 'STRING',
-} as const;
-
-/** Rewrites an opened object as plaintext Parquet (hyparquet-writer), row ids as hex strings. */
-async function plaintextParquet(file: ParquetFile): Promise<Result<Uint8Array, ObjectError>> {
-  const { parquetWriteBuffer } = await import('hyparquet-writer');
-  const names = [...new Set(file.columns.map((c) => c.name))];
-  const columns = await file.readColumns({ columns: names });
-  if (!columns.ok) return columns;
-  const specs = new Map<string, ColumnSpec>();
-  for (const c of file.columns) specs.set(c.name, { name: c.name, type: columnTypeOf(file, c.name), nullable: true });
-  const data = names.map((name) => {
-    const spec = specs.get(name)!;
-    const values = columns.value[name]!;
-    const converted =
-      name === ROW_ID_COLUMN || spec.type === 'rowid'
-        ? Array.from(values as ArrayLike<unknown>, (v) => (v instanceof Uint8Array ? toHex(v) : v))
-        : values;
-    return { name, data: converted as never, type: PLAIN_TYPE[spec.type], nullable: true };
-  });
-  return ok(new Uint8Array(parquetWriteBuffer({ columnData: data, createdBy: 'sovereign-mesh export' })));
-}
-
-/** Our column type of a top-level column of an opened file. */
-function columnTypeOf(file: ParquetFile, name: string): ColumnSpec['type'] {
-  if (name === ROW_ID_COLUMN) return 'rowid';
-  const element = file.metadata.schema.find((e) => e.name === name);
-  if (element?.logical_type?.type === 'TIMESTAMP' || element?.converted_type?.startsWith('TIMESTAMP'))
-    return 'timestamp';
-  switch (element?.type) {
-    case 'BOOLEAN':
-      return 'boolean';
-    case 'INT32':
-      return 'int32';
-    case 'INT64':
-      return 'int64';
-    case 'FLOAT':
-      return 'float';
-    case 'DOUBLE':
-      return 'double';
-    default:
-      return 'string';
-  }
 }

@@ -1,12 +1,14 @@
 /**
  * Domain key generations as the key store keeps them: one typed record per (domain,
  * generation), its key wrapped under the machine's non-extractable wrapping key. The MLS worker
- * writes them (the only place keys are made: inside MLS); the crypto and Parquet workers read
- * the ones they do not hold yet. The record's name is private to this module.
+ * writes them (the only place keys are made: inside MLS); the crypto worker reads the ones it
+ * does not hold yet. The record's name is private to this module.
  *
- * Each of those workers keeps the unwrapped keys it reads in memory: sealing a row (crypto) or
- * an access record (Parquet) in the worker that holds the data avoids a cross-worker round trip
- * per operation. The key store itself holds each key once, wrapped.
+ * The crypto worker is the one holder of the unwrapped keys: it seals and opens rows with them
+ * beside the state plane, and the Parquet worker asks it to wrap and open access records
+ * (runtime/access-keys.ts) rather than keep copies — an access record is wrapped once per
+ * publication and opened once per object read, in batches, so the round trip costs little. The
+ * key store holds each key once, wrapped; memory holds it once, unwrapped.
  */
 import { isDomainName, type DomainName } from '../core/schema.js';
 import type { KeyStore, SecretRecord } from './key-store.js';

@@ -29,7 +29,12 @@ async function setUp() {
   expect((await crypto.createMesh()).ok).toBe(true);
   await foundDomains(crypto, name);
   expect(crypto.domainGenerations().map((g) => g.domain)).toEqual([...DOMAINS]);
-  const service = new ObjectService(new KeyDatabase(name), new ObjectDatabase(`${name}-objects`), clock);
+  const service = new ObjectService(
+    crypto.accessKeys,
+    new KeyDatabase(name),
+    new ObjectDatabase(`${name}-objects`),
+    clock,
+  );
   await service.reload();
   const rows = new Map<string, RowState>();
   const state = { online: false, removed: false, catchUps: 0, writes: [] as string[], notices: [] as string[] };
@@ -126,7 +131,15 @@ describe('MeshObjects', () => {
 /** A second MeshObjects over the same catalog rows, on the first machine's keys (it holds GENERAL). */
 async function setUpReader(rows: Map<string, RowState>): Promise<MeshObjects> {
   const name = `mesh-objects-${stores}`;
-  const service = new ObjectService(new KeyDatabase(name), new ObjectDatabase(`${name}-objects`), clock);
+  // Its own crypto service on those keys: the holder of the domain keys it loads from the key store.
+  const crypto = new CryptoService(new KeyDatabase(name), clock);
+  await crypto.init();
+  const service = new ObjectService(
+    crypto.accessKeys,
+    new KeyDatabase(name),
+    new ObjectDatabase(`${name}-objects`),
+    clock,
+  );
   await service.reload();
   return new MeshObjects({
     service,

@@ -17,6 +17,7 @@ import { openParquet } from '../../src/core/parquet/read.js';
 import { ok } from '../../src/core/result.js';
 import { DOMAINS } from '../../src/core/schema.js';
 import { startRelay, type RelayHandle } from '../../src/relay/server.js';
+import type { AccessKeys } from '../../src/runtime/access-keys.js';
 import { CryptoService } from '../../src/runtime/crypto-service.js';
 import { MlsService } from '../../src/runtime/mls-service.js';
 import {
@@ -45,6 +46,8 @@ type Machine = {
   readonly objects: ObjectService;
   readonly store: string;
   readonly signer: string;
+  /** The size of each batch the object service asked the key holder to open. */
+  readonly unwraps: number[];
 };
 
 const clock = testClock(Date.now());
@@ -61,8 +64,20 @@ async function machine(sqliteDir?: string): Promise<Machine> {
   const objectStore = sqliteDir
     ? new SqliteObjectStore(join(sqliteDir, 'objects.sqlite'))
     : new ObjectDatabase(`${store}-objects`);
-  const objects = new ObjectService(keys, objectStore, clock);
-  return { keys, crypto, mls, objects, store, signer: view.signer };
+  // The crypto service is the one holder of the domain keys; the object service asks it.
+  const holder = crypto.accessKeys;
+  const unwraps: number[] = [];
+  const access: AccessKeys = {
+    current: (domain) => holder.current(domain),
+    wrap: (secret, at) => holder.wrap(secret, at),
+    unwrap: (objects) => {
+      unwraps.push(objects.length);
+      return holder.unwrap(objects);
+    },
+    tryEveryKey: (records) => holder.tryEveryKey(records),
+  };
+  const objects = new ObjectService(access, keys, objectStore, clock);
+  return { keys, crypto, mls, objects, store, signer: view.signer, unwraps };
 }
 
 function expectErr(result: { ok: true; value: unknown } | { ok: false; error: ObjectError }, type: string): void {
@@ -103,6 +118,7 @@ describe('object service', () => {
       const bundle = value(await W.mls.change(d, { add: [kp], history: 'full' }));
       expect(await S.mls.receive(d, S.crypto.groupIdOf(d), bundle)).toEqual(ok('joined'));
     }
+    await S.crypto.reloadDomainKeys();
     relay = await startRelay({ port: 0, dataDir: join(dir, 'relay'), log: () => undefined, admission: 'open' });
     for (const m of [W, S]) {
       await m.objects.reload(relay.wsUrl);
@@ -175,6 +191,11 @@ describe('object service', () => {
     expect(value(await W.objects.query('SELECT count(*) AS n FROM measurements', [entry], 'q1')).rows).toEqual([
       [12_000],
     ]);
+    // However many objects a query reads, it asks the key holder for their secrets once.
+    W.unwraps.length = 0;
+    const many = [entry, entry, entry, entry];
+    expect(value(await W.objects.query('SELECT count(*) AS n FROM measurements', many)).rows).toEqual([[48_000]]);
+    expect(W.unwraps).toEqual([4]);
   });
 
   it('imports a CSV file by streaming it, types inferred, table named after the file', async () => {
@@ -277,13 +298,19 @@ describe('object service', () => {
     // R holds no group secret: it is not in the mesh and cannot even ask the relay.
     expectErr(await R.objects.fetchObject(general.id), 'NotReady');
     // A relay that serves other bytes than the id names.
-    const liar = new ObjectService(S.keys, new ObjectDatabase(`liar-${stores}`), clock, async (input, init) => {
-      const real = await fetch(input, init);
-      if (!(input as string).endsWith('/get')) return real;
-      const body = new Uint8Array(await real.arrayBuffer());
-      body[body.length >> 1]! ^= 1; // inside the chunk: the CBOR stays well formed
-      return new Response(body, { status: real.status, headers: real.headers });
-    });
+    const liar = new ObjectService(
+      S.crypto.accessKeys,
+      S.keys,
+      new ObjectDatabase(`liar-${stores}`),
+      clock,
+      async (input, init) => {
+        const real = await fetch(input, init);
+        if (!(input as string).endsWith('/get')) return real;
+        const body = new Uint8Array(await real.arrayBuffer());
+        body[body.length >> 1]! ^= 1; // inside the chunk: the CBOR stays well formed
+        return new Response(body, { status: real.status, headers: real.headers });
+      },
+    );
     await liar.reload(relay.wsUrl);
     expectErr(await liar.fetchObject(general.id), 'HashMismatch');
     expect(await liar.held()).toEqual([]);
