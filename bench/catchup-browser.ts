@@ -21,7 +21,8 @@
  *            one transaction on a fresh database — what Dexie `bulkPut` issues, without
  *            Dexie's wrapper.
  * Events default to 100,000 (SOV_BENCH_EVENTS overrides, for a quick run); SOV_BENCH_PROFILE=DIR
- * writes CPU profiles of B's page and workers during the catch-up (bench/lib/cpu-profile.ts).
+ * writes CPU profiles of the pages and workers during the catch-up, and of the peer edits in
+ * DIR/peer-edits (bench/lib/cpu-profile.ts).
  */
 import { chromium, type Browser, type BrowserContext, type Page } from '@playwright/test';
 import { spawn } from 'node:child_process';
@@ -271,7 +272,9 @@ export async function run(): Promise<BenchResult> {
     const firstRowsMs = performance.now() - reloaded;
 
     const edits: number[] = [];
+    const editProfiles = PROFILE_DIR ? await CpuProfiles.start(browser, url) : undefined;
     for (let round = 0; round < PEER_EDITS; round++) edits.push(await peerEditVisibleMs(a, b, round));
+    await editProfiles?.stop(join(PROFILE_DIR!, 'peer-edits'));
 
     const anchorSeconds = await idbBulkPutSeconds(b, EVENTS, Math.round(bytesPerEvent));
     return {

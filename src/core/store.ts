@@ -258,6 +258,12 @@ export interface ReplicaStore {
   transact<T>(fn: (tx: ReplicaTx) => Awaitable<T>): Promise<T>;
   /** Log entries with pos > `after`, in order, at most `limit`. */
   entriesAfter(after: number, limit: number): Promise<LogEntry[]>;
+  /**
+   * Entries of one lane (`trusted`, `local`) with `after` < pos ≤ `through`, in order, at
+   * most `limit`: what a sweep sends. A store that indexes lanes reads only those entries
+   * (a 100,000-entry log with none in the lane is one empty read, not 100,000 records).
+   */
+  laneAfter(lane: 'trusted' | 'local', after: number, through: number, limit: number): Promise<LogEntry[]>;
   lastPos(): Promise<number>;
   /** Highest log position the peer has acknowledged (0 if none). */
   cursor(peer: string): Promise<number>;

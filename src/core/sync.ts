@@ -251,19 +251,22 @@ export class SyncEngine {
       return this.#channel.send(peer, { t: 'resent', events: [], sweep: true, next: after, done: false });
     }
     const events: Uint8Array[] = [];
-    let next = after;
-    let bytes = 0;
     const last = await this.#store.lastPos();
-    scan: while (next < last && next - after < SWEEP_SCAN) {
-      for (const entry of await this.#store.entriesAfter(next, MAX_EVENTS_PER_FRAME)) {
-        if (entry.lane === 'trusted') {
-          if (events.length === MAX_EVENTS_PER_FRAME || bytes + entry.sealed.length > MAX_BATCH_BYTES) break scan;
-          events.push(entry.sealed);
-          bytes += entry.sealed.length;
-        }
-        next = entry.pos;
+    // Up to SWEEP_SCAN positions per page: the peer asks again from where it ends.
+    const through = Math.min(last, after + SWEEP_SCAN);
+    let next = through;
+    let bytes = 0;
+    const entries = await this.#store.laneAfter('trusted', after, through, MAX_EVENTS_PER_FRAME);
+    for (const [i, entry] of entries.entries()) {
+      if (i > 0 && bytes + entry.sealed.length > MAX_BATCH_BYTES) {
+        next = entries[i - 1]!.pos;
+        break;
       }
+      events.push(entry.sealed);
+      bytes += entry.sealed.length;
     }
+    // A full page may have more of the lane behind it: the next page starts after its last entry.
+    if (events.length === MAX_EVENTS_PER_FRAME) next = entries.at(-1)!.pos;
     await this.#channel.send(peer, { t: 'resent', events, sweep: true, next, done: next >= last });
   }
 

@@ -101,6 +101,8 @@ export class NodeDatabase extends Dexie {
       log: '++pos, &outerId, eventId, [signer+seq], [rowKey+op]',
       rows: '[table+row], [table+live+sortKey]',
     });
+    // v9: entries by lane, for sweeps. Public entries have no lane and are not in the index at all.
+    this.version(9).stores({ log: '++pos, &outerId, eventId, [signer+seq], [rowKey+op], [lane+pos]' });
   }
 }
 
@@ -143,6 +145,11 @@ export class DexieReplicaStore implements ReplicaStore {
 
   entriesAfter(after: number, limit: number): Promise<LogEntry[]> {
     return this.db.log.where('pos').above(after).limit(limit).toArray();
+  }
+
+  laneAfter(lane: 'trusted' | 'local', after: number, through: number, limit: number): Promise<LogEntry[]> {
+    if (through <= after) return Promise.resolve([]);
+    return this.db.log.where('[lane+pos]').between([lane, after], [lane, through], false, true).limit(limit).toArray();
   }
 
   /** Envelopes held without being readable here (domains this machine is not a member of), oldest first. */

@@ -413,6 +413,16 @@ export class MemoryReplicaStore implements ReplicaStore {
 
   readonly #rowKey = (slot: number): string => this.#state.slotList[slot]!.key;
 
+  async laneAfter(lane: 'trusted' | 'local', after: number, through: number, limit: number): Promise<LogEntry[]> {
+    const log = this.#state.log;
+    const found: LogEntry[] = [];
+    for (let pos = Math.max(after, 0) + 1; pos <= Math.min(log.length, through) && found.length < limit; pos++) {
+      const entry = log.entryAt(pos, this.#rowKey);
+      if (entry.lane === lane) found.push(entry);
+    }
+    return found;
+  }
+
   async lastPos(): Promise<number> {
     return this.#state.log.length;
   }

@@ -496,6 +496,8 @@ export class CrashingStore implements ReplicaStore {
   }
 
   entriesAfter = (after: number, limit: number) => this.inner.entriesAfter(after, limit);
+  laneAfter = (lane: 'trusted' | 'local', after: number, through: number, limit: number) =>
+    this.inner.laneAfter(lane, after, through, limit);
   lastPos = () => this.inner.lastPos();
   cursor = (peer: string) => this.inner.cursor(peer);
   advanceCursor = (peer: string, pos: number) => this.inner.advanceCursor(peer, pos);

@@ -119,6 +119,22 @@ function replicaStoreSuite(name: string, create: () => ReplicaStore): void {
       });
     });
 
+    it('pages one lane with laneAfter: only its entries, within (after, through], at most limit', async () => {
+      const store = create();
+      const lanes = [undefined, 'trusted', 'local', 'trusted', undefined, 'trusted', 'trusted'] as const;
+      await store.transact(async (tx) => {
+        for (const [i, lane] of lanes.entries()) await tx.append(entry({ seq: i + 1, ...(lane ? { lane } : {}) }));
+      });
+      const positions = async (lane: 'trusted' | 'local', after: number, through: number, limit: number) =>
+        (await store.laneAfter(lane, after, through, limit)).map((e) => e.pos);
+      expect(await positions('trusted', 0, 7, 10)).toEqual([2, 4, 6, 7]);
+      expect(await positions('trusted', 2, 6, 10)).toEqual([4, 6]);
+      expect(await positions('trusted', 0, 7, 2)).toEqual([2, 4]);
+      expect(await positions('local', 0, 7, 10)).toEqual([3]);
+      expect(await positions('trusted', 7, 7, 10)).toEqual([]);
+      expect((await store.laneAfter('trusted', 0, 7, 1))[0]!.lane).toBe('trusted');
+    });
+
     it('appends in order and pages with entriesAfter', async () => {
       const store = create();
       const entries = [entry({ seq: 1 }), opaque(), entry({ seq: 2 })];
