@@ -1,10 +1,6 @@
 /**
- * One machine's replica of the state plane: local writes, admission of events
- * from peers, parked events, and the watermarks of the delivery protocol.
- *
- * Local write: under the apply lock read clock, chain head and the writer's
- * verdict, stamp, sign, seal, then record in one transaction that re-checks the
- * head (another context may have written meanwhile; then it retries).
+ * One machine's replica of the state plane: local writes (local-writes.ts), admission
+ * of events from peers, parked events, and the watermarks of the delivery protocol.
  *
  * Ingest: envelopes are opened and verified outside the transaction (crypto is
  * asynchronous), then admitted in ONE transaction per batch together with the
@@ -15,19 +11,10 @@
  * Parked envelopes are kept opened (signature already checked), so a retry needs
  * no crypto and stays inside the transaction.
  */
-import { fromHex, internedHex, toHex } from './bytes.js';
+import { internedHex, toHex } from './bytes.js';
 import { verifyChains } from './chain-verify.js';
-import {
-  decodeEvent,
-  eventIdOf,
-  signEvent,
-  ZERO_HASH,
-  type EventBody,
-  type EventError,
-  type EventOp,
-  type SignedEvent,
-} from './event.js';
-import { DEFAULT_MAX_SKEW_MS, HLC_ZERO, receive, tick, type ClockSkewError } from './hlc.js';
+import { decodeEvent, type EventBody, type EventError } from './event.js';
+import { DEFAULT_MAX_SKEW_MS, HLC_ZERO, receive, type ClockSkewError } from './hlc.js';
 import {
   admission,
   admitEvent,
@@ -38,17 +25,15 @@ import {
   type OpenedEnvelope,
   type PrivacyRefusal,
 } from './ingest.js';
-import { recordEvent } from './materialize.js';
+import { LocalWrites, type WriteError, type WriteOutcome } from './local-writes.js';
 import { openEnvelope, type DomainMismatch, type EnvelopeOpener, type LaneMismatch, type Opening } from './open.js';
 import type { Clock, Signer, Verifier } from './ports.js';
-import { chainKey, chainSuffix, formatDomainMarks } from './chains.js';
 import type { PrivacyPolicy } from './sync-manifest.js';
-import { err, ok, type Result } from './result.js';
-import { decodeSealed, encodeSealed, envelopeId, type SealedEvent, type SealError, type SealLane } from './seal.js';
-import { domainOf, tableSpec, type ColumnValue, type DomainName } from './schema.js';
+import type { Result } from './result.js';
+import { decodeSealed, envelopeId, type SealedEvent, type SealError, type SealLane } from './seal.js';
+import type { ColumnValue, DomainName } from './schema.js';
 import { run, type Steps } from './steps.js';
 import type {
-  ChainHead,
   EnvelopeState,
   Lookup,
   ParkedEnvelope,
@@ -57,7 +42,7 @@ import type {
   ReplicaTx,
   Resurrection,
 } from './store.js';
-import { authorize, type TrustContext, type Verdict } from './trust.js';
+import type { TrustContext } from './trust.js';
 
 /** The sealing half of the crypto port: domain keys never leave its implementation. */
 export interface EnvelopeCrypto {
@@ -113,13 +98,7 @@ export type IngestOutcome =
    */
   | { readonly type: 'Deferred'; readonly outerId: string; readonly reason: 'ParkingFull' };
 
-export type WriteError =
-  | { readonly type: 'UnknownTable'; readonly table: string }
-  | { readonly type: 'NotAuthorized'; readonly table: string; readonly reason: string }
-  | { readonly type: 'Removed'; readonly signer: string }
-  | { readonly type: 'InvalidEdit'; readonly reason: string };
-
-export type WriteOutcome = { readonly outerId: string; readonly resurrections: readonly Resurrection[] };
+export type { WriteError, WriteOutcome } from './local-writes.js';
 
 type Opened =
   | ({ readonly kind: 'event' } & OpenedEnvelope)
@@ -129,27 +108,6 @@ type Opened =
   /** Held already (logged, rejected or parked): a duplicate, never opened. */
   | { readonly kind: 'known'; readonly outerId: string };
 
-const MAX_WRITE_RETRIES = 8;
-/** Most local writes recorded together (`#pumpWrites`). */
-const MAX_WRITE_BATCH = 256;
-
-type QueuedWrite = {
-  readonly op: EventOp;
-  readonly table: string;
-  readonly row: string;
-  readonly cols: Record<string, ColumnValue>;
-  readonly domain: DomainName;
-  readonly resolve: (result: Result<WriteOutcome, WriteError>) => void;
-  readonly reject: (e: unknown) => void;
-};
-
-/** The next writes to record together: one CONTROL write alone, else the data writes in a row. */
-function takeWriteBatch(queue: QueuedWrite[]): QueuedWrite[] {
-  if (queue[0]!.domain === 'CONTROL') return queue.splice(0, 1);
-  let n = 1;
-  while (n < queue.length && n < MAX_WRITE_BATCH && queue[n]!.domain !== 'CONTROL') n++;
-  return queue.splice(0, n);
-}
 const DEFAULT_MAX_PARKED = 10_000;
 /** Outer ids `#openNew` remembers as held (a few MB of strings at most). */
 const MAX_REMEMBERED = 50_000;
@@ -158,9 +116,8 @@ export class Replica {
   readonly #deps: ReplicaDeps;
   readonly #self: string;
   #queue: Promise<unknown> = Promise.resolve();
-  /** Local writes waiting to be recorded, and whether they are being taken (`#pumpWrites`). */
-  readonly #writes: QueuedWrite[] = [];
-  #pumping = false;
+  /** Local writes, group-committed (local-writes.ts). */
+  readonly #writes: LocalWrites;
   /** Settles when the latest ingest call has been admitted (or failed). */
   #ingestTurn: Promise<unknown> = Promise.resolve();
   /** Outer ids admitted, parked or refused here, newest last (`#remember`). */
@@ -169,6 +126,7 @@ export class Replica {
   constructor(deps: ReplicaDeps) {
     this.#deps = deps;
     this.#self = toHex(deps.signer.publicKey);
+    this.#writes = new LocalWrites(deps, this.#self, (fn) => this.#exclusive(fn));
   }
 
   get self(): string {
@@ -185,148 +143,17 @@ export class Replica {
 
   /** Signs, seals and records a put of some columns; per-column LWW applies to it like any other event. */
   write(table: string, row: string, cols: Record<string, ColumnValue>): Promise<Result<WriteOutcome, WriteError>> {
-    return this.#local('put', table, row, cols);
+    return this.#writes.write(table, row, cols);
   }
 
   /** Tombstones a row; a later edit (higher HLC) resurrects it. */
   delete(table: string, row: string): Promise<Result<WriteOutcome, WriteError>> {
-    return this.#local('del', table, row, {});
+    return this.#writes.delete(table, row);
   }
 
-  /**
-   * Removes a machine from the keyring for good. The high-water marks are the
-   * last sequence numbers of the removed signer this replica holds, one per lane
-   * that crosses the wire: its events up to there stay, everything later is
-   * revoked on every replica.
-   */
-  async remove(signer: string): Promise<Result<WriteOutcome, WriteError>> {
-    const created = await this.#deps.store.rows('domains');
-    const marks = await this.#deps.store.transact(async (tx) => {
-      const open = await tx.head(chainKey(signer, 'public'));
-      const trusted = await tx.head(chainKey(signer, 'trusted'));
-      // Created domains: the heads this replica holds (it holds none for a domain it cannot read).
-      const domains: Record<string, number> = {};
-      for (const { row: domain } of created) {
-        for (const lane of ['public', 'trusted'] as const) {
-          const head = await tx.head(chainKey(signer, lane, domain));
-          if (head) domains[chainSuffix(lane, domain)] = head.seq;
-        }
-      }
-      return { hwm: open?.seq ?? 0, trusted_hwm: trusted?.seq ?? 0, domains };
-    });
-    const { hwm, trusted_hwm, domains } = marks;
-    const domain_hwms = formatDomainMarks(domains);
-    return this.#local('remove', 'keyring', signer, { hwm, trusted_hwm, ...(domain_hwms ? { domain_hwms } : {}) });
-  }
-
-  #local(op: EventOp, table: string, row: string, cols: Record<string, ColumnValue>) {
-    if (!tableSpec(table)) return Promise.resolve(err({ type: 'UnknownTable' as const, table }));
-    const domain = domainOf(table, row);
-    if (!domain) {
-      return Promise.resolve(err({ type: 'InvalidEdit' as const, reason: `row ${row} names no data domain` }));
-    }
-    return new Promise<Result<WriteOutcome, WriteError>>((resolve, reject) => {
-      this.#writes.push({ op, table, row, cols, domain, resolve, reject });
-      this.#pumpWrites();
-    });
-  }
-
-  /**
-   * Group commit: local writes queued while others are recorded go together — one read
-   * transaction, each signed and sealed in order, one recording transaction — so a burst
-   * of edits costs two store transactions, not two per edit. Writes to CONTROL go alone:
-   * one may change who may write what (roles, keyring, manifest), which the next must see.
-   */
-  #pumpWrites(): void {
-    if (this.#pumping) return;
-    this.#pumping = true;
-    void (async () => {
-      while (this.#writes.length > 0) {
-        const batch = takeWriteBatch(this.#writes);
-        try {
-          const results = await this.#exclusive(() => this.#writeBatchLocked(batch));
-          batch.forEach((w, i) => w.resolve(results[i]!));
-        } catch (e) {
-          for (const w of batch) w.reject(e);
-        }
-      }
-      this.#pumping = false;
-    })();
-  }
-
-  async #writeBatchLocked(batch: readonly QueuedWrite[]): Promise<Result<WriteOutcome, WriteError>[]> {
-    const { store, signer, envelopes, trust, privacy, clock } = this.#deps;
-    for (let attempt = 0; attempt < MAX_WRITE_RETRIES; attempt++) {
-      const prepared = await store.transact(async (tx) => {
-        const removed = (await tx.getRow('keyring', this.#self))?.removed !== undefined;
-        const heads = new Map<string, ChainHead | undefined>();
-        let hlc = (await tx.getHlc()) ?? HLC_ZERO;
-        const drafts: { readonly chain: string; readonly body: EventBody; readonly verdict: Verdict }[] = [];
-        for (const w of batch) {
-          // The class this machine holds for the table now picks the lane, for good.
-          const lane = await privacy.classOf(tx, w.table);
-          const chain = chainKey(this.#self, lane, w.domain);
-          if (!heads.has(chain)) heads.set(chain, await tx.head(chain));
-          hlc = tick(hlc, clock.now());
-          const body: EventBody = {
-            v: 1,
-            domain: w.domain,
-            signer: signer.publicKey,
-            // The place in the chain is settled once signing starts (`seq` matters to `authorize`
-            // only for a removed signer, and this one is not, or nothing is written).
-            seq: 0,
-            prev: ZERO_HASH,
-            table: w.table,
-            row: w.row,
-            op: w.op,
-            cols: w.cols,
-            hlc,
-            ...(lane === 'public' ? {} : { lane }),
-          };
-          drafts.push({ chain, body, verdict: await authorize(tx, body, trust) });
-        }
-        return { removed, heads, drafts };
-      });
-      if (prepared.removed) return batch.map(() => err({ type: 'Removed', signer: this.#self }));
-      const tips = new Map([...prepared.heads].map(([chain, head]) => [chain, head] as const));
-      const results: Result<WriteOutcome, WriteError>[] = [];
-      const signed: { readonly index: number; readonly event: SignedEvent; readonly sealed: SealedEvent }[] = [];
-      for (const [index, { chain, body: draft, verdict }] of prepared.drafts.entries()) {
-        if (verdict.type === 'Revoked') results.push(err({ type: 'Removed', signer: this.#self }));
-        else if (verdict.type === 'NotAuthorized') {
-          results.push(err({ type: 'NotAuthorized', table: draft.table, reason: verdict.reason }));
-        } else {
-          const tip = tips.get(chain);
-          const body: EventBody = { ...draft, seq: (tip?.seq ?? 0) + 1, prev: tip ? fromHex(tip.eventId)! : ZERO_HASH };
-          let event: SignedEvent;
-          try {
-            event = await signEvent(body, signer);
-          } catch (e) {
-            results.push(err({ type: 'InvalidEdit', reason: (e as Error).message }));
-            continue;
-          }
-          tips.set(chain, { seq: body.seq, eventId: eventIdOf(event) });
-          signed.push({ index, event, sealed: await envelopes.seal(draft.domain, event.bytes, body.lane) });
-          results.push(err({ type: 'InvalidEdit', reason: 'replica: not recorded' }));
-        }
-      }
-      const recorded = await store.transact(async (tx) => {
-        // Another writer of this signer's chains (another tab) got in first: draw again.
-        for (const [chain, head] of prepared.heads) if ((await tx.head(chain))?.seq !== head?.seq) return undefined;
-        const out: (readonly Resurrection[])[] = [];
-        for (const { sealed, event } of signed) {
-          const done = await recordEvent(tx, { sealed, bytes: encodeSealed(sealed), event }, false, trust, clock.now());
-          out.push(done.resurrections);
-        }
-        return out;
-      });
-      if (!recorded) continue;
-      for (const [i, { index, sealed }] of signed.entries()) {
-        results[index] = ok({ outerId: envelopeId(sealed), resurrections: recorded[i]! });
-      }
-      return results;
-    }
-    throw new Error('replica: local write kept racing another writer');
+  /** Removes a machine from the keyring for good (local-writes.ts says which of its events stay). */
+  remove(signer: string): Promise<Result<WriteOutcome, WriteError>> {
+    return this.#writes.remove(signer);
   }
 
   /**
