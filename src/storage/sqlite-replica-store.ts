@@ -28,6 +28,7 @@ import type { Awaitable } from '../core/steps.js';
 import {
   MAX_REJECTION_RECORDS,
   refusalOf,
+  rowKeyOf,
   type Refusal,
   type RefusalKind,
   type ChainHead,
@@ -173,12 +174,18 @@ const PUT_HEAD =
 /**
  * What one transaction has read or written of the clock and the chain heads — each event
  * reads and writes both (and its chain head twice) — kept in memory and written once,
- * just before COMMIT. Thrown away with the transaction when it rolls back.
+ * just before COMMIT; and the rows it read or wrote. Thrown away with the transaction
+ * when it rolls back.
  */
 class TxCache {
   /** undefined: not read yet; null: read, absent. */
   hlc: Hlc | null | undefined;
   hlcDirty = false;
+  /**
+   * Rows read or written, by row key (null: absent): authorising each event reads the
+   * signer's keyring and roles rows, the same two rows for a whole batch.
+   */
+  readonly rows = new Map<string, RowState | null>();
   /** chain → head (null: absent); `dirtyHeads` names those to write. */
   readonly heads = new Map<string, ChainHead | null>();
   readonly dirtyHeads = new Set<string>();
@@ -353,11 +360,23 @@ export class SqliteReplicaStore implements ReplicaStore {
         run('UPDATE log SET record = ? WHERE pos = ?', pack(revoked ? { ...rest, revoked: true } : rest), pos);
       },
       getRow: (table, row) => {
-        const found = one<{ state: Uint8Array }>('SELECT state FROM rows WHERE tbl = ? AND row = ?', table, row);
-        return found && (unpack(found.state) as RowState);
+        const key = rowKeyOf(table, row);
+        let state = cache.rows.get(key);
+        if (state === undefined) {
+          const found = one<{ state: Uint8Array }>('SELECT state FROM rows WHERE tbl = ? AND row = ?', table, row);
+          state = found ? (unpack(found.state) as RowState) : null;
+          cache.rows.set(key, state);
+        }
+        return state ?? undefined;
       },
-      putRow: (state) => void run(PUT_ROW, state.table, state.row, pack(state)),
-      deleteRow: (table, row) => void run('DELETE FROM rows WHERE tbl = ? AND row = ?', table, row),
+      putRow: (state) => {
+        run(PUT_ROW, state.table, state.row, pack(state));
+        cache.rows.set(rowKeyOf(state.table, state.row), state);
+      },
+      deleteRow: (table, row) => {
+        run('DELETE FROM rows WHERE tbl = ? AND row = ?', table, row);
+        cache.rows.set(rowKeyOf(table, row), null);
+      },
       park: (envelope) =>
         void run(
           'INSERT OR REPLACE INTO parked (outer_id, parked_at, reason, record) VALUES (?, ?, ?, ?)',

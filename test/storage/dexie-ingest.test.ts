@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { isAlive } from '../../src/core/merge.js';
 import type { ColumnValue } from '../../src/core/schema.js';
 import { DexieReplicaStore, NodeDatabase } from '../../src/storage/dexie-store.js';
+import { SqliteReplicaStore } from '../../src/storage/sqlite-replica-store.js';
 import { durableState, makeMachine, makeMesh, seededRandom, type Machine } from '../helpers/deterministic.js';
 
 let databases = 0;
@@ -84,13 +85,20 @@ describe('the apply path on IndexedDB', () => {
     const memory = makeMachine('B', 'dexie-removal/B', mesh);
     const windows = new DexieReplicaStore(new NodeDatabase(`dexie-removal-${++databases}`));
     const dexie = makeMachine('B', 'dexie-removal/B', mesh, { wrapStore: () => windows });
-    for (const m of [memory, dexie]) {
+    // SQLite too: its transaction keeps the rows it read or wrote, as IndexedDB's does.
+    const sqlite = makeMachine('B', 'dexie-removal/B', mesh, { wrapStore: () => new SqliteReplicaStore(':memory:') });
+    for (const m of [memory, dexie, sqlite]) {
       await m.replica.ingest('A', admitted);
       await m.replica.ingest('C', byC);
     }
     expect((await windows.rowWindow('device_profiles', 0, 10)).alive).toBe(6);
-    const [m, d] = [await memory.replica.ingest('A', byA), await dexie.replica.ingest('A', byA)];
+    const [m, d, q] = [
+      await memory.replica.ingest('A', byA),
+      await dexie.replica.ingest('A', byA),
+      await sqlite.replica.ingest('A', byA),
+    ];
     expect(d.map((o) => o.type)).toEqual(m.map((o) => o.type));
+    expect(q.map((o) => o.type)).toEqual(m.map((o) => o.type));
     const rows = await memory.store.rows('device_profiles');
     expect(rows.map((r) => r.row)).toEqual(['c0']); // only A's edit of c0 is left
     const window = await windows.rowWindow('device_profiles', 0, 10);
@@ -100,6 +108,7 @@ describe('the apply path on IndexedDB', () => {
     ]);
     const options = { signers: [a.id, c.id], peers: ['A', 'C'] };
     expect(await durableState(dexie.store, options)).toEqual(await durableState(memory.store, options));
+    expect(await durableState(sqlite.store, options)).toEqual(await durableState(memory.store, options));
   });
 
   it('holds what it cannot read once, however often one batch repeats it', async () => {
