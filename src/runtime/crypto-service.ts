@@ -6,13 +6,12 @@
  * frames to a specific peer. Comlink exposes an instance of this class in
  * `workers/crypto.worker.ts`; unit tests drive it directly in Node.
  */
-import { bytesEqual, fromHex, toHex } from '../core/bytes.js';
+import { fromHex, toHex } from '../core/bytes.js';
 import { admissionBody, admissionSigningPayload, encodeAdmission, inviteId } from '../core/admission.js';
-import { decodeCbor, encodeCbor } from '../core/cbor.js';
+import { encodeCbor } from '../core/cbor.js';
 import {
   commitOpens,
   INVITATION_USED,
-  pairingCommit,
   shortAuthString,
   type InvitationState,
   type PairingParty,
@@ -34,7 +33,7 @@ import { err, ok, type Result } from '../core/result.js';
 import type { DomainName } from '../core/schema.js';
 import { decodeSealed, openSealed, type SealedEvent, type SealError, type SealLane } from '../core/seal.js';
 import type { PrivacyClass } from '../core/sync-manifest.js';
-import { decodeTicket, encodeTicket, type TicketError } from '../core/ticket.js';
+import { encodeTicket } from '../core/ticket.js';
 import { loadGenerations } from '../storage/domain-generations.js';
 import {
   keyStoreOf,
@@ -49,6 +48,7 @@ import { FrameChannel, generateFrameKey, type FrameKeyPair, type SenderBinding }
 import { unwrapSecret, wrapSecret } from '../storage/key-wrap.js';
 import { generateSigningIdentity, webRandom, webSigner, webVerifier } from './webcrypto.js';
 import { webEnvelopes } from './web-aead.js';
+import { JoinCeremony, type JoinError, type JoinStart } from './join-ceremony.js';
 
 export type IdentityView = {
   readonly signer: string;
@@ -58,16 +58,6 @@ export type IdentityView = {
   readonly fingerprint: string;
   readonly topic: string | undefined;
   readonly member: boolean;
-};
-
-export type JoinStart = {
-  readonly topic: string;
-  readonly relay: string;
-  /** The relay's key from the ticket (hex), which the joiner pins. */
-  readonly relayKey: string;
-  readonly inviter: string;
-  /** The inviter's frame key from the ticket (hex). */
-  readonly inviterFrame: string;
 };
 
 /** A peer as the main thread names it: endpoint id and bound frame key, both hex. */
@@ -86,20 +76,10 @@ export type OpenedMessage = {
 
 export type OpenError = FrameRejection | PeerWireError | JoinError;
 
-export type JoinError =
-  | TicketError
-  | { readonly type: 'AlreadyInMesh' }
-  | { readonly type: 'NoPendingJoin' }
-  | { readonly type: 'NotConfirmed' }
-  | { readonly type: 'CommitmentMismatch' }
-  | { readonly type: 'InviterMismatch' }
-  | { readonly type: 'InvitationUnknown' }
-  | { readonly type: 'InvitationExpired' };
+export type { JoinError, JoinStart } from './join-ceremony.js';
 
 /** What an opened frame may hold: any peer message (keys travel only inside MLS bundles). */
 export type InboundMessage = PeerMessage;
-
-type PendingJoin = { inviter: Uint8Array; kid: Uint8Array; fp: Uint8Array; inv: Uint8Array };
 
 /** Messages of the pairing exchange: accepted only inside the narrow request window. */
 const PAIRING = new Set([
@@ -111,11 +91,7 @@ const PAIRING = new Set([
   'join-refused',
 ]);
 
-/** The joiner's side of the ceremony in progress: its secret nonce, and the string once computed. */
-type Ceremony = { nonce: Uint8Array; commit: Uint8Array; sas?: string; inviterSigner?: Uint8Array; confirmed: boolean };
-
 const GROUP_SECRET = 'group';
-const PENDING_JOIN = 'pending-join';
 export const INVITATION_TTL_MS = 24 * 60 * 60 * 1000;
 /** Request ids are kept as long as core/frame.ts would accept their frames. */
 const REPLAY_RETAIN_MS = MAX_FRAME_AGE_MS + MAX_FRAME_SKEW_MS;
@@ -154,8 +130,24 @@ export class CryptoService {
   readonly accessKeys: AccessKeys = keyringAccess(this.#domains, webRandom);
   #identity: IdentityRecord | undefined;
   #group: { secret: Uint8Array; topic: Uint8Array; channel: FrameChannel } | undefined;
-  #pending: PendingJoin | undefined;
-  #ceremony: Ceremony | undefined;
+  /** The joiner's side of pairing (join-ceremony.ts). */
+  readonly #join = new JoinCeremony({
+    member: () => this.view().member,
+    party: () => this.#party(),
+    topic: () => this.#group?.topic,
+    joinGroup: async (secret) => {
+      await this.#storeSecret(GROUP_SECRET, secret);
+      await this.#setGroup(secret);
+    },
+    leaveGroup: async () => {
+      await this.#db.deleteSecrets([GROUP_SECRET]);
+      this.#group = undefined;
+    },
+    storeSecret: (name, secret) => this.#storeSecret(name, secret),
+    loadSecret: (name) => this.#loadSecret(name),
+    deleteSecrets: (names) => this.#db.deleteSecrets([...names]),
+    seal: (endpoint, kid, message) => this.#seal(endpoint, kid, message),
+  });
 
   constructor(db: KeyDatabase | KeyStore, clock: Clock) {
     this.#db = keyStoreOf(db);
@@ -167,7 +159,7 @@ export class CryptoService {
     this.#identity = await this.#db.ensureIdentity(makeIdentityKeys, this.#clock.now());
     const group = await this.#loadSecret(GROUP_SECRET);
     if (group) await this.#setGroup(group);
-    this.#pending = await this.#pendingJoin();
+    await this.#join.load();
     await this.reloadDomainKeys();
     return this.view();
   }
@@ -291,118 +283,38 @@ export class CryptoService {
     });
   }
 
-  /** Takes a pasted ticket: keeps the group secret (wrapped) and remembers whom we expect keys from. */
-  async beginJoin(text: string): Promise<Result<JoinStart, JoinError>> {
-    if (this.view().member) return err({ type: 'AlreadyInMesh' });
-    const ticket = decodeTicket(text);
-    if (!ticket.ok) return ticket;
-    const { secret, endpoint, kid, fp, inv, relay, rk } = ticket.value;
-    const pending: PendingJoin = { inviter: endpoint, kid, fp, inv };
-    await this.#storeSecret(GROUP_SECRET, secret);
-    await this.#storeSecret(PENDING_JOIN, encodeCbor(pending));
-    await this.#setGroup(secret);
-    this.#pending = pending;
-    return ok({
-      topic: toHex(this.#group!.topic),
-      relay,
-      relayKey: toHex(rk),
-      inviter: toHex(endpoint),
-      inviterFrame: toHex(kid),
-    });
+  /** Joiner: takes a pasted ticket (join-ceremony.ts). */
+  beginJoin(text: string): Promise<Result<JoinStart, JoinError>> {
+    return this.#join.begin(text);
   }
 
-  /** Forgets an unfinished join: the group secret and the pending ticket. Refused once keys arrived. */
-  async abandonJoin(): Promise<Result<true, { type: 'AlreadyInMesh' }>> {
-    if (this.view().member) return err({ type: 'AlreadyInMesh' });
-    await this.#db.deleteSecrets([GROUP_SECRET, PENDING_JOIN]);
-    this.#group = undefined;
-    this.#pending = undefined;
-    this.#ceremony = undefined;
-    return ok(true);
+  /** Joiner: forgets an unfinished join. Refused once keys arrived. */
+  abandonJoin(): Promise<Result<true, { type: 'AlreadyInMesh' }>> {
+    return this.#join.abandon();
   }
 
-  /**
-   * The join request to send to the inviter named by the pending ticket. Sent
-   * again (a lost frame, a reconnect) it carries the same commitment, so the
-   * ceremony in progress continues rather than restarting.
-   */
-  async joinRequest(name: string): Promise<Result<{ to: string; body: Uint8Array }, JoinError>> {
-    const pending = this.#pending;
-    if (!pending) return err({ type: 'NoPendingJoin' });
-    const id = this.#id();
-    if (!this.#ceremony) {
-      const nonce = webRandom.bytes(32);
-      this.#ceremony = { nonce, commit: pairingCommit(this.#party(), nonce), confirmed: false };
-    }
-    const { commit } = this.#ceremony;
-    const message: PeerMessage = {
-      t: 'join-request',
-      inv: pending.inv,
-      signer: id.signingPublic,
-      endpoint: id.endpointPublic,
-      name,
-      commit,
-    };
-    return ok({ to: toHex(pending.inviter), body: await this.#seal(pending.inviter, pending.kid, message) });
+  /** Joiner: the join request for the inviter the pending ticket names. */
+  joinRequest(name: string): Promise<Result<{ to: string; body: Uint8Array }, JoinError>> {
+    return this.#join.request(name);
+  }
+
+  /** Joiner: reveals our nonce for the inviter's challenge; the string our human compares. */
+  joinReveal(challenge: {
+    inv: Uint8Array;
+    signer: Uint8Array;
+    nonce: Uint8Array;
+  }): Promise<Result<{ sas: string; body: Uint8Array }, JoinError>> {
+    return this.#join.reveal(challenge);
+  }
+
+  /** Joiner: our human's answer, with our MLS key packages when confirmed. */
+  joinAnswer(confirmed: boolean, kps: DomainItems = []): Promise<Result<Uint8Array, JoinError>> {
+    return this.#join.answer(confirmed, kps);
   }
 
   #party(): PairingParty {
     const id = this.#id();
     return { signer: id.signingPublic, endpoint: id.endpointPublic, frame: this.#frameKey().publicKey };
-  }
-
-  /**
-   * Joiner: answers the inviter's challenge by revealing our nonce, and computes
-   * the short authentication string our human must compare. The challenge must
-   * come from the signing key the ticket's fingerprint names.
-   */
-  async joinReveal(challenge: {
-    inv: Uint8Array;
-    signer: Uint8Array;
-    nonce: Uint8Array;
-  }): Promise<Result<{ sas: string; body: Uint8Array }, JoinError>> {
-    const pending = this.#pending;
-    const ceremony = this.#ceremony;
-    if (!pending || !ceremony || !this.#group || !bytesEqual(pending.inv, challenge.inv)) {
-      return err({ type: 'NoPendingJoin' });
-    }
-    if (!bytesEqual(pending.fp, fingerprint(challenge.signer))) return err({ type: 'InviterMismatch' });
-    const sas = shortAuthString({
-      topic: this.#group.topic,
-      inv: pending.inv,
-      inviter: { signer: challenge.signer, endpoint: pending.inviter, frame: pending.kid },
-      joiner: this.#party(),
-      commit: ceremony.commit,
-      inviterNonce: challenge.nonce,
-      joinerNonce: ceremony.nonce,
-    });
-    // A repeated challenge (our reveal was lost) yields the same string and keeps our human's answer.
-    const confirmed = ceremony.sas === sas && ceremony.confirmed;
-    this.#ceremony = { ...ceremony, sas, inviterSigner: challenge.signer, confirmed };
-    const reveal: PeerMessage = { t: 'join-reveal', inv: pending.inv, nonce: ceremony.nonce };
-    return ok({ sas, body: await this.#seal(pending.inviter, pending.kid, reveal) });
-  }
-
-  /**
-   * Joiner: our human confirmed the string (or declined it); the answer to send
-   * to the inviter, with our MLS key packages for the domains it adds us to.
-   */
-  async joinAnswer(confirmed: boolean, kps: DomainItems = []): Promise<Result<Uint8Array, JoinError>> {
-    const pending = this.#pending;
-    const ceremony = this.#ceremony;
-    if (!pending || !ceremony?.sas) return err({ type: 'NoPendingJoin' });
-    this.#ceremony = { ...ceremony, confirmed };
-    const message: PeerMessage = confirmed
-      ? { t: 'join-confirm', inv: pending.inv, kps }
-      : { t: 'join-refused', inv: pending.inv, reason: 'the joining machine declined the pairing code' };
-    return ok(await this.#seal(pending.inviter, pending.kid, message));
-  }
-
-  async #pendingJoin(): Promise<PendingJoin | undefined> {
-    const raw = await this.#loadSecret(PENDING_JOIN);
-    if (!raw) return undefined;
-    const decoded = decodeCbor(raw, 512);
-    return decoded.ok ? (decoded.value as PendingJoin) : undefined;
   }
 
   /** Inviter: whether an invitation is open (issued, not closed, not expired), or why not. */
@@ -478,7 +390,7 @@ export class CryptoService {
     const id = this.#id();
     const payload = relayAuthPayload(nonce, this.#group.topic, id.endpointPublic);
     const sig = await webSigner({ keys: id.endpoint, publicKey: id.endpointPublic }).sign(payload);
-    const invite = this.#pending?.inv;
+    const invite = this.#join.invite;
     return { topic: this.#group.topic, endpoint: id.endpointPublic, sig, ...(invite ? { invite } : {}) };
   }
 
@@ -555,7 +467,7 @@ export class CryptoService {
     const frame = toHex(header.kid);
     const seen = { frame, rid: toHex(header.rid), ts: header.ts };
     if (m.t !== 'join-accept') return ok({ message: m, ...seen });
-    const accepted = await this.#accepted(sender, m);
+    const accepted = await this.#join.accept(sender, m);
     return accepted.ok ? ok({ message: accepted.value, ...seen }) : accepted;
   }
 
@@ -587,33 +499,13 @@ export class CryptoService {
   async #bindingOf(sender: Uint8Array, bound: string | undefined): Promise<SenderBinding> {
     const kid = bound === undefined ? undefined : fromHex(bound);
     if (kid && kid.length === 32) return { kid };
-    const pending = this.#pending;
-    if (pending && bytesEqual(pending.inviter, sender)) return { kid: pending.kid };
+    const inviter = this.#join.inviterKey(sender);
+    if (inviter) return { kid: inviter };
     // While any invitation of ours is served (closed ones too, so their joiners hear why), a
     // joiner's frame may be opened: only join requests and answers are accepted from it.
     const now = this.#clock.now();
     const open = (await this.#db.openInvitations(now)).filter(served).length;
     return open > 0 ? 'unbound' : undefined;
-  }
-
-  async #accepted(
-    sender: Uint8Array,
-    message: Extract<PeerMessage, { t: 'join-accept' }>,
-  ): Promise<Result<InboundMessage, JoinError>> {
-    const pending = this.#pending;
-    if (!pending || !bytesEqual(pending.inv, message.inv)) return err({ type: 'NoPendingJoin' });
-    if (!bytesEqual(pending.inviter, sender) || !bytesEqual(pending.fp, fingerprint(message.signer))) {
-      return err({ type: 'InviterMismatch' });
-    }
-    // Accepted only after our human confirmed the string computed with this very inviter.
-    const ceremony = this.#ceremony;
-    if (!ceremony?.confirmed || !ceremony.inviterSigner || !bytesEqual(ceremony.inviterSigner, message.signer)) {
-      return err({ type: 'NotConfirmed' });
-    }
-    await this.#db.deleteSecrets([PENDING_JOIN]);
-    this.#pending = undefined;
-    this.#ceremony = undefined;
-    return ok(message);
   }
 
   async sign(message: Uint8Array): Promise<Uint8Array> {
