@@ -49,15 +49,7 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import type { RawData, WebSocket } from 'ws';
 import { isBytes, toHex } from '../core/bytes.js';
 import { decodeCbor, isRecord } from '../core/cbor.js';
-import {
-  decodeAdmission,
-  mayChangeMembership,
-  nextAdmission,
-  standingOf,
-  type AdmissionList,
-  type Standing,
-} from '../core/admission.js';
-import { checkBundle } from '../core/mls/bundle.js';
+import { decodeAdmission, nextAdmission, standingOf, type AdmissionList, type Standing } from '../core/admission.js';
 import {
   MAX_FRAME_BODY,
   MAX_RELAY_MESSAGE,
@@ -66,7 +58,6 @@ import {
   encodeRelayMessage,
   relayAuthPayload,
   relayProofPayload,
-  MAX_COMMIT_PAGE,
   type EndpointToRelay,
   type RelayErrorCode,
   type RelayToEndpoint,
@@ -74,6 +65,7 @@ import {
 import { err, type Result } from '../core/result.js';
 import type { BlindSequencer, SequencerStore } from '../core/mls/sequencer.js';
 import { GroupCommit } from './group-commit.js';
+import { sequence, type SequencingPort } from './hub-sequencing.js';
 import type { MailboxStore, NewFrame } from '../core/mailbox.js';
 import { RateLimiter, type RateLimitOptions } from './rate-limit.js';
 
@@ -415,70 +407,18 @@ export class RelayHub {
     }
   }
 
-  /**
-   * Commits for the blind sequencer, from admitted members only (never a joiner
-   * on an invitation, never before the founder pushed a list): first commit wins
-   * per (group, epoch); the winner is pushed to the topic's other live members,
-   * who fetch what they missed with `commits`.
-   */
+  /** Commits for the blind sequencer (hub-sequencing.ts). */
   #sequencing(c: Connection, peer: Peer, msg: CommitMessage | CommitsMessage): void {
-    const seq = this.#opts.sequencer;
-    if (!seq || peer.standing.kind !== 'member') {
-      return this.#reject(c, 'not-a-member', 'relay: only admitted members may sequence commits');
-    }
-    if (msg.t === 'commit' && !this.#mayCommit(peer, msg.bundle)) {
-      this.#count('sequencer-NotASteward');
-      const empty = new Uint8Array();
-      return this.#write(c, {
-        t: 'refused',
-        rid: msg.rid,
-        code: 'NotASteward',
-        reason: 'relay: membership changes come from the admins’ machines (the admission list’s stewards)',
-        receipt: empty,
-        bundle: empty,
-      });
-    }
-    const work =
-      msg.t === 'commits'
-        ? seq.store.since(peer.topic, msg.group, msg.from, MAX_COMMIT_PAGE).then((page) => {
-            this.#write(c, { t: 'commit-log', rid: msg.rid, items: page.map((p) => [p.receipt, p.bundle]) });
-          })
-        : seq.sequencer.submit(peer.topic, peer.endpoint, msg.bundle).then((result) => {
-            if (result.ok) {
-              this.#write(c, { t: 'sequenced', rid: msg.rid, receipt: result.value.bytes });
-              this.#broadcast(peer, { t: 'accepted', receipt: result.value.bytes, bundle: msg.bundle });
-              return;
-            }
-            const e = result.error;
-            this.#count(`sequencer-${e.type}`);
-            const winner = e.type === 'EpochTaken' ? e.winner : undefined;
-            const reason = 'reason' in e ? e.reason : `epoch ${e.epoch}`;
-            const empty = new Uint8Array();
-            this.#write(c, {
-              t: 'refused',
-              rid: msg.rid,
-              code: e.type,
-              reason,
-              receipt: winner?.receipt ?? empty,
-              bundle: winner?.bundle ?? empty,
-            });
-          });
-    work.catch((e: unknown) => {
-      this.#opts.log(`relay: #${c.serial} sequencer error: ${(e as Error).message}`);
-      this.#reject(c, 'malformed', 'relay: the sequencer failed; retry');
-    });
-  }
-
-  /**
-   * Membership changes only from the stewards the admin-signed list names; an
-   * external commit (a member rejoining itself) from any member. A bundle that
-   * does not parse is left to the sequencer, which refuses it with its reason.
-   */
-  #mayCommit(peer: Peer, bundle: Uint8Array): boolean {
-    const list = this.#list(peer.topic);
-    const checked = checkBundle(bundle);
-    if (!list || !checked.ok || checked.value.external) return true;
-    return mayChangeMembership(list, peer.endpoint);
+    const port: SequencingPort = {
+      sequencer: this.#opts.sequencer,
+      list: (topic) => this.#list(topic),
+      write: (m) => this.#write(c, m),
+      reject: (code, message) => this.#reject(c, code, message),
+      broadcast: (m) => this.#broadcast(peer, m),
+      count: (reason) => this.#count(reason),
+      log: (line) => this.#opts.log(line.replace('relay: ', `relay: #${c.serial} `)),
+    };
+    sequence(port, { topic: peer.topic, endpoint: peer.endpoint, member: peer.standing.kind === 'member' }, msg);
   }
 
   #broadcast(from: Peer, msg: RelayToEndpoint): void {
