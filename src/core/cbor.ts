@@ -55,7 +55,8 @@ const MAX_DEPTH = 32;
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 /** Text up to this many bytes is read through `shortCodes`, one code per ASCII byte. */
 const SHORT_TEXT = 64;
-const shortCodes: number[] = [];
+/** One array of codes per length: setting an array's length for each string cost more than reading it. */
+const shortCodes: number[][] = Array.from({ length: SHORT_TEXT + 1 }, (_, n) => new Array<number>(n).fill(0));
 
 class NotCanonical extends Error {}
 
@@ -180,13 +181,13 @@ class CanonicalReader {
     if (length <= SHORT_TEXT) {
       // Short ASCII (names, keys, most values) in one flat string: neither a rope
       // built a character at a time (garbage, flattened again when hashed) nor a decoder call.
+      const codes = shortCodes[length]!;
       for (let i = 0; i < length; i++) {
         const c = b[at + i]!;
         if (c >= 0x80) return this.#utf8(at, length);
-        shortCodes[i] = c;
+        codes[i] = c;
       }
-      shortCodes.length = length;
-      return String.fromCharCode.apply(null, shortCodes);
+      return String.fromCharCode.apply(null, codes);
     }
     return this.#utf8(at, length);
   }

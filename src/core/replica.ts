@@ -120,8 +120,10 @@ export class Replica {
   readonly #writes: LocalWrites;
   /** Settles when the latest ingest call has been admitted (or failed). */
   #ingestTurn: Promise<unknown> = Promise.resolve();
-  /** Outer ids admitted, parked or refused here, newest last (`#remember`). */
-  readonly #held = new Set<string>();
+  /** Outer ids admitted, parked or refused here, the newest (`#remember`). */
+  #held = new Set<string>();
+  /** The ids remembered before `#held` last filled: still looked up, dropped at the next turn. */
+  #heldBefore = new Set<string>();
 
   constructor(deps: ReplicaDeps) {
     this.#deps = deps;
@@ -385,12 +387,11 @@ export class Replica {
   /** Outer ids admission found held (logged, parked or refused), for `#openNew`. */
   #remember(outcomes: readonly IngestOutcome[]): void {
     for (const o of outcomes) if (o.type !== 'Withheld' && o.type !== 'Deferred') this.#held.add(o.outerId);
-    if (this.#held.size <= MAX_REMEMBERED) return;
-    let excess = this.#held.size - MAX_REMEMBERED;
-    for (const id of this.#held) {
-      if (excess-- <= 0) break;
-      this.#held.delete(id); // the oldest first: a Set keeps insertion order
-    }
+    // Two generations, each up to half the bound: forgetting the older whole costs nothing per
+    // id (deleting a Set's oldest entries one by one left it holes to walk on every trim).
+    if (this.#held.size < MAX_REMEMBERED / 2) return;
+    this.#heldBefore = this.#held;
+    this.#held = new Set<string>();
   }
 
   /**
@@ -406,7 +407,7 @@ export class Replica {
       const sealed = decodeSealed(bytes);
       return sealed.ok ? envelopeId(sealed.value) : undefined;
     });
-    const known = ids.map((id) => id !== undefined && this.#held.has(id));
+    const known = ids.map((id) => id !== undefined && (this.#held.has(id) || this.#heldBefore.has(id)));
     if (!known.includes(true)) return this.#openAll(envelopes);
     const opened = await this.#openAll(envelopes.filter((_, i) => !known[i]));
     let next = 0;
