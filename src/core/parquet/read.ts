@@ -385,6 +385,8 @@ export class ParquetFile {
     const meta = await this.#chunkMeta(rowGroup, leaf, cipher.value);
     if (!meta.ok) return meta;
     const { data_page_offset, dictionary_page_offset, total_compressed_size, num_values } = meta.value;
+    // A chunk of no values (a file of no rows) has no pages to read, wherever its offsets point.
+    if (num_values === 0n) return ok([]);
     const start = Number(
       dictionary_page_offset !== undefined && dictionary_page_offset > 0n && dictionary_page_offset < data_page_offset
         ? dictionary_page_offset
@@ -394,14 +396,18 @@ export class ParquetFile {
     if (start < 4 || end > this.#bytes.length || end < start)
       return err({ type: 'Truncated', detail: `${leaf.path}: column chunk outside the file` });
     const bytes = this.#bytes.subarray(0, end);
+    const element = leaf.schemaPath[leaf.schemaPath.length - 1]!.element;
     const decoder: ColumnDecoder = {
       pathInSchema: leaf.path.split('.'),
       type: meta.value.type,
-      element: leaf.schemaPath[leaf.schemaPath.length - 1]!.element,
+      element,
       schemaPath: leaf.schemaPath,
       codec: meta.value.codec,
       parsers: PARSERS,
-      utf8: true,
+      // Text only where the schema says so: an unannotated BYTE_ARRAY is binary and stays bytes
+      // (decoded as UTF-8, arbitrary bytes became replacement characters). UTF8/STRING and JSON
+      // are decoded by their annotation; ENUM is text too.
+      utf8: element.converted_type === 'ENUM' || element.logical_type?.type === 'ENUM',
     };
     const ordinals = { rowGroup: this.#rowGroupOrdinal(rowGroup), column: leaf.ordinal };
     const out: unknown[][] = [];
