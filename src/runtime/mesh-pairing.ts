@@ -120,7 +120,7 @@ export class MeshPairing {
       await w.meta.save({ status: 'member', relay, name, anchors: [self], anchorPeers: [] });
       await w.roster.syncKeyring();
     });
-    const founded = await during('found the domains', () => w.domains.found());
+    const founded = await during('found the domains', () => retryingEngineFailures(() => w.domains.found()));
     if (!founded.ok) throw new Error(`mesh: could not found the domains (${founded.error.type})`);
     const kp = await during('make a standing key package', () => w.domains.standingKeyPackage());
     for (const [table, row, cols] of [
@@ -294,6 +294,27 @@ export class MeshPairing {
 
 export function domainErrorText(e: DomainsError): string {
   return 'reason' in e ? e.reason : e.type;
+}
+
+/** Times a step that failed with the engine's `OperationError` is tried in all. */
+const ENGINE_ATTEMPTS = 3;
+
+/**
+ * Runs an idempotent step again when the engine's WebCrypto failed it with `OperationError`:
+ * WebKitGTK fails about one key operation in 128–256 for no reason of ours (CI saw it while
+ * founding the domains; storage/key-wrap.ts `retryingKeyGeneration` retries the draws it knows of).
+ * Founding a domain already founded is a no-op
+ * (mls-service.ts `found`), so trying again finishes what the failed attempt began. Any
+ * other error, or the same one every time, is thrown as it is.
+ */
+async function retryingEngineFailures<T>(step: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await step();
+    } catch (e) {
+      if (attempt >= ENGINE_ATTEMPTS || errorName(e) !== 'OperationError') throw e;
+    }
+  }
 }
 
 /**

@@ -24,7 +24,11 @@ const SELF: IdentityView = {
 const INVITER = { endpoint: 'eb'.repeat(32), frame: 'fb'.repeat(32) };
 const bytes = (hex: string) => Uint8Array.from(hex.match(/../g)!.map((h) => parseInt(h, 16)));
 
-function fixture(initial?: MeshMeta, options: { joinFails?: boolean; failWrite?: string } = {}) {
+function fixture(
+  initial?: MeshMeta,
+  options: { joinFails?: boolean; failWrite?: string; foundFailures?: number; foundError?: string } = {},
+) {
+  let foundFailures = options.foundFailures ?? 0;
   const log: string[] = [];
   const notices: string[] = [];
   const metaStore = new Map<string, unknown>(initial ? [['mesh', initial]] : []);
@@ -59,7 +63,15 @@ function fixture(initial?: MeshMeta, options: { joinFails?: boolean; failWrite?:
         log.push(`joinFrom ${welcomes.length}`);
         return options.joinFails ? (err({ type: 'MissingDomain', reason: 'no CONTROL' }) as never) : ok(undefined);
       },
-      found: async () => ok(undefined),
+      found: async () => {
+        log.push('found');
+        if (foundFailures-- > 0) {
+          const failure = new Error('The operation failed for an operation-specific reason');
+          failure.name = options.foundError ?? 'OperationError';
+          throw failure;
+        }
+        return ok(undefined);
+      },
       standingKeyPackage: async () => 'kp',
     },
     feed: { notice: (_k, text) => void notices.push(text), count: () => undefined, publish: async () => undefined },
@@ -111,6 +123,23 @@ describe('mesh pairing', () => {
       'key_packages',
     ]);
     expect(f.log.at(-1)).toBe('startRelay');
+  });
+
+  it('founds the domains again when the engine fails a key operation once (WebKitGTK), and gives up on a third', async () => {
+    const once = fixture(undefined, { foundFailures: 1 });
+    await once.pairing.found('home', 'ws://relay');
+    expect(once.log.filter((l) => l === 'found')).toHaveLength(2);
+    expect(once.log.at(-1)).toBe('startRelay');
+
+    const always = fixture(undefined, { foundFailures: 5 });
+    await expect(always.pairing.found('home', 'ws://relay')).rejects.toThrow(
+      /could not found the domains: OperationError/,
+    );
+    expect(always.log.filter((l) => l === 'found')).toHaveLength(3);
+
+    const other = fixture(undefined, { foundFailures: 1, foundError: 'DataError' });
+    await expect(other.pairing.found('home', 'ws://relay')).rejects.toThrow(/could not found the domains: DataError/);
+    expect(other.log.filter((l) => l === 'found')).toHaveLength(1);
   });
 
   it('says which founding step failed', async () => {
