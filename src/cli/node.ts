@@ -4,7 +4,7 @@
  * every object of the mesh. It is the browser machine's code — MeshNode, the crypto,
  * MLS and object services — in one Node process, on SQLite: `<data>/replica.sqlite`,
  * `<data>/keys.sqlite` under the machine key file `<data>/machine.key` (0600), and
- * `<data>/objects.sqlite`.
+ * `<data>/objects.sqlite` (headless.ts wires them).
  *
  *   sov node --role server|archive --data DIR [--name NAME] [--join]
  *
@@ -19,20 +19,9 @@
  * membership), not the role's.
  */
 import { createInterface } from 'node:readline';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { WebSocket as NodeWebSocket } from 'ws';
-import { systemClock } from '../runtime/clock.js';
-import { CryptoService } from '../runtime/crypto-service.js';
-import { soloEnv } from '../runtime/machine-env.js';
-import { MeshNode, type NodeSnapshot } from '../runtime/mesh-node.js';
-import { MlsService } from '../runtime/mls-service.js';
-import { ObjectService } from '../runtime/object-service.js';
-import { inProcess } from '../runtime/ports.js';
-import { StateService, stateCryptoOf } from '../runtime/state-service.js';
-import { SqliteKeyStore } from '../storage/sqlite-key-store.js';
-import { SqliteObjectStore } from '../storage/sqlite-object-store.js';
-import { SqliteReplicaStore } from '../storage/sqlite-replica-store.js';
+import type { NodeSnapshot } from '../runtime/mesh-node.js';
+import { openHeadless } from './headless.js';
 
 export const NODE_USAGE = 'node --role server|archive --data DIR [--name NAME] [--join]   (ticket on stdin)';
 
@@ -103,12 +92,6 @@ export async function nodeMain(argv: readonly string[]): Promise<number> {
     }
     throw e;
   }
-  // The relay connection is the browser's code: give it a WebSocket.
-  (globalThis as { WebSocket?: unknown }).WebSocket ??= NodeWebSocket;
-
-  const keys = await SqliteKeyStore.open(args.data);
-  const replica = new SqliteReplicaStore(join(args.data, 'replica.sqlite'));
-  const objects = new SqliteObjectStore(join(args.data, 'objects.sqlite'));
   let exitCode: number | undefined;
   let wake: () => void = () => undefined;
   const stopped = new Promise<void>((resolve) => (wake = resolve));
@@ -121,31 +104,12 @@ export async function nodeMain(argv: readonly string[]): Promise<number> {
   process.once('SIGINT', () => stop(0, 'SIGINT, closing'));
   process.once('SIGTERM', () => stop(0, 'SIGTERM, closing'));
 
-  // The services run in this process, called directly where a browser calls its workers.
-  const crypto = new CryptoService(keys, systemClock);
-  const mls = new MlsService(keys);
-  const env = soloEnv(() => stop(1, 'the join was abandoned; start again with --join and a new ticket'));
-  const state = new StateService({
-    store: replica,
-    crypto: async () => stateCryptoOf(crypto),
-    self: async () => crypto.view().signer,
-    clock: systemClock,
-    withLock: env.withLock,
+  const machine = await openHeadless(args.data, {
+    role: args.role,
+    restart: () => stop(1, 'the join was abandoned; start again with --join and a new ticket'),
   });
-  const services = {
-    crypto: inProcess(crypto),
-    state: inProcess(state),
-    mls: inProcess(mls),
-    // The crypto service holds the domain keys; the object service asks it, as the Parquet worker does.
-    objects: new ObjectService(crypto.accessKeys, keys, objects, systemClock),
-  };
-  const node = await MeshNode.open(services, {
-    store: replica,
-    env,
-    ...(args.role === 'archive' ? { defaultPlacement: '*' as const } : {}),
-  });
-  const identity = crypto.view();
-  say(`role ${args.role}, machine ${identity.fingerprint}, data ${args.data}`);
+  const { node } = machine;
+  say(`role ${args.role}, machine ${machine.fingerprint}, data ${args.data}`);
 
   const input = stdinLines();
   const readLine = input.next;
@@ -185,12 +149,7 @@ export async function nodeMain(argv: readonly string[]): Promise<number> {
   input.close();
   process.stdin.destroy();
   unsubscribe();
-  node.close();
-  // Let work already under way (a snapshot, an apply) finish before the stores close.
-  await new Promise((resolve) => setTimeout(resolve, 500));
-  replica.close();
-  objects.close();
-  keys.close();
+  await machine.close();
   // Nothing of the session may keep the process alive (reconnect timers, sockets closing).
   setTimeout(() => process.exit(exitCode ?? 0), 1000).unref();
   return exitCode ?? 0;

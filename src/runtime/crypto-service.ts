@@ -27,7 +27,8 @@ import {
   type PeerMessage,
   type PeerWireError,
 } from '../core/peer-wire.js';
-import type { Clock } from '../core/ports.js';
+import type { Clock, Random } from '../core/ports.js';
+import type { EnvelopeCrypto } from '../core/replica.js';
 import { relayAuthPayload } from '../core/relay-wire.js';
 import { err, ok, type Result } from '../core/result.js';
 import type { DomainName } from '../core/schema.js';
@@ -121,8 +122,12 @@ export class CryptoService {
   readonly #clock: Clock;
   readonly #verifier = webVerifier();
   readonly #domains = new DomainKeyring();
-  /** Envelopes sealed and opened with WebCrypto (native; the same bytes as the core's noble AES-GCM). */
-  readonly #envelopes = webEnvelopes(this.#domains, webRandom);
+  /**
+   * Envelopes sealed and opened with WebCrypto (native; the same bytes as the core's noble
+   * AES-GCM), or with what the host gives (`sov node`: node:crypto, synchronous, a fifth of
+   * WebCrypto's cost per envelope in Node).
+   */
+  readonly #envelopes: EnvelopeCrypto;
   /**
    * What the Parquet worker may ask of the domain keys (runtime/access-keys.ts): this worker is
    * their one holder; the answers are access records and object secrets, never a key.
@@ -149,9 +154,14 @@ export class CryptoService {
     seal: (endpoint, kid, message) => this.#seal(endpoint, kid, message),
   });
 
-  constructor(db: KeyDatabase | KeyStore, clock: Clock) {
+  constructor(
+    db: KeyDatabase | KeyStore,
+    clock: Clock,
+    envelopes: (keyring: DomainKeyring, random: Random) => EnvelopeCrypto = webEnvelopes,
+  ) {
     this.#db = keyStoreOf(db);
     this.#clock = clock;
+    this.#envelopes = envelopes(this.#domains, webRandom);
   }
 
   /** Loads this machine's identity, creating it on first launch, and unwraps held secrets. */
