@@ -45,6 +45,28 @@ export function decodeCbor(bytes: Uint8Array, maxBytes: number, options?: Decode
   }
 }
 
+/**
+ * The fields `keys` of one encoded map with text keys, each decoded as `decodeCbor` would;
+ * every other value is stepped over by its heads, neither built nor checked beyond them.
+ * For a store reading a few small fields of large records it wrote itself (the sealed
+ * bytes of a log entry, not its body).
+ */
+export function decodeMapFields(
+  bytes: Uint8Array,
+  keys: ReadonlySet<string>,
+  options?: DecodeOptions,
+): Result<Record<string, unknown>, CborError> {
+  try {
+    const reader = new CanonicalReader(bytes, options?.views === true);
+    const fields = reader.fields(keys);
+    reader.end();
+    return ok(fields);
+  } catch (e) {
+    if (e instanceof NotCanonical) return err({ type: 'MalformedCbor', reason: `cbor: ${e.message}` });
+    throw e;
+  }
+}
+
 /** Narrowing helper for decoded maps: a plain object, not an array or bytes. */
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Uint8Array);
@@ -152,6 +174,39 @@ class CanonicalReader {
       default:
         return this.#fail('tags are not accepted');
     }
+  }
+
+  /** A map's values under `keys` (see decodeMapFields); the others skipped. */
+  fields(keys: ReadonlySet<string>): Record<string, unknown> {
+    const initial = this.bytes[this.#take(1)]!;
+    if (initial >> 5 !== 5) this.#fail('not a map');
+    const pairs = this.#argument(initial & 31);
+    const out: Record<string, unknown> = {};
+    for (let i = 0; i < pairs; i++) {
+      if (this.#pos < this.bytes.length && this.bytes[this.#pos]! >> 5 !== 3) this.#fail('map key is not text');
+      const key = this.item(1) as string;
+      if (keys.has(key) && key !== '__proto__') out[key] = this.item(1);
+      else this.#skip(1);
+    }
+    return out;
+  }
+
+  /** Steps over one item: its heads are read (and bounded), nothing is built. */
+  #skip(depth: number): void {
+    if (depth > MAX_DEPTH) this.#fail('nesting too deep');
+    const initial = this.bytes[this.#take(1)]!;
+    const major = initial >> 5;
+    const minor = initial & 31;
+    if (major === 7) {
+      if (minor > 27) this.#fail(`reserved additional info ${minor}`);
+      if (minor >= 24) this.#take(minor === 24 ? 1 : 1 << (minor - 24));
+      return;
+    }
+    const arg = this.#argument(minor);
+    if (major === 2 || major === 3) this.#take(arg);
+    else if (major === 4) for (let i = 0; i < arg; i++) this.#skip(depth + 1);
+    else if (major === 5) for (let i = 0; i < 2 * arg; i++) this.#skip(depth + 1);
+    else if (major === 6) this.#fail('tags are not accepted');
   }
 
   #simple(minor: number): unknown {

@@ -118,7 +118,7 @@ function chainVerdict(
 
 /** An event at or below its chain's head: a duplicate when its id is logged, else a fork. */
 function* atOrBelowHead(tx: ReplicaTx, signer: string, seq: number, eventId: string): Steps<Admission> {
-  const logged = (yield tx.hasEventId(eventId)) as boolean;
+  const logged = (yield tx.hasEvent(signer, seq, eventId)) as boolean;
   if (logged) return { type: 'Duplicate' };
   return { type: 'Rejected', error: { type: 'ChainFork', signer, seq } };
 }
@@ -152,13 +152,13 @@ export function* admission(
   const { outerId, eventId } = namesOf(opened);
   const known = (yield tx.envelopeState(outerId)) as EnvelopeState;
   if ((fill === undefined && known.logged) || known.rejected) return { type: 'Duplicate' };
+  const body = event.body;
+  const signer = internedHex(body.signer);
   if (fill !== undefined) {
-    const filled = (yield tx.hasEventId(eventId)) as boolean;
+    const filled = (yield tx.hasEvent(signer, body.seq, eventId)) as boolean;
     if (filled) return { type: 'Duplicate' };
   }
   const slot = known.withheld;
-  const body = event.body;
-  const signer = internedHex(body.signer);
   // The public lane (no `lane`) is held everywhere: nothing to ask the store.
   const lane =
     body.lane === undefined
@@ -168,7 +168,7 @@ export function* admission(
     return slot ? { type: 'Duplicate' } : { type: 'Withheld', record: withheldRecord(outerId, lane, now), error: lane };
   const verdict = yield* authorization(tx, body, trust);
   if (verdict.type === 'UnknownSigner') {
-    const logged = (yield tx.hasEventId(eventId)) as boolean;
+    const logged = (yield tx.hasEvent(signer, body.seq, eventId)) as boolean;
     if (logged) return { type: 'Duplicate' };
     return { type: 'Parked', reason: 'UnknownSigner', detail: `signer ${signer.slice(0, 8)} not in the keyring` };
   }

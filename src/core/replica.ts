@@ -474,18 +474,15 @@ export class Replica {
 /** The envelopes, events and rows of a batch, for one bulk lookup before its admission. */
 function lookupOf(opened: readonly Opened[]): Lookup {
   const outerIds: string[] = [];
-  const eventIds: string[] = [];
   const rows: [string, string][] = [];
   for (const item of opened) {
     if (item.kind === 'event' || item.kind === 'skewed') {
       const event = item.kind === 'event' ? item : item.opened;
-      const names = namesOf(event);
-      outerIds.push(names.outerId);
-      eventIds.push(names.eventId);
+      outerIds.push(namesOf(event).outerId);
       rows.push([event.event.body.table, event.event.body.row]);
     } else outerIds.push(item.kind === 'opaque' ? envelopeId(item.sealed) : item.outerId);
   }
-  return { outerIds, eventIds, rows };
+  return { outerIds, rows };
 }
 
 function bySignerAndSeq(parked: ParkedEnvelope[]): ParkedEnvelope[] {

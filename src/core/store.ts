@@ -131,7 +131,6 @@ export type StampedEntry = { readonly eventId: string; readonly stamp: Stamp };
 /** What a batch will ask of the store (`ReplicaTx.prefetch`). */
 export type Lookup = {
   readonly outerIds: readonly string[];
-  readonly eventIds: readonly string[];
   /** Rows as (table, row). */
   readonly rows?: readonly (readonly [string, string])[];
 };
@@ -167,7 +166,12 @@ export interface ReplicaTx {
    * is cheap leaves it out.
    */
   prefetch?(batch: Lookup): Awaitable<void>;
-  hasEventId(eventId: string): Awaitable<boolean>;
+  /**
+   * Whether this event is logged: found by its signer and sequence number (the index a
+   * store keeps for revocation), its id compared. Only duplicates and forks ask it, so a
+   * store keeps no index of event ids (one more random B-tree entry per event).
+   */
+  hasEvent(signer: string, seq: number, eventId: string): Awaitable<boolean>;
   /**
    * Appends an entry; `bodyBytes`, when given, are the signed encoding of its
    * body (which decodes to exactly `entry.body`), for a store that keeps bodies
@@ -254,16 +258,26 @@ export type RowWindow = {
   readonly deleted: number;
 };
 
+/** A log entry as it is sent to a peer: its place, its sealed bytes, and who may hold it (signer, lane). */
+export type SealedEntry = Pick<LogEntry, 'pos' | 'sealed' | 'signer' | 'lane'>;
+
 export interface ReplicaStore {
   transact<T>(fn: (tx: ReplicaTx) => Awaitable<T>): Promise<T>;
   /** Log entries with pos > `after`, in order, at most `limit`. */
   entriesAfter(after: number, limit: number): Promise<LogEntry[]>;
   /**
+   * Entries with `after` < pos ≤ `through` not signed by `except`, in order, at most
+   * `limit`: what an offer to a peer reads (never the peer's own entries back). A store
+   * that would decode each entry's body for `entriesAfter` leaves it undecoded here, and
+   * one that can leaves `except`'s entries unread: a catch-up passes over every entry.
+   */
+  sealedAfter(after: number, through: number, limit: number, except?: string): Promise<SealedEntry[]>;
+  /**
    * Entries of one lane (`trusted`, `local`) with `after` < pos ≤ `through`, in order, at
    * most `limit`: what a sweep sends. A store that indexes lanes reads only those entries
    * (a 100,000-entry log with none in the lane is one empty read, not 100,000 records).
    */
-  laneAfter(lane: 'trusted' | 'local', after: number, through: number, limit: number): Promise<LogEntry[]>;
+  laneAfter(lane: 'trusted' | 'local', after: number, through: number, limit: number): Promise<SealedEntry[]>;
   lastPos(): Promise<number>;
   /** Highest log position the peer has acknowledged (0 if none). */
   cursor(peer: string): Promise<number>;

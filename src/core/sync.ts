@@ -25,7 +25,7 @@
 import type { IngestOutcome, Replica, Rejection } from './replica.js';
 import type { PeerMessage } from './peer-wire.js';
 import { MAX_EVENTS_PER_FRAME, MAX_WANT_IDS } from './peer-wire.js';
-import type { LogEntry, ReplicaStore } from './store.js';
+import type { ReplicaStore, SealedEntry } from './store.js';
 
 /** The two messages delivery speaks; pairing messages travel beside it. */
 export type DeliveryMessage = Extract<PeerMessage, { t: 'events' | 'ack' | 'want' | 'sweep' | 'resent' }>;
@@ -193,24 +193,32 @@ export class SyncEngine {
     const events: Uint8Array[] = [];
     let bytes = 0;
     let upto = after;
-    for (let scanned = true; scanned && events.length < 1 && upto - after < SKIP_SCAN;) {
-      const entries = await this.#store.entriesAfter(upto, MAX_EVENTS_PER_FRAME);
-      scanned = entries.length > 0;
+    const through = Math.min(await this.#store.lastPos(), after + SKIP_SCAN);
+    const own = this.#listener.signerOf?.(peer);
+    // Every sealed envelope has bytes: `bytes` is 0 until the first event is taken.
+    while (bytes === 0 && upto < through) {
+      const entries = await this.#store.sealedAfter(upto, through, MAX_EVENTS_PER_FRAME, own);
+      let full = entries.length === MAX_EVENTS_PER_FRAME;
       for (const entry of entries) {
         if (!this.#mayHold(peer, entry)) {
           upto = entry.pos;
           continue;
         }
-        if (events.length > 0 && bytes + entry.sealed.length > MAX_BATCH_BYTES) break;
+        if (bytes > 0 && bytes + entry.sealed.length > MAX_BATCH_BYTES) {
+          full = true;
+          break;
+        }
         events.push(entry.sealed);
         bytes += entry.sealed.length;
         upto = entry.pos;
       }
+      // A page that ended short covered its whole range: what it left out was the peer's own.
+      if (!full) upto = through;
     }
     return upto > after ? { events, upto } : undefined;
   }
 
-  #mayHold(peer: string, entry: LogEntry): boolean {
+  #mayHold(peer: string, entry: SealedEntry): boolean {
     if (entry.lane === 'local') return false;
     if (entry.signer !== undefined && entry.signer === this.#listener.signerOf?.(peer)) return false;
     return entry.lane !== 'trusted' || this.#listener.trusted?.(peer) === true;

@@ -15,6 +15,7 @@ import type { Awaitable } from '../core/steps.js';
 import { PARK_REASONS, refusalOf, rowSortKey, WITHHELD_REASONS } from '../core/store.js';
 import type {
   LogEntry,
+  SealedEntry,
   ParkedEnvelope,
   RejectionRecord,
   ReplicaStore,
@@ -103,6 +104,9 @@ export class NodeDatabase extends Dexie {
     });
     // v9: entries by lane, for sweeps. Public entries have no lane and are not in the index at all.
     this.version(9).stores({ log: '++pos, &outerId, eventId, [signer+seq], [rowKey+op], [lane+pos]' });
+    // v10: no index of event ids: only a duplicate or a fork asks for one (ReplicaTx.hasEvent),
+    // found through [signer+seq]; every event wrote one more index entry for it.
+    this.version(10).stores({ log: '++pos, &outerId, [signer+seq], [rowKey+op], [lane+pos]' });
   }
 }
 
@@ -147,7 +151,22 @@ export class DexieReplicaStore implements ReplicaStore {
     return this.db.log.where('pos').above(after).limit(limit).toArray();
   }
 
-  laneAfter(lane: 'trusted' | 'local', after: number, through: number, limit: number): Promise<LogEntry[]> {
+  /** IndexedDB hands back whole records: pages of the range, `except`'s entries dropped here. */
+  async sealedAfter(after: number, through: number, limit: number, except?: string): Promise<SealedEntry[]> {
+    const found: SealedEntry[] = [];
+    for (let next = after; next < through && found.length < limit;) {
+      const page = await this.db.log.where('pos').between(next, through, false, true).limit(limit).toArray();
+      if (page.length === 0) break;
+      for (const entry of page) {
+        if (found.length === limit) break;
+        if (except === undefined || entry.signer !== except) found.push(entry);
+      }
+      next = page.at(-1)!.pos;
+    }
+    return found;
+  }
+
+  laneAfter(lane: 'trusted' | 'local', after: number, through: number, limit: number): Promise<SealedEntry[]> {
     if (through <= after) return Promise.resolve([]);
     return this.db.log.where('[lane+pos]').between([lane, after], [lane, through], false, true).limit(limit).toArray();
   }

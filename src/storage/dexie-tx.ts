@@ -144,7 +144,8 @@ export function replicaTx(idb: IDBTransaction): NativeTx {
   const headsDirty = new Set<string>();
   const rowsSeen = new Map<string, RowState | undefined>();
   const known = new Map<string, Known>();
-  const eventsKnown = new Map<string, boolean>();
+  /** Event ids this transaction logged. */
+  const eventsLogged = new Set<string>();
   /** Surviving deletes of a row, by row key, for the rows a batch looked up. */
   const deletesSeen = new Map<string, StampedEntry[]>();
   /** Rows this transaction made alive or not alive, by table: added to the table's `RowCounts` at `flush`. */
@@ -207,7 +208,7 @@ export function replicaTx(idb: IDBTransaction): NativeTx {
   const putLogged = (entry: LogEntry, method: 'add' | 'put') => {
     issue(method === 'add' ? store('log').add(entry) : store('log').put(entry));
     update(entry.outerId, { logged: true });
-    if (entry.eventId !== undefined) eventsKnown.set(entry.eventId, true);
+    if (entry.eventId !== undefined) eventsLogged.add(entry.eventId);
     if (entry.op === 'del' && entry.rowKey !== undefined && entry.body && !entry.revoked) {
       deletesSeen.get(entry.rowKey)?.push(...stampedOf([entry]));
     }
@@ -233,9 +234,8 @@ export function replicaTx(idb: IDBTransaction): NativeTx {
       if (failed !== undefined) throw failed;
     },
 
-    prefetch: async ({ outerIds, eventIds, rows = [] }) => {
+    prefetch: async ({ outerIds, rows = [] }) => {
       const ids = [...new Set(outerIds)].filter((id) => !known.has(id));
-      const events = [...new Set(eventIds)].filter((id) => !eventsKnown.has(id));
       const rowSlots = new Map<string, readonly [string, string]>();
       for (const [table, row] of rows) {
         const key = rowKeyOf(table, row);
@@ -244,9 +244,8 @@ export function replicaTx(idb: IDBTransaction): NativeTx {
       const refused = ids.length > 0 ? await (refusals ??= readRefusals()) : {};
       const [log, rejected, withheld, parked] = [store('log'), store('rejected'), store('withheld'), store('parked')];
       const byOuterId = log.index('outerId');
-      const byEventId = log.index('eventId');
       const rowStore = store('rows');
-      const [envelopes, eventsFound, rowsFound, next] = await Promise.all([
+      const [envelopes, rowsFound, next] = await Promise.all([
         Promise.all(
           ids.map((id) =>
             Promise.all([
@@ -259,7 +258,6 @@ export function replicaTx(idb: IDBTransaction): NativeTx {
             ]),
           ),
         ),
-        Promise.all(events.map((id) => ask(byEventId.count(id)))),
         Promise.all([...rowSlots.values()].map((slot) => ask(rowStore.get([...slot]) as IDBRequest<StoredRow>))),
         nextPos === undefined ? firstPos() : nextPos,
       ]);
@@ -267,7 +265,6 @@ export function replicaTx(idb: IDBTransaction): NativeTx {
         const [logged, wasRejected, held, isParked] = envelopes[i]!;
         known.set(id, { logged: logged > 0, rejected: wasRejected > 0, withheld: held, parked: isParked > 0 });
       }
-      for (const [i, id] of events.entries()) eventsKnown.set(id, eventsFound[i]! > 0);
       // A row with no `deleted` stamp has no surviving deletes (merge.ts); only the others are read.
       const deleted: string[] = [];
       for (const [i, key] of [...rowSlots.keys()].entries()) {
@@ -316,7 +313,11 @@ export function replicaTx(idb: IDBTransaction): NativeTx {
         ask(store('withheld').get(outerId) as IDBRequest<WithheldRecord | undefined>),
       ]).then(([logged, rejected, withheld]) => ({ logged: logged > 0, rejected: rejected > 0, withheld }));
     },
-    hasEventId: (id) => eventsKnown.get(id) ?? count('log', 'eventId', id).then((n) => n > 0),
+    hasEvent: async (signer, seq, id) => {
+      if (eventsLogged.has(id)) return true;
+      const entries = (await ask(store('log').index('[signer+seq]').getAll([signer, seq]))) as LogEntry[];
+      return entries.some((e) => e.eventId === id);
+    },
 
     append: (entry: NewLogEntry) => {
       const assign = (pos: number) => {

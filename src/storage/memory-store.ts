@@ -20,6 +20,7 @@ import {
   type RefusalKind,
   type ChainHead,
   type LogEntry,
+  type SealedEntry,
   type NewLogEntry,
   type ParkedEnvelope,
   type RejectionRecord,
@@ -289,7 +290,8 @@ function txOver(s: State, undo: Undoable): ReplicaTx {
       rejected: s.rejected.has(outerId),
       withheld: s.withheld.get(outerId),
     }),
-    hasEventId: (id) => s.log.hasEventId(id),
+    // An event id is the hash of a body that names its signer and seq: the id alone decides.
+    hasEvent: (_signer, _seq, id) => s.log.hasEventId(id),
     append: (entry, bodyBytes) => {
       const slot = slotOfEntry(s, entry);
       const pos = s.log.append(entry, slot?.index ?? -1, bodyBytes);
@@ -412,6 +414,17 @@ export class MemoryReplicaStore implements ReplicaStore {
   }
 
   readonly #rowKey = (slot: number): string => this.#state.slotList[slot]!.key;
+
+  /** An entry here decodes its body only when asked. */
+  async sealedAfter(after: number, through: number, limit: number, except?: string): Promise<SealedEntry[]> {
+    const log = this.#state.log;
+    const found: SealedEntry[] = [];
+    for (let pos = Math.max(after, 0) + 1; pos <= Math.min(log.length, through) && found.length < limit; pos++) {
+      const entry = log.entryAt(pos, this.#rowKey);
+      if (except === undefined || entry.signer !== except) found.push(entry);
+    }
+    return found;
+  }
 
   async laneAfter(lane: 'trusted' | 'local', after: number, through: number, limit: number): Promise<LogEntry[]> {
     const log = this.#state.log;

@@ -19,7 +19,7 @@
  * body is written from the event's signed bytes instead of being encoded again.
  */
 import Database from 'better-sqlite3';
-import { decodeCbor } from '../core/cbor.js';
+import { decodeCbor, decodeMapFields } from '../core/cbor.js';
 import type { EventOp } from '../core/event.js';
 import type { Hlc } from '../core/hlc.js';
 import type { RowState } from '../core/merge.js';
@@ -39,6 +39,7 @@ import {
   type ReasonCounts,
   type ReplicaStore,
   type ReplicaTx,
+  type SealedEntry,
   type Resurrection,
   type WithheldRecord,
 } from '../core/store.js';
@@ -56,7 +57,7 @@ const SCHEMA = `
     seq INTEGER,
     record BLOB NOT NULL
   );
-  CREATE INDEX IF NOT EXISTS log_event ON log (event_id);
+  DROP INDEX IF EXISTS log_event;
   CREATE INDEX IF NOT EXISTS log_row ON log (row_key, op);
   CREATE INDEX IF NOT EXISTS log_signer ON log (signer, seq);
   CREATE INDEX IF NOT EXISTS log_opaque ON log (pos) WHERE event_id IS NULL;
@@ -92,6 +93,18 @@ type LogRow = { pos: number; record: Uint8Array };
 
 function logEntry(row: LogRow): LogEntry {
   return { ...(unpack(row.record) as NewLogEntry), pos: row.pos };
+}
+
+const SEALED_FIELDS: ReadonlySet<string> = new Set(['sealed', 'signer', 'lane']);
+
+/** A record's sealed bytes, signer and lane, its body stepped over (a view: each row's record is its own buffer). */
+function sealedEntry(row: LogRow): SealedEntry {
+  const bytes = row.record;
+  const fields = decodeMapFields(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), SEALED_FIELDS, {
+    views: true,
+  });
+  if (!fields.ok) throw new Error(`sqlite-store: a stored record does not decode (${fields.error.reason})`);
+  return { ...(fields.value as Omit<SealedEntry, 'pos'>), pos: row.pos };
 }
 
 /**
@@ -270,7 +283,8 @@ export class SqliteReplicaStore implements ReplicaStore {
           withheld: found.withheld === null ? undefined : (unpack(found.withheld) as WithheldRecord),
         };
       },
-      hasEventId: (id) => one('SELECT 1 AS x FROM log WHERE event_id = ?', id) !== undefined,
+      hasEvent: (signer, seq, id) =>
+        one('SELECT 1 AS x FROM log WHERE signer = ? AND seq = ? AND event_id = ?', signer, seq, id) !== undefined,
       append: (entry, bodyBytes) =>
         Number(
           run(
@@ -412,9 +426,21 @@ export class SqliteReplicaStore implements ReplicaStore {
     ).map(logEntry);
   }
 
+  async sealedAfter(after: number, through: number, limit: number, except?: string): Promise<SealedEntry[]> {
+    // A signer is never '': without `except`, nothing is left out.
+    const rows = await this.#all<LogRow>(
+      'SELECT pos, record FROM log WHERE pos > ? AND pos <= ? AND (signer IS NULL OR signer <> ?) ORDER BY pos LIMIT ?',
+      after,
+      through,
+      except ?? '',
+      limit,
+    );
+    return rows.map(sealedEntry);
+  }
+
   /** The lane is inside each record here: the entries are read in pages and picked (SQLite reads them fast). */
-  async laneAfter(lane: 'trusted' | 'local', after: number, through: number, limit: number): Promise<LogEntry[]> {
-    const found: LogEntry[] = [];
+  async laneAfter(lane: 'trusted' | 'local', after: number, through: number, limit: number): Promise<SealedEntry[]> {
+    const found: SealedEntry[] = [];
     for (let next = after; next < through && found.length < limit;) {
       const page = (
         await this.#all<LogRow>(
@@ -423,7 +449,7 @@ export class SqliteReplicaStore implements ReplicaStore {
           through,
           1024,
         )
-      ).map(logEntry);
+      ).map(sealedEntry);
       if (page.length === 0) break;
       for (const entry of page) if (entry.lane === lane && found.length < limit) found.push(entry);
       next = page.at(-1)!.pos;

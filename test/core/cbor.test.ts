@@ -8,7 +8,7 @@ import { decode, encode, rfc8949EncodeOptions } from 'cborg';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { bytesEqual, fromHex } from '../../src/core/bytes.js';
-import { decodeCbor, encodeCbor } from '../../src/core/cbor.js';
+import { decodeCbor, decodeMapFields, encodeCbor } from '../../src/core/cbor.js';
 import { runs } from '../helpers/runs.js';
 
 const LIMIT = 1 << 20;
@@ -183,5 +183,49 @@ describe('canonical CBOR decoding', () => {
     const result = decodeCbor(Uint8Array.from([...deep, 0x01]), LIMIT);
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.error.reason).toMatch(/too deep/);
+  });
+
+  describe('decodeMapFields', () => {
+    const record = fc.dictionary(fc.string({ maxLength: 6 }), value, { maxKeys: 6 });
+
+    it('gives the fields asked for exactly as decoding the whole map does, and steps over the rest', () => {
+      fc.assert(
+        fc.property(record, fc.array(fc.string({ maxLength: 6 }), { maxLength: 4 }), (map, extra) => {
+          const bytes = encodeCbor(map);
+          const whole = decodeCbor(bytes, LIMIT);
+          expect(whole.ok).toBe(true);
+          if (!whole.ok) return;
+          const keys = new Set([...Object.keys(map).filter((_, i) => i % 2 === 0), ...extra]);
+          const picked = decodeMapFields(bytes, keys);
+          expect(picked.ok).toBe(true);
+          if (!picked.ok) return;
+          const expected = Object.fromEntries(
+            Object.entries(whole.value as Record<string, unknown>).filter(([k]) => keys.has(k) && k !== '__proto__'),
+          );
+          expect(picked.value).toStrictEqual(expected);
+        }),
+        { numRuns: runs(500) },
+      );
+    });
+
+    it('refuses what is not one whole map, typed: another item, a truncated value, trailing bytes', () => {
+      const keys = new Set(['a']);
+      for (const hex of ['01', 'a1616258', 'a161620101', 'a16162c101', 'a1616281', 'a16162fc']) {
+        const result = decodeMapFields(fromHex(hex)!, keys);
+        expect(result.ok, hex).toBe(false);
+        if (!result.ok) expect(result.error.type).toBe('MalformedCbor');
+      }
+    });
+
+    it('never throws on corrupted records', () => {
+      fc.assert(
+        fc.property(record, fc.array(corruption, { minLength: 1, maxLength: 3 }), (map, cs) => {
+          const bytes = cs.reduce(corrupt, encodeCbor(map));
+          const result = decodeMapFields(bytes, new Set(Object.keys(map)));
+          expect(typeof result.ok).toBe('boolean');
+        }),
+        { numRuns: runs(1000) },
+      );
+    });
   });
 });

@@ -496,6 +496,8 @@ export class CrashingStore implements ReplicaStore {
   }
 
   entriesAfter = (after: number, limit: number) => this.inner.entriesAfter(after, limit);
+  sealedAfter = (after: number, through: number, limit: number, except?: string) =>
+    this.inner.sealedAfter(after, through, limit, except);
   laneAfter = (lane: 'trusted' | 'local', after: number, through: number, limit: number) =>
     this.inner.laneAfter(lane, after, through, limit);
   lastPos = () => this.inner.lastPos();

@@ -18,6 +18,7 @@ import {
   type RejectionRecord,
   type ReplicaStore,
   type Resurrection,
+  type SealedEntry,
   type WithheldRecord,
 } from '../../src/core/store.js';
 import { Dexie } from 'dexie';
@@ -135,6 +136,31 @@ function replicaStoreSuite(name: string, create: () => ReplicaStore): void {
       expect((await store.laneAfter('trusted', 0, 7, 1))[0]!.lane).toBe('trusted');
     });
 
+    it('sealedAfter pages like entriesAfter, with the sealed bytes, signer and lane of each entry', async () => {
+      const store = create();
+      await store.transact(async (tx) => {
+        await tx.append(entry({ seq: 1 }));
+        await tx.append(opaque());
+        await tx.append(entry({ seq: 2, lane: 'trusted' }));
+      });
+      const whole = await store.entriesAfter(1, 10);
+      const sealed = await store.sealedAfter(1, 3, 10);
+      // A store may hand back more of each entry; these four are the contract.
+      const picked = (entries: readonly SealedEntry[]) =>
+        plain(entries.map((e) => ({ pos: e.pos, sealed: e.sealed, signer: e.signer, lane: e.lane })));
+      expect(picked(sealed)).toEqual(picked(whole));
+      expect(sealed.map((e) => e.pos)).toEqual([2, 3]);
+      expect(sealed[1]!.lane).toBe('trusted');
+      expect((await store.sealedAfter(0, 3, 1)).map((e) => e.pos)).toEqual([1]);
+      expect((await store.sealedAfter(0, 2, 10)).map((e) => e.pos)).toEqual([1, 2]);
+      expect(await store.sealedAfter(3, 10, 10)).toEqual([]);
+      // Leaving one signer's entries out: opaque entries (no signer) stay.
+      const other = whole[1]!.signer!;
+      expect((await store.sealedAfter(0, 3, 10, other)).map((e) => e.pos)).toEqual([1, 2]);
+      expect((await store.sealedAfter(0, 3, 1, other)).map((e) => e.pos)).toEqual([1]);
+      expect((await store.sealedAfter(0, 3, 10, hex(32))).map((e) => e.pos)).toEqual([1, 2, 3]);
+    });
+
     it('appends in order and pages with entriesAfter', async () => {
       const store = create();
       const entries = [entry({ seq: 1 }), opaque(), entry({ seq: 2 })];
@@ -171,7 +197,7 @@ function replicaStoreSuite(name: string, create: () => ReplicaStore): void {
       expect(plain(byRow!.body)).toEqual((before as { body: unknown }).body);
     });
 
-    it('answers outer id and event id lookups; an opaque entry has no event id', async () => {
+    it('answers outer id and event lookups; an opaque entry has no event id', async () => {
       const store = create();
       const known = entry();
       const hidden = opaque();
@@ -183,9 +209,10 @@ function replicaStoreSuite(name: string, create: () => ReplicaStore): void {
         expect(await tx.hasOuterId(known.outerId)).toBe(true);
         expect(await tx.hasOuterId(hidden.outerId)).toBe(true);
         expect(await tx.hasOuterId(hex(32))).toBe(false);
-        expect(await tx.hasEventId(known.eventId!)).toBe(true);
-        expect(await tx.hasEventId(known.outerId)).toBe(false);
-        expect(await tx.hasEventId(hex(32))).toBe(false);
+        expect(await tx.hasEvent(known.signer!, known.seq!, known.eventId!)).toBe(true);
+        expect(await tx.hasEvent(known.signer!, known.seq!, known.outerId)).toBe(false);
+        expect(await tx.hasEvent(known.signer!, known.seq!, hex(32))).toBe(false);
+        expect(await tx.hasEvent(hex(32), known.seq!, hex(32))).toBe(false);
       });
     });
 
@@ -240,7 +267,7 @@ function replicaStoreSuite(name: string, create: () => ReplicaStore): void {
       expect((await store.entriesAfter(1, 1))[0]!.eventId).toBeUndefined();
       await store.transact((tx) => tx.fill(2, same));
       await store.transact(async (tx) => {
-        expect(await tx.hasEventId(same.eventId!)).toBe(true);
+        expect(await tx.hasEvent(same.signer!, same.seq!, same.eventId!)).toBe(true);
         expect((await tx.rowEntries(same.rowKey!)).map((e) => e.pos)).toEqual([2, 3]);
         expect((await tx.signerEntriesAbove(later.signer!, 0)).map((e) => e.pos)).toEqual([2, 3]);
         expect((await tx.opaqueAfter(0, 10)).map((e) => e.pos)).toEqual([1]);
@@ -345,7 +372,7 @@ function replicaStoreSuite(name: string, create: () => ReplicaStore): void {
       expect(plain(await store.rows('device_profiles'))).toEqual(plain([row('device_profiles', 'keep', 'v1')]));
       await store.transact(async (tx) => {
         expect(await tx.hasOuterId(doomed.outerId)).toBe(false);
-        expect(await tx.hasEventId(doomed.eventId!)).toBe(false);
+        expect(await tx.hasEvent(doomed.signer!, doomed.seq!, doomed.eventId!)).toBe(false);
         expect(await tx.head(doomed.signer!)).toBeUndefined();
         expect(await tx.getHlc()).toEqual({ ms: 1, counter: 0 });
       });
