@@ -31,6 +31,7 @@ import type {
   SchemaTree,
 } from 'hyparquet/src/types.js';
 import { bytesEqual, fromUtf8 } from '../bytes.js';
+import { DECOMPRESSORS, isReadableCodec } from './codecs.js';
 import { err, ok, type Result } from '../result.js';
 import {
   isAesKeyLength,
@@ -65,12 +66,55 @@ export type FooterMode = 'encrypted' | 'signed' | 'plaintext';
 
 export type ColumnValues = DecodedArray | unknown[];
 
-/** Timestamps come back as milliseconds since the epoch (numbers), not Dates. */
+/** A valid value this reader cannot represent (a time outside what a JavaScript date holds). */
+class Unrepresentable extends Error {}
+
+/** ±100,000,000 days around 1970: the range of a JavaScript Date (ECMA-262 §21.4.1.1). */
+const MAX_DATE_MS = 8.64e15;
+const MAX_DATE_DAYS = 1e8;
+
+function inDateRange(ms: number, what: string): number {
+  if (!(Math.abs(ms) <= MAX_DATE_MS)) throw new Unrepresentable(`${what} ${ms} ms is outside the range of a date`);
+  return ms;
+}
+
+/**
+ * Timestamps come back as milliseconds since the epoch (numbers), not Dates; dates as
+ * Dates. A time outside what a date can hold is refused (`Unsupported`), never wrapped
+ * or turned into an invalid date; bigint arithmetic stays bigint until the last step.
+ */
+/**
+ * hyparquet joins an INT96's day and nanosecond fields with a bitwise or: a negative
+ * nanosecond field (Spark writes them for times it cannot otherwise place, as in the
+ * corpus's int96_from_spark.parquet) swallows the day, which reads as Julian day -1 plus
+ * the nanoseconds' 64 bits taken unsigned, at least 2^63 — a time between 4421 and 4130
+ * BCE. No INT64 timestamp reaches that far back, so such a time is refused, never read as
+ * a wrong one; a genuine INT96 time of those three centuries is refused with it.
+ */
+const LOST_DAY_FROM = -2_440_589n * 86_400_000_000_000n + 2n ** 63n;
+const LOST_DAY_TO = -2_440_589n * 86_400_000_000_000n + 2n ** 64n;
+
+/** `units` per millisecond → milliseconds: whole ones exactly, the fraction added (Number(ns) / 1e6 rounded 410 ms to 409.9998). */
+const msOf = (value: bigint, units: bigint): number =>
+  inDateRange(Number(value / units) + Number(value % units) / Number(units), 'timestamp');
+
 const PARSERS: ParquetParsers = {
   ...DEFAULT_PARSERS,
-  timestampFromMilliseconds: (ms: bigint) => Number(ms),
-  timestampFromMicroseconds: (us: bigint) => Number(us) / 1000,
-  timestampFromNanoseconds: (ns: bigint) => Number(ns) / 1e6,
+  timestampFromMilliseconds: (ms: bigint) => inDateRange(Number(ms), 'timestamp'),
+  timestampFromMicroseconds: (us: bigint) => msOf(us, 1000n),
+  timestampFromNanoseconds: (ns: bigint) => {
+    if (ns >= LOST_DAY_FROM && ns < LOST_DAY_TO) {
+      throw new Unrepresentable('an INT96 time with a negative nanosecond-of-day field (its day cannot be read)');
+    }
+    return msOf(ns, 1_000_000n);
+  },
+  // Binary stays binary: GEOMETRY and GEOGRAPHY are their WKB bytes (hyparquet would parse them to GeoJSON).
+  geometryFromBytes: (bytes: Uint8Array | undefined) => bytes,
+  geographyFromBytes: (bytes: Uint8Array | undefined) => bytes,
+  dateFromDays: (days: number) => {
+    if (!(Math.abs(days) <= MAX_DATE_DAYS)) throw new Unrepresentable(`date ${days} days is outside the range`);
+    return new Date(days * 86_400_000);
+  },
 };
 
 type Cipher = { readonly key: AesKey; readonly algorithm: Algorithm; readonly aad: FileAad };
@@ -88,16 +132,110 @@ function u32(bytes: Uint8Array, at: number): number {
   return new DataView(bytes.buffer, bytes.byteOffset + at, 4).getUint32(0, true);
 }
 
-/** Runs a decoder from hyparquet over untrusted bytes: its exceptions are malformed input. */
+/**
+ * Runs a decoder from hyparquet over untrusted bytes: its exceptions are malformed input
+ * (or a valid value this reader cannot represent: `Unsupported`).
+ */
 function guarded<T>(what: string, fn: () => T): Result<T, ParquetError> {
   try {
     return ok(fn());
+  } catch (e) {
+    if (e instanceof Unrepresentable) return err({ type: 'Unsupported', detail: `${what}: ${e.message}` });
+    return err(malformed(`${what}: ${e instanceof Error ? e.message : String(e)}`));
+  }
+}
+
+/**
+ * The last line of defence: a fault of a decoder that no guard above names (a field of an
+ * unexpected type deep in a structure) is malformed input too, never an exception that
+ * takes down the reader's worker. The fuzz test (parquet-fuzz.test.ts) finds none today.
+ */
+async function escapedAsMalformed<T>(
+  what: string,
+  fn: () => Promise<Result<T, ParquetError>>,
+): Promise<Result<T, ParquetError>> {
+  try {
+    return await fn();
   } catch (e) {
     return err(malformed(`${what}: ${e instanceof Error ? e.message : String(e)}`));
   }
 }
 
+/** Largest page this reader inflates (a header may claim any size; hyparquet allocates it). */
+const MAX_PAGE_BYTES = 256 * 1024 * 1024;
+
+/** hyparquet names an encoding by table lookup: a number outside the table gives undefined, whatever the type says. */
+const isName = (e: unknown): boolean => typeof e === 'string';
+
+const isCount = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
+
+/**
+ * A page header's sizes, counts and encodings, checked before any of them is used: hyparquet
+ * trusts them (a v2 header without its level lengths left an offset undefined, and the
+ * level decoder then read the same byte for ever).
+ */
+function checkHeader(header: PageHeader, body: number, what: string): ParquetError | undefined {
+  const bad = (field: string) => malformed(`${what}: page header ${field}`);
+  if (!isCount(header.uncompressed_page_size)) return bad('has no valid uncompressed size');
+  if (header.uncompressed_page_size > MAX_PAGE_BYTES)
+    return { type: 'Unsupported', detail: `${what}: page of ${header.uncompressed_page_size} bytes` };
+  if (header.type === 'DATA_PAGE') {
+    const h = header.data_page_header;
+    if (!h || !isCount(h.num_values)) return bad('has no valid data page header');
+    if (!isName(h.encoding)) return { type: 'Unsupported', detail: `${what}: unknown encoding` };
+  } else if (header.type === 'DATA_PAGE_V2') {
+    const h = header.data_page_header_v2;
+    if (!h) return bad('has no data page v2 header');
+    const counts = [h.num_values, h.num_nulls, h.num_rows, h.definition_levels_byte_length];
+    if (!counts.every(isCount) || !isCount(h.repetition_levels_byte_length)) return bad('lacks a count or a length');
+    if (h.num_nulls > h.num_values) return bad('counts more nulls than values');
+    const levels = h.definition_levels_byte_length + h.repetition_levels_byte_length;
+    if (levels > body || levels > header.uncompressed_page_size) return bad('has levels longer than the page');
+    if (!isName(h.encoding)) return { type: 'Unsupported', detail: `${what}: unknown encoding` };
+  } else if (header.type === 'DICTIONARY_PAGE') {
+    const h = header.dictionary_page_header;
+    if (!h || !isCount(h.num_values)) return bad('has no valid dictionary page header');
+  }
+  return undefined;
+}
+
 type RawStruct = Record<string, unknown>;
+
+const isAnnotated = (node: SchemaTree): boolean => {
+  const element = node.element;
+  return (
+    element.converted_type === 'LIST' ||
+    element.converted_type === 'MAP' ||
+    element.converted_type === 'MAP_KEY_VALUE' ||
+    element.logical_type?.type === 'LIST' ||
+    element.logical_type?.type === 'MAP'
+  );
+};
+
+/**
+ * An assembled value as the schema says it is: a REPEATED field that is not the inside of
+ * a LIST or MAP is a list, so none is `[]` (hyparquet gives null); an absent group is null
+ * (hyparquet gives undefined). Inside LIST and MAP values hyparquet's shapes stand.
+ */
+function settled(value: unknown, node: SchemaTree): unknown {
+  const repeated = node.element.repetition_type === 'REPEATED';
+  if (value === undefined || value === null) return repeated ? [] : null;
+  const entries = node.children[0];
+  if (isAnnotated(node) && entries?.children.length === 1 && typeof value === 'object') {
+    // A MAP whose entries hold a key and no value is the list of its keys (hyparquet reads it as a struct).
+    const [key] = entries.children;
+    const list = (value as Record<string, unknown>)[entries.element.name];
+    if (Array.isArray(list)) return list.map((e) => (e as Record<string, unknown> | null)?.[key!.element.name] ?? null);
+  }
+  if (isAnnotated(node) || node.children.length === 0) return value;
+  const one = (item: unknown): unknown => {
+    if (typeof item !== 'object' || item === null || Array.isArray(item) || item instanceof Uint8Array) return item;
+    const record = item as Record<string, unknown>;
+    for (const child of node.children) record[child.element.name] = settled(record[child.element.name], child);
+    return record;
+  };
+  return repeated && Array.isArray(value) ? value.map(one) : one(value);
+}
 
 function rawStruct(bytes: Uint8Array, what: string): Result<{ value: RawStruct; end: number }, ParquetError> {
   return guarded(what, () => {
@@ -193,7 +331,7 @@ function asMetadata(footer: Uint8Array): Result<FileMetaData, ParquetError> {
 /** ColumnMetaData decoded from an `encrypted_column_metadata` module (hyparquet parses it only inside a footer). */
 function columnMetaOf(raw: RawStruct): Result<ColumnMetaData, ParquetError> {
   const num = (v: unknown): bigint | undefined =>
-    typeof v === 'bigint' ? v : typeof v === 'number' ? BigInt(v) : undefined;
+    typeof v === 'bigint' ? v : Number.isSafeInteger(v) ? BigInt(v as number) : undefined;
   const type = ParquetTypes[raw['field_1'] as number];
   const codec = CompressionCodecs[raw['field_4'] as number];
   const path = raw['field_3'];
@@ -292,6 +430,10 @@ export class ParquetFile {
   }
 
   static async open(bytes: Uint8Array, keys: ReadKeys, cipher: PmeCipher): Promise<Result<ParquetFile, ParquetError>> {
+    return escapedAsMalformed('file', () => ParquetFile.#open(bytes, keys, cipher));
+  }
+
+  static async #open(bytes: Uint8Array, keys: ReadKeys, cipher: PmeCipher): Promise<Result<ParquetFile, ParquetError>> {
     const tail = await readTail(bytes, keys, cipher);
     if (!tail.ok) return tail;
     const metadata = asMetadata(tail.value.footer);
@@ -325,8 +467,9 @@ export class ParquetFile {
     return ok(new ParquetFile(bytes, tail.value, metadata.value, keys, cipher, leaves));
   }
 
+  /** The rows the row groups hold (what is read; some writers leave the footer's own count at 0). */
   get rowCount(): number {
-    return Number(this.metadata.num_rows);
+    return this.metadata.row_groups.reduce((n, g) => n + Number(g.num_rows), 0);
   }
 
   #key(raw: Uint8Array): Promise<AesKey> {
@@ -384,7 +527,8 @@ export class ParquetFile {
     if (!cipher.ok) return cipher;
     const meta = await this.#chunkMeta(rowGroup, leaf, cipher.value);
     if (!meta.ok) return meta;
-    const { data_page_offset, dictionary_page_offset, total_compressed_size, num_values } = meta.value;
+    const { data_page_offset, dictionary_page_offset, total_compressed_size, num_values, codec } = meta.value;
+    if (!isReadableCodec(codec)) return err({ type: 'Unsupported', detail: `${leaf.path}: ${codec} compression` });
     // A chunk of no values (a file of no rows) has no pages to read, wherever its offsets point.
     if (num_values === 0n) return ok([]);
     const start = Number(
@@ -402,7 +546,8 @@ export class ParquetFile {
       type: meta.value.type,
       element,
       schemaPath: leaf.schemaPath,
-      codec: meta.value.codec,
+      codec,
+      compressors: DECOMPRESSORS,
       parsers: PARSERS,
       // Text only where the schema says so: an unannotated BYTE_ARRAY is binary and stays bytes
       // (decoded as UTF-8, arbitrary bytes became replacement characters). UTF8/STRING and JSON
@@ -429,6 +574,8 @@ export class ParquetFile {
       if (!page.ok) return page;
       at = page.value.end;
       const { header, body } = page.value;
+      const invalid = checkHeader(header, body.length, `${leaf.path} page ${dataPages}`);
+      if (invalid) return err(invalid);
       const reader = { view: new DataView(body.buffer, body.byteOffset, body.byteLength), offset: 0 };
       const patched: PageHeader = { ...header, compressed_page_size: body.length };
       if (header.type === 'DICTIONARY_PAGE') {
@@ -437,15 +584,18 @@ export class ParquetFile {
         );
         if (!read.ok) return read;
         const data = read.value.data;
-        if (data) dictionary = convert(data, decoder);
+        if (data) {
+          const converted = guarded(`${leaf.path} dictionary`, () => convert(data, decoder));
+          if (!converted.ok) return converted;
+          dictionary = converted.value;
+        }
         continue;
       }
       if (header.type !== 'DATA_PAGE' && header.type !== 'DATA_PAGE_V2') {
         return err({ type: 'Unsupported', detail: `${leaf.path}: page type ${header.type}` });
       }
-      const count = header.data_page_header?.num_values ?? header.data_page_header_v2?.num_values ?? 0;
-      if (count <= 0) return err(malformed(`${leaf.path}: data page without values`));
-      seen += BigInt(count);
+      // A page of no values is valid (some writers close a chunk with one); each page moves `at` on.
+      seen += BigInt(header.data_page_header?.num_values ?? header.data_page_header_v2?.num_values ?? 0);
       dataPages++;
       const read = guarded(`${leaf.path} page`, () => readPage(reader, patched, decoder, dictionary, last, 0));
       if (!read.ok) return read;
@@ -469,9 +619,9 @@ export class ParquetFile {
       const reader = { view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), offset: at };
       const header = guarded(`${o.what} header`, () => parquetHeader(reader));
       if (!header.ok) return header;
+      if (!isCount(header.value.compressed_page_size)) return err(malformed(`${o.what}: page header has no size`));
       const end = reader.offset + header.value.compressed_page_size;
-      if (header.value.compressed_page_size < 0 || end > bytes.length)
-        return err({ type: 'Truncated', detail: `${o.what}: runs past the chunk` });
+      if (end > bytes.length) return err({ type: 'Truncated', detail: `${o.what}: runs past the chunk` });
       return ok({ header: header.value, body: bytes.subarray(reader.offset, end), end });
     }
     const headerModule = moduleAt(bytes, at, `${o.what} header`);
@@ -489,6 +639,7 @@ export class ParquetFile {
       parquetHeader({ view: new DataView(plain.buffer, plain.byteOffset, plain.byteLength), offset: 0 }),
     );
     if (!header.ok) return header;
+    if (!isCount(header.value.compressed_page_size)) return err(malformed(`${o.what}: page header has no size`));
     const isDictionary = header.value.type === 'DICTIONARY_PAGE';
     if (isDictionary !== o.dictionary) return err(malformed(`${o.what}: page type does not match the chunk layout`));
     const pageModule = moduleAt(bytes, headerModule.value.end, o.what);
@@ -513,7 +664,11 @@ export class ParquetFile {
   /** One top-level column of one row group: a leaf as it is, nested leaves assembled (lists, structs). */
   async #readGroupColumn(rowGroup: number, leaves: readonly Leaf[]): Promise<Result<ColumnValues, ParquetError>> {
     const top = leaves[0]!.top;
-    if (top.children.length === 0) return this.#readChunk(rowGroup, leaves[0]!);
+    if (top.children.length === 0) {
+      const values = await this.#readChunk(rowGroup, leaves[0]!);
+      if (!values.ok || top.element.repetition_type !== 'REPEATED') return values;
+      return ok(Array.from(values.value as ArrayLike<unknown>, (v) => settled(v, top)));
+    }
     const data = new Map<string, DecodedArray>();
     for (const leaf of leaves) {
       const values = await this.#readChunk(rowGroup, leaf);
@@ -525,7 +680,10 @@ export class ParquetFile {
       return data.get(top.element.name);
     });
     if (!assembled.ok) return assembled;
-    return assembled.value ? ok(assembled.value) : err(malformed(`${top.element.name}: nested column not assembled`));
+    if (!assembled.value) return err(malformed(`${top.element.name}: nested column not assembled`));
+    const values = assembled.value as unknown[];
+    for (let i = 0; i < values.length; i++) values[i] = settled(values[i], top);
+    return ok(values);
   }
 
   /**
@@ -545,8 +703,12 @@ export class ParquetFile {
       for (const g of groups) {
         if (!Number.isInteger(g) || g < 0 || g >= this.metadata.row_groups.length)
           throw new RangeError(`parquet: no row group ${g}`);
-        const values = await this.#readGroupColumn(g, leaves);
+        const values = await escapedAsMalformed(name, () => this.#readGroupColumn(g, leaves));
         if (!values.ok) return values;
+        const rows = Number(this.metadata.row_groups[g]!.num_rows);
+        if (values.value.length !== rows) {
+          return err(malformed(`${name}: ${values.value.length} values for the ${rows} rows of row group ${g}`));
+        }
         parts.push(values.value);
       }
       out[name] = concatValues(parts);

@@ -48,6 +48,8 @@ export function checkSchema(columns: readonly ColumnSpec[]): Result<readonly Col
   const seen = new Set<string>();
   for (const c of columns) {
     if (!NAME.test(c.name)) return err({ type: 'InvalidSchema', detail: `column name ${JSON.stringify(c.name)}` });
+    // Rows are plain objects keyed by column name: this one would set an object's prototype.
+    if (c.name === '__proto__') return err({ type: 'InvalidSchema', detail: 'column name __proto__ is reserved' });
     if (seen.has(c.name)) return err({ type: 'InvalidSchema', detail: `column ${c.name} appears twice` });
     if (!COLUMN_TYPES.includes(c.type)) return err({ type: 'InvalidSchema', detail: `column ${c.name}: type` });
     seen.add(c.name);

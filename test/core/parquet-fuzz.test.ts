@@ -1,0 +1,177 @@
+/**
+ * Mutated Parquet files — files of the public corpus (every codec and encoding family) and
+ * objects of ours (encrypted, with their key) with bits flipped, bytes overwritten by huge
+ * lengths, bytes inserted or removed, and tails cut off — read by our reader in a worker
+ * thread (test/helpers/parquet-read-worker.ts). Every outcome is a value or a typed
+ * ParquetError, within a deadline per file: an exception that escapes, or an input the
+ * reader does not finish, fails the test and names the mutant. (The deadline bounds a hang,
+ * not speed: each read takes milliseconds.)
+ */
+import { readFileSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
+import fc from 'fast-check';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { toHex } from '../../src/core/bytes.js';
+import type { ColumnSpec } from '../../src/core/parquet/schema.js';
+import { writeEncryptedParquet } from '../../src/core/parquet/write.js';
+import { webPmeCipher } from '../../src/runtime/pme-cipher.js';
+import { seededRandom } from '../helpers/deterministic.js';
+import type { ReadOutcome, ReadRequest } from '../helpers/parquet-read-worker.js';
+import { runs } from '../helpers/runs.js';
+import { describeVectors, vectorPath } from '../helpers/vectors.js';
+
+const DIR = 'parquet-testing-all/data';
+/** One or two files of each family: codecs, page versions, dictionaries, delta and split encodings, nesting. */
+const SEEDS = [
+  'alltypes_plain.parquet',
+  'alltypes_dictionary.parquet',
+  'datapage_v2.snappy.parquet',
+  'delta_binary_packed.parquet',
+  'delta_byte_array.parquet',
+  'delta_length_byte_array.parquet',
+  'byte_stream_split.zstd.parquet',
+  'lz4_raw_compressed.parquet',
+  'hadoop_lz4_compressed.parquet',
+  'concatenated_gzip_members.parquet',
+  'rle_boolean_encoding.parquet',
+  'nested_lists.snappy.parquet',
+  'nested_maps.snappy.parquet',
+  'nullable.impala.parquet',
+  'int32_with_null_pages.parquet',
+  'fixed_length_decimal.parquet',
+];
+const TYPED = new Set([
+  'NotParquet',
+  'Truncated',
+  'Malformed',
+  'Unsupported',
+  'DecryptFailed',
+  'KeyMissing',
+  'KeyInvalid',
+  'AadPrefixRequired',
+  'FooterSignatureInvalid',
+]);
+/** Longest a read may take before it counts as a hang (reads here take milliseconds). */
+const DEADLINE_MS = 10_000;
+
+function startWorker(): Worker {
+  const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
+  const script = JSON.stringify(new URL('../helpers/parquet-read-worker.ts', import.meta.url).href);
+  return new Worker(`import(${tsx}).then(({ register }) => { register(); return import(${script}); });`, {
+    eval: true,
+  });
+}
+
+let worker: Worker;
+
+/** Reads one file in the worker; a read past the deadline ends the worker (a new one takes over). */
+function readInWorker(request: ReadRequest): Promise<ReadOutcome | 'hung'> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      worker.removeAllListeners('message');
+      void worker.terminate();
+      worker = startWorker();
+      resolve('hung');
+    }, DEADLINE_MS);
+    worker.once('message', (outcome: ReadOutcome) => {
+      clearTimeout(timer);
+      resolve(outcome);
+    });
+    worker.postMessage(request);
+  });
+}
+
+const mutation = fc.oneof(
+  fc.record({ kind: fc.constant('flip' as const), at: fc.nat(), bit: fc.integer({ min: 0, max: 7 }) }),
+  fc.record({ kind: fc.constant('huge' as const), at: fc.nat(), width: fc.integer({ min: 1, max: 8 }) }),
+  fc.record({ kind: fc.constant('insert' as const), at: fc.nat(), byte: fc.integer({ min: 0, max: 255 }) }),
+  fc.record({ kind: fc.constant('delete' as const), at: fc.nat() }),
+  fc.record({ kind: fc.constant('cut' as const), at: fc.nat() }),
+);
+type Mutation = typeof mutation extends fc.Arbitrary<infer M> ? M : never;
+
+function mutate(bytes: Uint8Array, m: Mutation): Uint8Array {
+  const at = m.at % Math.max(1, bytes.length);
+  switch (m.kind) {
+    case 'flip': {
+      const out = bytes.slice();
+      out[at]! ^= 1 << m.bit;
+      return out;
+    }
+    case 'huge': {
+      const out = bytes.slice();
+      out.fill(0xff, at, Math.min(out.length, at + m.width));
+      return out;
+    }
+    case 'insert':
+      return Uint8Array.from([...bytes.subarray(0, at), m.byte, ...bytes.subarray(at)]);
+    case 'delete':
+      return Uint8Array.from([...bytes.subarray(0, at), ...bytes.subarray(at + 1)]);
+    case 'cut':
+      return bytes.slice(0, at);
+  }
+}
+
+async function expectTypedOutcomes(seed: Uint8Array, footerKey: Uint8Array | undefined, numRuns: number) {
+  await fc.assert(
+    fc.asyncProperty(fc.array(mutation, { minLength: 1, maxLength: 3 }), async (ms) => {
+      const bytes = ms.reduce(mutate, seed);
+      const outcome = await readInWorker({ bytes, ...(footerKey ? { footerKey } : {}) });
+      const name = ms.map((m) => `${m.kind}@${m.at % Math.max(1, seed.length)}`).join(',');
+      expect(outcome, name).not.toBe('hung');
+      if (outcome === 'hung') return;
+      expect(outcome.t, `${name}: ${outcome.t === 'threw' ? outcome.message : ''}`).not.toBe('threw');
+      if (outcome.t === 'refused') expect(TYPED.has(outcome.type), outcome.type).toBe(true);
+    }),
+    { numRuns },
+  );
+}
+
+describeVectors('mutated Parquet files: a value or a typed error, never a hang or a throw', DIR, () => {
+  beforeAll(() => {
+    worker = startWorker();
+  });
+  afterAll(async () => {
+    await worker.terminate();
+  });
+
+  it.each(SEEDS)('%s, mutated', async (name) => {
+    const seed = new Uint8Array(readFileSync(vectorPath(`${DIR}/${name}`)));
+    const clean = await readInWorker({ bytes: seed });
+    expect(clean).toMatchObject({ t: 'read' });
+    await expectTypedOutcomes(seed, undefined, runs(60));
+  });
+
+  it('our own encrypted objects, mutated (with their key)', async () => {
+    const random = seededRandom('parquet-fuzz');
+    const columns: ColumnSpec[] = [
+      { name: 'ts', type: 'timestamp', nullable: false },
+      { name: 'device', type: 'string', nullable: false },
+      { name: 'temp', type: 'double', nullable: true },
+      { name: 'total', type: 'int64', nullable: true },
+      { name: 'ok', type: 'boolean', nullable: true },
+      { name: '_row_id', type: 'rowid', nullable: false },
+    ];
+    const rows = Array.from({ length: 300 }, (_, i) => ({
+      ts: 1_700_000_000_000 + i,
+      device: `d-${i % 7}`,
+      temp: i % 5 === 0 ? null : i / 4,
+      total: BigInt(i) * 3n,
+      ok: i % 2 === 0,
+      _row_id: random.bytes(16),
+    }));
+    const footerKey = random.bytes(32);
+    const written = await writeEncryptedParquet(rows, {
+      columns,
+      footerKey,
+      cipher: webPmeCipher,
+      random,
+      pageBytes: 256,
+      rowGroupRows: 100,
+    });
+    if (!written.ok) throw new Error(JSON.stringify(written.error));
+    expect(await readInWorker({ bytes: written.value.bytes, footerKey })).toEqual({ t: 'read', rows: 300 });
+    expect(toHex(written.value.bytes.subarray(0, 4))).toBe('50415245');
+    await expectTypedOutcomes(written.value.bytes, footerKey, runs(200));
+  });
+});
