@@ -150,9 +150,11 @@ function fits(type: ColumnType, text: string): boolean {
     case 'int64':
       return INT.test(text) && BigInt(text) >= -(2n ** 63n) && BigInt(text) <= 2n ** 63n - 1n;
     case 'double':
-      return FLOAT.test(text);
+      // Kept exactly or not a double: an integer wider than int64 that a double would round stays text.
+      return FLOAT.test(text) && (!INT.test(text) || BigInt(Number(text)) === BigInt(text));
     case 'timestamp':
-      return parseTimestamp(text) !== undefined;
+      // Timestamps hold milliseconds: a finer fraction that is not zero keeps the column as text.
+      return parseTimestamp(text) !== undefined && !/\.\d{3}\d*[1-9]/.test(text);
     default:
       return true;
   }
@@ -241,4 +243,13 @@ export function csvField(text: string): string {
 
 export function csvRecord(fields: readonly string[]): string {
   return fields.map(csvField).join(',') + '\n';
+}
+
+/**
+ * A time (epoch milliseconds) as ISO 8601 text; one outside what a date can hold (a bound
+ * in a hostile manifest, say) as its number of milliseconds, never an exception.
+ */
+export function isoTime(ms: number): string {
+  const date = new Date(ms);
+  return Number.isNaN(date.getTime()) ? `${ms} ms` : date.toISOString();
 }

@@ -17,6 +17,7 @@
  */
 import { fromBase64Url, toHex } from '../core/bytes.js';
 import { encodeCbor } from '../core/cbor.js';
+import { isoTime } from '../core/csv.js';
 import { blake3 } from '../core/hash.js';
 import { topicOf } from '../core/identity.js';
 import { csvObject, tableName, type CsvImportError } from '../core/object/csv-import.js';
@@ -140,7 +141,7 @@ function blobText(blob: Blob): () => AsyncIterable<string> {
 function boundText(spec: ColumnSpec, bytes: Uint8Array | undefined): string | undefined {
   if (!bytes) return undefined;
   const value = boundValue(spec.type, bytes);
-  if (spec.type === 'timestamp' && typeof value === 'number') return new Date(value).toISOString();
+  if (spec.type === 'timestamp' && typeof value === 'number') return isoTime(value);
   return value instanceof Uint8Array ? toHex(value) : String(value);
 }
 

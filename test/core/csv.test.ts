@@ -80,8 +80,32 @@ describe('CSV type inference', () => {
     expect(parseTimestamp('2024-01-01T10:00:00')).toBeUndefined();
   });
 
-  it('refuses header names that cannot be columns', () => {
+  it('refuses header names that cannot be columns, __proto__ among them', () => {
     const inference = new SchemaInference(['ok', 'not ok']);
     expect(inference.schema()).toMatchObject({ ok: false, error: { type: 'CsvHeader' } });
+    const proto = new SchemaInference(['a', '__proto__']);
+    proto.observe(['1', '2']);
+    expect(proto.schema()).toMatchObject({ ok: false, error: { type: 'CsvHeader', detail: /__proto__ is reserved/ } });
+  });
+
+  it('keeps values exactly: a wider integer than int64 or a time finer than milliseconds stays text', () => {
+    const inference = new SchemaInference(['wide', 'exact', 'fine', 'ms', 'zeros']);
+    inference.observe([
+      '123456789012345678901234567890',
+      '1180591620717411303424',
+      '2024-01-01T00:00:00.123456789Z',
+      '2024-01-01T00:00:00.123Z',
+      '2024-01-01T00:00:00.123000Z',
+    ]);
+    const schema = inference.schema();
+    expect(schema.ok && schema.value.map((c) => c.type)).toEqual([
+      'string',
+      'double',
+      'string',
+      'timestamp',
+      'timestamp',
+    ]);
+    // 2^70 is a double exactly; the 30-digit integer is not.
+    expect(toCell('double', '1180591620717411303424')).toBe(2 ** 70);
   });
 });

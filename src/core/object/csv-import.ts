@@ -6,7 +6,16 @@
  * becomes CSV with a header row.
  */
 import { toHex } from '../bytes.js';
-import { CsvParser, SchemaInference, checkHeader, checkWidth, csvRecord, toCell, type CsvError } from '../csv.js';
+import {
+  CsvParser,
+  SchemaInference,
+  checkHeader,
+  checkWidth,
+  csvRecord,
+  isoTime,
+  toCell,
+  type CsvError,
+} from '../csv.js';
 import type { ParquetFile } from '../parquet/read.js';
 import type { CellValue, ColumnSpec } from '../parquet/schema.js';
 import { err, ok, type Result } from '../result.js';
@@ -138,9 +147,9 @@ export async function csvObject(
 
 function cellText(value: unknown, timestamp: boolean): string {
   if (value === null || value === undefined) return '';
-  if (timestamp && typeof value === 'number') return new Date(value).toISOString();
+  if (timestamp && typeof value === 'number') return isoTime(value);
   if (value instanceof Uint8Array) return toHex(value);
-  if (value instanceof Date) return value.toISOString();
+  if (value instanceof Date) return isoTime(value.getTime());
   if (typeof value === 'string') return value;
   if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean') return value.toString();
   return JSON.stringify(value, (_, v: unknown) =>
