@@ -72,6 +72,7 @@ export async function objectMain(argv: readonly string[]): Promise<number> {
   }
   await mkdir(values.out, { recursive: true });
   const partial = join(values.out, `.writing-${toHex(webRandom.bytes(8))}`);
+  const partialManifest = `${partial}.manifest`;
   const file = await open(partial, 'w');
   try {
     const formed = await csvObject(fileSource(values.csv), {
@@ -88,10 +89,22 @@ export async function objectMain(argv: readonly string[]): Promise<number> {
       },
     });
     if (!formed.ok) return fail(`object write: ${values.csv}: ${describe(formed.error)}`);
+    await file.sync();
     await file.close();
     const { storageId, secret, sealedManifest } = formed.value;
+    // Both files are whole on disk before either takes its name; the manifest, which names
+    // the object to every reader, is renamed last. A crash leaves nothing, or at most a
+    // .parquet without its .manifest, which no reader lists.
+    const manifest = await open(partialManifest, 'w');
+    try {
+      await manifest.writeFile(sealedManifest);
+      await manifest.sync();
+    } finally {
+      await manifest.close();
+    }
     await rename(partial, join(values.out, `${storageId}.parquet`));
-    await writeFile(join(values.out, `${storageId}.manifest`), sealedManifest);
+    await rename(partialManifest, join(values.out, `${storageId}.manifest`));
+    await syncDirectory(values.out);
     const lines: string[] = [storageId];
     if (values['print-dek']) lines.push(`dek ${toHex(objectKeys(secret).dek)}`);
     if (values['print-secret']) lines.push(`secret ${toHex(secret)}`);
@@ -100,6 +113,17 @@ export async function objectMain(argv: readonly string[]): Promise<number> {
   } finally {
     await file.close().catch(() => undefined);
     await rm(partial, { force: true });
+    await rm(partialManifest, { force: true });
+  }
+}
+
+/** Makes the renames in `dir` durable (POSIX: a directory's entries are synced through the directory). */
+async function syncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }
 

@@ -76,7 +76,19 @@ function usage(): string {
   return ['usage:', ...lines, '  sov help'].join('\n') + '\n';
 }
 
+/**
+ * A reader that stops early (`sov parquet read … | head -1`) closes the pipe: what was
+ * asked for has been read, so the command ends quietly instead of dying on EPIPE.
+ */
+function quietOnClosedPipe(): void {
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code !== 'EPIPE') throw e;
+    process.exit(process.exitCode ?? 0);
+  });
+}
+
 export async function main(argv: readonly string[]): Promise<number> {
+  quietOnClosedPipe();
   const [name, ...rest] = argv;
   const command = name === undefined ? undefined : SUBCOMMANDS[name];
   if (command === undefined) {

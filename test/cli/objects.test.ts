@@ -5,7 +5,7 @@
  * that DEK; `parquet read` turns it — and any parquet-testing vector — back into
  * CSV; failures go to stderr with a non-zero exit.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -108,6 +108,31 @@ describe('sov object write / sov parquet read', () => {
     const usage = await sov('parquet', 'read', 'x', '--footer-key', 'nothex');
     expect(usage.code).toBe(2);
     expect((await sov('object', 'write', '--csv', csv)).code).toBe(2);
+  }, 60_000);
+
+  it('writes the object and its manifest whole, leaving no partial file; a reader that stops early ends it quietly', async () => {
+    const out = join(dir, 'objects3');
+    const written = await sov('object', 'write', '--csv', csv, '--out', out, '--print-dek');
+    const [id, dekLine] = written.stdout.trim().split('\n');
+    expect(readdirSync(out).sort()).toEqual([`${id}.manifest`, `${id}.parquet`]);
+    // `sov parquet read … | head -1`: the pipe closes after the first line.
+    const child = spawn(
+      process.execPath,
+      [...SOV, 'parquet', 'read', join(out, `${id}.parquet`), '--footer-key', dekLine!.split(' ')[1]!],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const first = await new Promise<string>((resolve) =>
+      child.stdout.once('data', (d: Buffer) => resolve(d.toString())),
+    );
+    child.stdout.destroy();
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(first.split('\n')[0]).toBe('ts,device,temp,ok,count,note,_row_id');
+    expect(code).toBe(0);
+    expect(stderr).toBe('');
   }, 60_000);
 });
 
