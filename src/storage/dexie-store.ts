@@ -9,6 +9,7 @@
  * what prove this adapter.
  */
 import { Dexie, type Table } from 'dexie';
+import { STRICT } from './durability.js';
 import type { EventBody, EventOp } from '../core/event.js';
 import { isAlive, type RowState } from '../core/merge.js';
 import type { Awaitable } from '../core/steps.js';
@@ -52,7 +53,7 @@ export class NodeDatabase extends Dexie {
   withheld!: Table<WithheldRecord, string>;
 
   constructor(name: string) {
-    super(name);
+    super(name, STRICT);
     this.version(1).stores({
       log: '++pos, &outerId, eventId',
       heads: 'signer',
@@ -124,7 +125,7 @@ export class DexieReplicaStore implements ReplicaStore {
    */
   async transact<T>(fn: (tx: ReplicaTx) => Awaitable<T>): Promise<T> {
     if (!this.db.isOpen()) await this.db.open();
-    const trans = this.db.backendDB().transaction([...REPLICA_STORES], 'readwrite');
+    const trans = this.db.backendDB().transaction([...REPLICA_STORES], 'readwrite', { durability: 'strict' });
     const finished = new Promise<void>((resolve, reject) => {
       trans.oncomplete = () => resolve();
       trans.onabort = () => reject(trans.error ?? new Error('dexie-store: the transaction was aborted'));

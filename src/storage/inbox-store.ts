@@ -11,6 +11,7 @@
  * `remove`s them — a crash in between re-applies, which the event ids make harmless.
  */
 import { Dexie, type Table } from 'dexie';
+import { STRICT } from './durability.js';
 
 export type InboxFrame = {
   /** Hex of the 32-byte topic the frame was fetched under. */
@@ -32,7 +33,7 @@ export class InboxDatabase extends Dexie {
   frames!: Table<InboxFrame, InboxKey>;
 
   constructor(name = INBOX_DB) {
-    super(name);
+    super(name, STRICT);
     this.version(1).stores({ frames: '[topic+id]' });
   }
 }

@@ -8,6 +8,7 @@
  * under the wrapping key.
  */
 import { Dexie, type Table } from 'dexie';
+import { STRICT } from './durability.js';
 import { generateWrappingKey, type WrappedSecret } from './key-wrap.js';
 import {
   probeKeyKeeping,
@@ -56,7 +57,7 @@ export class KeyDatabase extends Dexie {
   replay!: Table<ReplayRecord, string>;
 
   constructor(name = 'sov-keys') {
-    super(name);
+    super(name, STRICT);
     this.version(1).stores({ identity: 'id', secrets: 'name', invitations: 'inv' });
     this.version(2).stores({ replay: 'rid, ts' });
   }

@@ -12,6 +12,7 @@
  *            published (this machine was removed first).
  */
 import Dexie, { type Table } from 'dexie';
+import { STRICT } from './durability.js';
 
 export type BlobRecord = {
   readonly id: string;
@@ -40,7 +41,7 @@ export class ObjectDatabase extends Dexie {
   pending!: Table<PendingRecord, string>;
 
   constructor(name = 'sov-objects') {
-    super(name);
+    super(name, STRICT);
     this.version(1).stores({ blobs: 'id', pending: 'id' });
     // v2: bytes apart from their metadata.
     this.version(2)

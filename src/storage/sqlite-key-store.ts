@@ -82,6 +82,8 @@ export class SqliteKeyStore implements KeyStore {
     raw.fill(0);
     const db = new Database(join(dir, 'keys.sqlite'));
     db.pragma('journal_mode = WAL');
+    // A key or secret is on the disk when its write returns (docs/architecture.md, durability).
+    db.pragma('synchronous = FULL');
     db.exec(SCHEMA);
     // Stores made before invitations could be closed lack the column.
     const columns = db.prepare('PRAGMA table_info(invitations)').all() as { name: string }[];

@@ -63,6 +63,8 @@ export class SqliteObjectStore implements ObjectStore {
   constructor(path: string) {
     this.#db = new Database(path);
     this.#db.pragma('journal_mode = WAL');
+    // An object is on the disk before it is published (docs/architecture.md, durability).
+    this.#db.pragma('synchronous = FULL');
     this.#db.exec(SCHEMA);
   }
 

@@ -170,7 +170,7 @@ export class SqliteReplicaStore implements ReplicaStore {
   constructor(path: string) {
     this.#db = new Database(path);
     this.#db.pragma('journal_mode = WAL');
-    this.#db.pragma('synchronous = NORMAL');
+    this.#db.pragma('synchronous = FULL');
     tune(this.#db);
     this.#db.exec(SCHEMA);
     migrateReasons(this.#db);

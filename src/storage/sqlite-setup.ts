@@ -37,9 +37,9 @@ export function migrateReasons(db: Database.Database): void {
  * Connection settings for one process that owns the file (the headless node). Kept per
  * connection, none of them changes the file's format.
  *
- * - `synchronous = NORMAL` in WAL mode: a commit is in the WAL (the OS has it) when
- *   `transact` resolves, so it survives a crash of the process; only a power loss can
- *   lose the last commits, never corrupt the file. Checkpoints still sync.
+ * - `synchronous = FULL` (set by the store): a commit is on the disk, the WAL synced, when
+ *   `transact` resolves. The machine acknowledges frames after those commits and the relay
+ *   then deletes them: with NORMAL a power loss right after an ack could lose the only copy.
  * - `cache_size`: 64 MiB of pages instead of 2 MiB, so the index pages an apply touches
  *   (random 64-hex keys) are mostly found in memory.
  * - `wal_autocheckpoint`: every apply batch dirties ~1,000 pages, so at the default 1,000
