@@ -2,11 +2,14 @@
  * Authentication of the relay's signed HTTP APIs (wire format in core/relay-http.ts), shared
  * by the mailbox (http-mailbox.ts) and the blind object store (http-objects.ts), in order:
  *   timestamp               within ±CLOCK_WINDOW_MS of the relay clock      `stale`
- *   membership              endpoint authenticated over WS under the topic  `unknown-endpoint`
  *   signature               strict Ed25519 over httpSigningPayload          `auth-failed`
+ *   membership              endpoint authenticated over WS under the topic  `unknown-endpoint`
  *   rate                    token bucket per (topic, endpoint)              `rate-limited`
  *   nonce                   unseen for this endpoint within the window      `replayed`
  * Rate limiting counts verified requests only, so nobody can spend another endpoint's budget.
+ * The signature comes before membership: a request that does not prove its endpoint key
+ * learns nothing (401 for a member and a stranger alike); only the key's holder learns
+ * whether that endpoint is admitted.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ed25519 } from '@noble/curves/ed25519.js';
@@ -61,10 +64,10 @@ export class HttpAuthenticator {
   check(auth: HttpAuth, method: string, path: string, body: Uint8Array): Result<true, RelayHttpError> {
     const { now, hub } = this.#opts;
     if (!isFresh(auth.ts, now())) return refusal('stale', `timestamp outside ±${CLOCK_WINDOW_MS / 1000} s`);
+    if (!verify(auth, method, path, body)) return refusal('auth-failed', 'signature does not verify');
     if (!hub.serves(auth.topic, auth.endpoint)) {
       return refusal('unknown-endpoint', 'endpoint is not a member admitted under this topic');
     }
-    if (!verify(auth, method, path, body)) return refusal('auth-failed', 'signature does not verify');
     const key = `${toHex(auth.topic)}:${toHex(auth.endpoint)}`;
     if (this.#limiter(key).check() !== 'accept') return refusal('rate-limited', 'rate limit exceeded');
     const seen = this.#replay.admit(key, toHex(auth.nonce), auth.ts);

@@ -4,6 +4,12 @@
  * `.tag` file; an upload in progress is `<id>.part` with `<id>.meta` ({tag, total}). An
  * object becomes visible only after the whole of it hashes to its id; the relay never reads
  * it otherwise. Per-topic quota covers complete objects and uploads in progress.
+ *
+ * Crashes: an upload completes as tag written → `.part` renamed to its id → `.meta`
+ * removed, so whatever instant the process dies at, `open` finds an upload whose bytes
+ * all arrived and finishes it (hash, then complete or drop), or finds the object complete
+ * and drops the leftover `.meta`. Abandoned uploads: one untouched for `uploadIdleMs`
+ * releases its reservation (it is removed when quota is next needed, and at `open`).
  */
 import {
   closeSync,
@@ -26,8 +32,13 @@ import { refuse, type RelayHttpError } from '../core/relay-http.js';
 import type { GetResponse, ListResponse, PutRequest, PutResponse, StatusResponse } from '../core/relay-objects.js';
 import { ok, type Result } from '../core/result.js';
 
-export type ObjectStoreLimits = { readonly maxBytesPerTopic: number };
+export type ObjectStoreLimits = {
+  readonly maxBytesPerTopic: number;
+  /** An upload with no chunk for this long holds no quota: it is swept. */
+  readonly uploadIdleMs?: number;
+};
 export const DEFAULT_OBJECT_LIMITS: ObjectStoreLimits = { maxBytesPerTopic: 32 * 1024 ** 3 };
+const DEFAULT_UPLOAD_IDLE_MS = 15 * 60_000;
 
 type Entry = { readonly tag: string; readonly size: number };
 type Upload = { readonly tag: string; readonly total: number; have: number };
@@ -42,9 +53,34 @@ export class BlindObjectStore {
   /** Puts of one object run one at a time. */
   readonly #busy = new Map<string, Promise<unknown>>();
 
-  constructor(dataDir: string, limits: ObjectStoreLimits = DEFAULT_OBJECT_LIMITS) {
+  private constructor(dataDir: string, limits: ObjectStoreLimits) {
     this.#root = join(dataDir, 'objects');
     this.#limits = limits;
+  }
+
+  /** Opens the store and finishes what a crash left: uploads whose bytes all arrived, leftovers of completed ones. */
+  static async open(dataDir: string, limits: ObjectStoreLimits = DEFAULT_OBJECT_LIMITS): Promise<BlindObjectStore> {
+    const store = new BlindObjectStore(dataDir, limits);
+    mkdirSync(store.#root, { recursive: true });
+    for (const key of readdirSync(store.#root)) {
+      if (!/^[0-9a-f]+$/.test(key)) continue;
+      const t = store.#topic(fromHex(key)!);
+      for (const id of [...t.uploads.keys()]) {
+        if (t.complete.has(id)) {
+          // Renamed into place, then the process died before the `.meta` went.
+          t.uploads.delete(id);
+          rmSync(join(t.dir, `${id}.meta`), { force: true });
+        } else if (t.uploads.get(id)!.have >= t.uploads.get(id)!.total) {
+          await store.#finish(t, id);
+        }
+      }
+      store.#sweep(t);
+      // A `.part` with no `.meta` is no upload (a dropped one, or one that an older relay left mid-completion).
+      for (const name of readdirSync(t.dir)) {
+        if (name.endsWith('.part') && !t.uploads.has(name.slice(0, -5))) rmSync(join(t.dir, name), { force: true });
+      }
+    }
+    return store;
   }
 
   #topic(topic: Uint8Array): Topic {
@@ -73,6 +109,39 @@ export class BlindObjectStore {
     return t;
   }
 
+  /** Removes uploads idle past `uploadIdleMs` (their `.part` untouched): their reservation is released. */
+  #sweep(t: Topic): void {
+    const idle = this.#limits.uploadIdleMs ?? DEFAULT_UPLOAD_IDLE_MS;
+    const now = Date.now();
+    for (const id of [...t.uploads.keys()]) {
+      const part = join(t.dir, `${id}.part`);
+      const touched = existsSync(part) ? statSync(part).mtimeMs : 0;
+      if (now - touched < idle) continue;
+      t.uploads.delete(id);
+      rmSync(part, { force: true });
+      rmSync(join(t.dir, `${id}.meta`), { force: true });
+    }
+  }
+
+  /** An upload whose bytes all arrived: complete when they hash to its id, dropped otherwise. */
+  async #finish(t: Topic, id: string): Promise<boolean> {
+    const upload = t.uploads.get(id)!;
+    const part = join(t.dir, `${id}.part`);
+    const whole = upload.have === upload.total && (await hashFile(part)) === id;
+    if (!whole) {
+      t.uploads.delete(id);
+      rmSync(part, { force: true });
+      rmSync(join(t.dir, `${id}.meta`), { force: true });
+      return false;
+    }
+    writeFileSync(join(t.dir, `${id}.tag`), upload.tag);
+    renameSync(part, join(t.dir, id));
+    t.complete.set(id, { tag: upload.tag, size: upload.total });
+    t.uploads.delete(id);
+    rmSync(join(t.dir, `${id}.meta`), { force: true });
+    return true;
+  }
+
   #used(t: Topic): number {
     let n = 0;
     for (const e of t.complete.values()) n += e.size;
@@ -83,11 +152,21 @@ export class BlindObjectStore {
   put(topic: Uint8Array, request: PutRequest): Promise<Result<PutResponse, RelayHttpError>> {
     const key = `${toHex(topic)}/${toHex(request.id)}`;
     const run = (this.#busy.get(key) ?? Promise.resolve()).then(() => this.#put(topic, request));
-    this.#busy.set(
-      key,
-      run.catch(() => undefined),
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
     );
+    this.#busy.set(key, settled);
+    // The queue of an object is forgotten once nothing waits on it: the map holds puts in flight only.
+    void settled.then(() => {
+      if (this.#busy.get(key) === settled) this.#busy.delete(key);
+    });
     return run;
+  }
+
+  /** Objects with puts in flight (bounded by the puts in flight; for tests). */
+  get busy(): number {
+    return this.#busy.size;
   }
 
   async #put(topic: Uint8Array, r: PutRequest): Promise<Result<PutResponse, RelayHttpError>> {
@@ -103,6 +182,7 @@ export class BlindObjectStore {
     if (r.offset !== (upload?.have ?? 0))
       return refuse('offset-mismatch', `objects: the relay has ${upload?.have ?? 0} bytes of this object`);
     if (!upload) {
+      if (this.#used(t) + r.total > this.#limits.maxBytesPerTopic) this.#sweep(t);
       if (this.#used(t) + r.total > this.#limits.maxBytesPerTopic)
         return refuse('quota', 'objects: the mesh is over its storage quota');
       upload = { tag: toHex(r.tag), total: r.total, have: 0 };
@@ -113,16 +193,8 @@ export class BlindObjectStore {
     appendFileSync(join(t.dir, `${id}.part`), r.chunk);
     upload.have += r.chunk.length;
     if (upload.have < upload.total) return ok({ have: upload.have, complete: false });
-    const actual = await hashFile(join(t.dir, `${id}.part`));
-    t.uploads.delete(id);
-    rmSync(join(t.dir, `${id}.meta`), { force: true });
-    if (actual !== id) {
-      rmSync(join(t.dir, `${id}.part`), { force: true });
+    if (!(await this.#finish(t, id)))
       return refuse('hash-mismatch', 'objects: the bytes do not hash to the storage id; the upload is dropped');
-    }
-    writeFileSync(join(t.dir, `${id}.tag`), upload.tag);
-    renameSync(join(t.dir, `${id}.part`), join(t.dir, id));
-    t.complete.set(id, { tag: upload.tag, size: upload.total });
     return ok({ have: upload.total, complete: true });
   }
 

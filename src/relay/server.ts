@@ -17,10 +17,14 @@
  * loopback).
  *
  * Threats: WebSocket messages are capped at MAX_RELAY_MESSAGE by `ws` itself
- * (permessage-deflate off, so no decompression bombs); connections are capped at
- * `maxConnections`; sockets that stop answering pings are cut. No Origin check: nothing
+ * (permessage-deflate off, so no decompression bombs); WebSocket sessions are capped at
+ * `maxConnections` and plain HTTP connections at `maxHttpConnections` more; an HTTP
+ * request must arrive whole within `httpRequestTimeoutMs` (headers within a third of it),
+ * so a body trickled in a byte at a time holds a connection for seconds, not minutes;
+ * sockets that stop answering pings are cut. No Origin check: nothing
  * rides on ambient credentials, every session proves its endpoint key by signature.
- * Presence answers only callers that already know both the topic and the endpoint id.
+ * Presence answers only callers on the relay's own machine (loopback) that know both the
+ * topic and the endpoint id: an operator's diagnostic.
  */
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { randomBytes as nodeRandomBytes } from 'node:crypto';
@@ -67,6 +71,10 @@ export interface RelayOptions {
   /** Ping interval; a socket that misses one full interval is terminated. 0 disables. */
   readonly heartbeatMs?: number | undefined;
   readonly maxConnections?: number | undefined;
+  /** Plain HTTP connections open at once, besides the WebSocket sessions (default 512). */
+  readonly maxHttpConnections?: number | undefined;
+  /** How long one HTTP request may take to arrive, headers and body (default 30 s). */
+  readonly httpRequestTimeoutMs?: number | undefined;
   /** Accept sends to endpoints that never authenticated under the topic (default false; open admission only). */
   readonly allowUnknownRecipients?: boolean | undefined;
   /** `enforce` (default): serve only endpoints on each group's signed admission list (relay/hub.ts). */
@@ -108,7 +116,11 @@ function hexId(value: string | null): Uint8Array | undefined {
   return fromHex(value);
 }
 
-function handleApi(ctx: Context, url: URL, res: ServerResponse): void {
+/** Loopback addresses: the relay's own machine. */
+const isLoopback = (address: string | undefined): boolean =>
+  address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1';
+
+function handleApi(ctx: Context, url: URL, req: IncomingMessage, res: ServerResponse): void {
   if (url.pathname === '/api/health') {
     const body = {
       ok: true,
@@ -121,6 +133,9 @@ function handleApi(ctx: Context, url: URL, res: ServerResponse): void {
     return sendJson(res, 200, body);
   }
   if (url.pathname === '/api/presence') {
+    // Who is online and what waits for whom is the operator's diagnostic, not the network's.
+    if (!isLoopback(req.socket.remoteAddress))
+      return sendJson(res, 403, { error: 'presence answers the relay host only' });
     const topic = hexId(url.searchParams.get('topic'));
     const endpoint = hexId(url.searchParams.get('endpoint'));
     if (!topic || !endpoint) return sendJson(res, 400, { error: 'topic and endpoint must be 64 hex digits' });
@@ -140,7 +155,7 @@ async function handleHttp(ctx: Context, req: IncomingMessage, res: ServerRespons
   if (req.method !== 'GET' && req.method !== 'HEAD')
     return sendText(res, 405, 'sov relay: method not allowed\n', { Allow: 'GET, HEAD' });
   if (url === undefined) return sendText(res, 400, 'sov relay: bad request\n');
-  if (url.pathname === '/api' || url.pathname.startsWith('/api/')) return handleApi(ctx, url, res);
+  if (url.pathname === '/api' || url.pathname.startsWith('/api/')) return handleApi(ctx, url, req, res);
   if (url.pathname === '/ws')
     return sendText(res, 426, 'sov relay: WebSocket upgrade required\n', { Upgrade: 'websocket' });
   await serveStatic(ctx.staticRoot, url.pathname, req, res);
@@ -226,7 +241,8 @@ export async function startRelay(options: RelayOptions): Promise<RelayHandle> {
   const rateLimit = { ...DEFAULT_RATE_LIMIT, ...options.rateLimit };
   const auth = new HttpAuthenticator({ hub, now, rateLimit });
   const mailbox = new HttpMailbox({ hub, store, now, log, rateLimit, tap: options.tap, auth });
-  const objects = new HttpObjects({ auth, store: new BlindObjectStore(options.dataDir, options.objectLimits), log });
+  const objectStore = await BlindObjectStore.open(options.dataDir, options.objectLimits);
+  const objects = new HttpObjects({ auth, store: objectStore, log });
   const staticRoot = resolveStaticRoot(options.staticDir);
   const ctx: Context = { hub, store, mailbox, objects, staticRoot, now, startedAt: now(), identity };
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
@@ -236,9 +252,16 @@ export async function startRelay(options: RelayOptions): Promise<RelayHandle> {
       else res.destroy();
     });
   };
+  const requestTimeout = options.httpRequestTimeoutMs ?? 30_000;
+  const timeouts = {
+    requestTimeout,
+    headersTimeout: Math.max(1, Math.floor(requestTimeout / 3)),
+    // How often Node looks for requests past their deadline (its default, 30 s, would double the bound).
+    connectionsCheckingInterval: Math.max(100, Math.min(5_000, Math.floor(requestTimeout / 4))),
+  };
   const server = options.tls
-    ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key }, onRequest)
-    : createHttpServer(onRequest);
+    ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key, ...timeouts }, onRequest)
+    : createHttpServer(timeouts, onRequest);
   const wss = new WebSocketServer({
     noServer: true,
     maxPayload: MAX_RELAY_MESSAGE,
@@ -246,6 +269,8 @@ export async function startRelay(options: RelayOptions): Promise<RelayHandle> {
     clientTracking: false,
   });
   const maxConnections = options.maxConnections ?? 4096;
+  // Upgraded sockets stay the server's connections: the cap is the sessions' plus the HTTP ones'.
+  server.maxConnections = maxConnections + (options.maxHttpConnections ?? 512);
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
     if (requestUrl(req)?.pathname !== '/ws') return refuseUpgrade(socket, '404 Not Found');

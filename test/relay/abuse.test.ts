@@ -9,6 +9,7 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createConnection, type Socket } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { encodeCbor } from '../../src/core/cbor.js';
@@ -135,5 +136,61 @@ describe('relay under abuse', () => {
     }
     expect(seen.filter((s) => s.startsWith('flood')).length).toBeLessThan(120);
     expect((await health(relay)).refused['rate-limited']).toBeGreaterThan(0);
+  });
+
+  describe('plain HTTP', () => {
+    let small: RelayHandle;
+    const raw: Socket[] = [];
+    beforeEach(async () => {
+      small = await startRelay({
+        port: 0,
+        dataDir: join(dir, 'small'),
+        log: () => undefined,
+        admission: 'open',
+        maxConnections: 2,
+        maxHttpConnections: 3,
+        httpRequestTimeoutMs: 1000,
+      });
+    });
+    afterEach(async () => {
+      for (const s of raw.splice(0)) s.destroy();
+      await small.close();
+    });
+
+    const connect = (): Promise<Socket> =>
+      new Promise((resolve, reject) => {
+        const socket = createConnection({ host: '127.0.0.1', port: small.port }, () => resolve(socket));
+        socket.once('error', reject);
+        raw.push(socket);
+      });
+    const closed = (socket: Socket): Promise<string> =>
+      new Promise((resolve) => {
+        let answer = '';
+        socket.on('data', (d: Buffer) => (answer += d.toString()));
+        socket.once('close', () => resolve(answer));
+      });
+
+    it('closes a request whose body trickles in, within its time bound, answering 408', async () => {
+      const socket = await connect();
+      const done = closed(socket);
+      socket.write(
+        'POST /api/v1/mailbox/send HTTP/1.1\r\nHost: x\r\nContent-Type: application/cbor\r\nContent-Length: 1000\r\n\r\n',
+      );
+      // One byte every 100 ms: the whole body would take 100 s.
+      const trickle = setInterval(() => socket.writable && socket.write('x'), 100);
+      const answer = await done;
+      clearInterval(trickle);
+      expect(answer).toMatch(/^HTTP\/1.1 408/);
+    });
+
+    it('refuses connections past the cap, and serves again once they close', async () => {
+      const held = await Promise.all(Array.from({ length: 5 }, () => connect()));
+      const refused = await connect();
+      expect(await closed(refused)).toBe('');
+      for (const s of held) s.destroy();
+      await delay(200);
+      const res = await fetch(`${small.url}/api/health`);
+      expect(res.status).toBe(200);
+    });
   });
 });

@@ -324,6 +324,13 @@ describe('relay HTTP mailbox API', () => {
         send: ({ relay }) => postReq(relay, signed(DAVE, 'send', { to: BOB.id, body: bytes('x') })),
       },
       {
+        // Signature first: one who cannot sign as an endpoint learns nothing of its membership.
+        name: 'a non-member endpoint claimed with a signature by another key (as for a member: 401)',
+        code: 'auth-failed',
+        status: 401,
+        send: ({ relay }) => postReq(relay, signed(DAVE, 'send', { to: BOB.id, body: bytes('x') }, { signer: CAROL })),
+      },
+      {
         name: 'member of another topic only',
         code: 'unknown-endpoint',
         status: 403,

@@ -15,6 +15,7 @@
  *     MAX_OBJECT_BYTES, like the request side.
  */
 import {
+  appendFileSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -22,12 +23,14 @@ import {
   readFileSync,
   rmSync,
   statSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { admissionBody, admissionSigningPayload, encodeAdmission } from '../../src/core/admission.js';
 import { bytesEqual, compareBytes, fromHex, toHex } from '../../src/core/bytes.js';
 import { encodeCbor } from '../../src/core/cbor.js';
 import { blake3 } from '../../src/core/hash.js';
@@ -52,9 +55,11 @@ import {
   type ObjectResponse,
   type ObjectRoute,
 } from '../../src/core/relay-objects.js';
+import { BlindObjectStore } from '../../src/relay/object-store.js';
 import { startRelay, type RelayHandle, type RelayOptions } from '../../src/relay/server.js';
 import { RelayObjectClient, type ObjectClientError } from '../../src/runtime/relay-objects-client.js';
 import { seededRandom } from '../helpers/deterministic.js';
+import { freePort, spawnRelay } from '../helpers/relay-child.js';
 import { joinRelay, type Key } from '../helpers/relay-client.js';
 import { ALICE, authHeader, BOB, CAROL, DAVE, OTHER_TOPIC, TOPIC, type Signing } from '../helpers/relay-http.js';
 
@@ -324,6 +329,113 @@ describe('relay blind object store', () => {
       expect(unwrap(await after.status(o.id))).toEqual({ have: 10_000, total: 10_000, complete: true });
       expect(listed(unwrap(await after.listAll(TAG)))).toEqual([{ id: toHex(o.id), tag: toHex(TAG), size: 10_000 }]);
       expect(bytesEqual(unwrap(await after.download(o.id)), o.bytes)).toBe(true);
+    });
+
+    it('finishes on restart an upload whose last chunk arrived before the relay died (sov relay, SIGKILL)', async () => {
+      // A real relay process, killed with SIGKILL after 9 of 10 chunks; the dead process had
+      // appended the last chunk but not yet hashed and renamed it, which is what is on disk.
+      const port = await freePort();
+      let child = await spawnRelay(port, dataDir());
+      const url = `http://127.0.0.1:${port}`;
+      const handle = { url, wsUrl: `ws://127.0.0.1:${port}/ws` } as RelayHandle;
+      try {
+        // `sov relay` enforces admission: an admin's list names ALICE, pushed from her session.
+        const body = admissionBody({
+          v: 1,
+          topic: TOPIC,
+          version: 1,
+          signer: DAVE.id,
+          admins: [DAVE.id],
+          endpoints: [ALICE.id],
+          invites: [],
+        });
+        const alice = await joinRelay(handle.wsUrl, TOPIC, ALICE.id, (p) => ed25519.sign(p, ALICE.secret));
+        alice.send({
+          t: 'admit',
+          record: encodeAdmission(body, ed25519.sign(admissionSigningPayload(body), DAVE.secret)),
+        });
+        await alice.expect('admitted');
+        await alice.close();
+        const o = object(10_000, 'killed');
+        await putRange(handle, ALICE, o, 0, 9000);
+        child.kill('SIGKILL');
+        await new Promise((resolve) => child.once('exit', resolve));
+        appendFileSync(join(topicDir(), `${toHex(o.id)}.part`), o.bytes.subarray(9000));
+        expect(files().map(([name]) => name)).toEqual([`${toHex(o.id)}.meta`, `${toHex(o.id)}.part`]);
+
+        child = await spawnRelay(port, dataDir());
+        const client = clientOf(handle);
+        expect(unwrap(await client.status(o.id))).toEqual({ have: 10_000, total: 10_000, complete: true });
+        expect(bytesEqual(unwrap(await client.download(o.id)), o.bytes)).toBe(true);
+        expect(files().map(([name]) => name)).toEqual([toHex(o.id), `${toHex(o.id)}.tag`]);
+      } finally {
+        child.kill('SIGKILL');
+      }
+    });
+
+    it('on restart, completes, drops or tidies what a crash left at each step of completing an upload', async () => {
+      let relay = await start();
+      await members(relay, TOPIC, ALICE);
+      const [whole, renamed, forged] = [object(3000, 'whole'), object(3000, 'renamed'), object(3000, 'forged')];
+      relay = await restart(relay);
+      await relay.close();
+      relays.splice(relays.indexOf(relay), 1);
+      const meta = (o: StoredObject) => JSON.stringify({ tag: toHex(TAG), total: o.bytes.length });
+      mkdirSync(topicDir(), { recursive: true });
+      // Every byte arrived, nothing hashed yet.
+      writeFileSync(join(topicDir(), `${toHex(whole.id)}.meta`), meta(whole));
+      writeFileSync(join(topicDir(), `${toHex(whole.id)}.part`), whole.bytes);
+      // Renamed into place; the `.meta` not yet removed.
+      writeFileSync(join(topicDir(), `${toHex(renamed.id)}.meta`), meta(renamed));
+      writeFileSync(join(topicDir(), `${toHex(renamed.id)}.tag`), toHex(TAG));
+      writeFileSync(join(topicDir(), toHex(renamed.id)), renamed.bytes);
+      // All bytes "arrived", but they are not the object's: dropped, never listed.
+      writeFileSync(join(topicDir(), `${toHex(forged.id)}.meta`), meta(forged));
+      writeFileSync(join(topicDir(), `${toHex(forged.id)}.part`), whole.bytes);
+      // A `.part` with no `.meta` (an older relay's leftover): no upload, removed.
+      writeFileSync(join(topicDir(), `${'ab'.repeat(32)}.part`), new Uint8Array(10));
+
+      relay = await start();
+      const client = clientOf(relay);
+      expect(unwrap(await client.status(whole.id))).toEqual({ have: 3000, total: 3000, complete: true });
+      expect(unwrap(await client.status(renamed.id))).toEqual({ have: 3000, total: 3000, complete: true });
+      expect(unwrap(await client.status(forged.id))).toEqual({ have: 0, total: 0, complete: false });
+      expect(files().map(([name]) => name)).toEqual(
+        [toHex(whole.id), `${toHex(whole.id)}.tag`, toHex(renamed.id), `${toHex(renamed.id)}.tag`].sort(),
+      );
+      // The forged id can be uploaded for real now.
+      expect(outcome(await client.upload(forged.id, TAG, forged.bytes))).toBe('ok');
+    });
+
+    it('releases the reservation of an abandoned upload once it has been idle, so others can store', async () => {
+      const limits = { maxBytesPerTopic: 20_000, uploadIdleMs: 60_000 };
+      const relay = await start({ objectLimits: limits });
+      await members(relay, TOPIC, ALICE);
+      // Eight 1-byte puts declaring 2,500 bytes each reserve the whole quota.
+      const abandoned = Array.from({ length: 8 }, (_, i) => object(2500, `abandoned-${i}`));
+      for (const o of abandoned) await putRange(relay, ALICE, o, 0, 1);
+      const client = clientOf(relay);
+      const fresh = object(2000, 'fresh');
+      expect(outcome(await client.upload(fresh.id, TAG, fresh.bytes))).toBe('quota 507');
+      // An hour passes with no chunk for them: their reservations are released.
+      const hourAgo = new Date(Date.now() - 3_600_000);
+      for (const o of abandoned) utimesSync(join(topicDir(), `${toHex(o.id)}.part`), hourAgo, hourAgo);
+      expect(outcome(await client.upload(fresh.id, TAG, fresh.bytes))).toBe('ok');
+      expect(files().filter(([name]) => name.endsWith('.part'))).toEqual([]);
+    });
+
+    it('forgets the put queue of an object once its puts have settled', async () => {
+      const store = await BlindObjectStore.open(dataDir());
+      for (let i = 0; i < 20; i++) {
+        const o = object(1500, `queue-${i}`);
+        const puts = [0, 1000].map((offset) =>
+          store.put(TOPIC, { id: o.id, tag: TAG, total: 1500, offset, chunk: o.bytes.subarray(offset, offset + 1000) }),
+        );
+        expect(store.busy).toBe(1);
+        expect((await Promise.all(puts)).map((r) => r.ok)).toEqual([true, true]);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      expect(store.busy).toBe(0);
     });
 
     it('picks up after another writer moved the upload on (offset-mismatch, then status once)', async () => {
