@@ -162,6 +162,9 @@ function isOversizeSend(bytes: Uint8Array): boolean {
   return isBytes(body) && body.length > MAX_FRAME_BODY;
 }
 
+/** Admission lists kept in memory; the least recently used is read from the store again. */
+const MAX_CACHED_LISTS = 10_000;
+
 export class RelayHub {
   readonly #opts: HubOptions;
   readonly #sessions = new Map<string, Connection>();
@@ -169,7 +172,7 @@ export class RelayHub {
   #pings = 0;
   readonly #connections = new Set<Connection>();
   /** Decoded admission lists in force, by topic hex (the store holds the signed records). */
-  readonly #lists = new Map<string, AdmissionList | undefined>();
+  readonly #lists = new Map<string, AdmissionList>();
   readonly #refused = new Map<string, number>();
   #serial = 0;
   #closing = false;
@@ -355,14 +358,25 @@ export class RelayHub {
     return this.#opts.admission === 'open' ? undefined : read();
   }
 
+  /**
+   * A topic's admission list, read through a bounded cache of the lists that exist: a topic
+   * with none (anyone may name any topic) is asked of the store each time and never kept.
+   */
   #list(topic: Uint8Array): AdmissionList | undefined {
     const id = toHex(topic);
-    if (!this.#lists.has(id)) {
-      const record = this.#opts.store.admission(topic);
-      const decoded = record && decodeAdmission(record);
-      this.#lists.set(id, decoded?.ok ? decoded.value.list : undefined);
-    }
-    return this.#lists.get(id);
+    const cached = this.#lists.get(id);
+    if (cached) return cached;
+    const record = this.#opts.store.admission(topic);
+    const decoded = record && decodeAdmission(record);
+    if (!decoded?.ok) return undefined;
+    this.#remember(id, decoded.value.list);
+    return decoded.value.list;
+  }
+
+  #remember(id: string, list: AdmissionList): void {
+    this.#lists.delete(id);
+    this.#lists.set(id, list);
+    if (this.#lists.size > MAX_CACHED_LISTS) this.#lists.delete(this.#lists.keys().next().value!);
   }
 
   /** How `endpoint` is served under `topic` now; undefined when it is not. */
@@ -380,7 +394,7 @@ export class RelayHub {
     const next = decoded.ok ? nextAdmission(peer.topic, this.#list(peer.topic), decoded.value.list) : decoded;
     if (!next.ok) return this.#reject(c, 'admission-refused', `relay: ${next.error.reason}`);
     this.#opts.store.setAdmission(peer.topic, record);
-    this.#lists.set(peer.topicHex, next.value);
+    this.#remember(peer.topicHex, next.value);
     const { version, endpoints, invites } = next.value;
     this.#opts.log(
       `relay: topic=${short(peer.topic)} admission list version ${version}: ${endpoints.length} endpoints, ${invites.length} invites`,
