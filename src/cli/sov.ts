@@ -3,7 +3,7 @@
  * imports its module on demand (so `sov help` stays fast and one subcommand's
  * dependencies never load for another) and returns a `main(argv)` resolving to an exit code.
  *
- *   sov relay [--port N] [--host ADDR] [--data DIR] [--static DIR] [--tls-cert FILE --tls-key FILE] [--tap FILE] [--heartbeat S]
+ *   sov relay [--port N] [--host ADDR] [--data DIR] [--static DIR] [--tls-cert FILE --tls-key FILE] [--tap FILE] [--heartbeat S] [--founding open|closed]
  *   sov node --role server|archive --data DIR [--name NAME] [--join]   (cli/node.ts)
  *   sov object write --csv FILE --out DIR [...]   (cli/objects.ts)
  *   sov parquet read FILE --footer-key KEY [...]  (cli/objects.ts)
@@ -35,7 +35,7 @@ const PARQUET_USAGE = 'parquet read FILE --footer-key KEY [--column-key PATH=KEY
 const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
   relay: {
     usage:
-      'relay [--port N] [--host ADDR] [--data DIR] [--static DIR] [--tls-cert FILE --tls-key FILE] [--tap FILE] [--heartbeat S]',
+      'relay [--port N] [--host ADDR] [--data DIR] [--static DIR] [--tls-cert FILE --tls-key FILE] [--tap FILE] [--heartbeat S] [--founding open|closed]',
     load: () => Promise.resolve(relayMain),
   },
   node: {
@@ -119,8 +119,32 @@ const RELAY_OPTIONS = {
   'tls-key': { type: 'string' },
   tap: { type: 'string' },
   heartbeat: { type: 'string' },
+  founding: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
+
+const RELAY_HELP = `usage: sov relay [options]
+
+A blind relay: it stores and forwards ciphertext for the meshes on it, and serves the web app.
+
+  --port N              port to listen on (default 8787, or $SOV_PORT)
+  --host ADDR           address to bind (default 127.0.0.1: this machine only)
+  --data DIR            where mailboxes, objects and the relay's key live
+                        (default $SOV_DATA_DIR, else ~/.local/share/sovereign-mesh)
+  --static DIR          the built web app to serve (default dist/)
+  --tls-cert FILE --tls-key FILE
+                        serve HTTPS and WSS with this certificate (PEM)
+  --tap FILE            record every byte received and sent (privacy audits)
+  --heartbeat S         seconds between pings; a socket that misses one is cut (default 30)
+  --founding open|closed
+                        who may found a new mesh on this relay. open: anyone who reaches it
+                        can take a new topic, push its first admission list and use a mailbox
+                        and object storage under it. closed: only the meshes already here
+                        are served; found yours with the relay open, then close it.
+                        Default: open on a loopback address, closed on any other.
+`;
+
+const isLoopbackHost = (host: string): boolean => host === 'localhost' || host === '::1' || /^127\./.test(host);
 
 function defaultDataDir(): string {
   const env = process.env['SOV_DATA_DIR'];
@@ -145,6 +169,8 @@ interface RelayArgs {
   readonly tap: string | undefined;
   /** Seconds between WebSocket pings; a socket that misses one is cut (default 30). */
   readonly heartbeatSeconds: number;
+  /** Whether anyone may found a mesh here (see RELAY_HELP). */
+  readonly founding: boolean;
 }
 
 function parseRelayArgs(argv: readonly string[]): RelayArgs | 'help' {
@@ -153,9 +179,14 @@ function parseRelayArgs(argv: readonly string[]): RelayArgs | 'help' {
   const certFile = values['tls-cert'];
   const keyFile = values['tls-key'];
   if ((certFile === undefined) !== (keyFile === undefined)) throw new Error('--tls-cert and --tls-key go together');
+  const host = values.host ?? '127.0.0.1';
+  const founding = values.founding;
+  if (founding !== undefined && founding !== 'open' && founding !== 'closed')
+    throw new Error(`--founding is open or closed, not '${founding}'`);
   return {
     port: parsePort(values.port) ?? parsePort(process.env['SOV_PORT']) ?? 8787,
-    host: values.host ?? '127.0.0.1',
+    host,
+    founding: founding === undefined ? isLoopbackHost(host) : founding === 'open',
     dataDir: resolve(values.data ?? defaultDataDir()),
     staticDir: resolve(values.static ?? fileURLToPath(new URL('../../dist', import.meta.url))),
     tls: certFile && keyFile ? { cert: readFileSync(certFile), key: readFileSync(keyFile) } : undefined,
@@ -193,7 +224,7 @@ async function relayMain(argv: readonly string[]): Promise<number> {
     return 2;
   }
   if (args === 'help') {
-    process.stdout.write(usage());
+    process.stdout.write(RELAY_HELP);
     return 0;
   }
   const { startRelay } = await import('../relay/server.js');
@@ -206,8 +237,10 @@ async function relayMain(argv: readonly string[]): Promise<number> {
     tls: args.tls,
     tap: args.tap === undefined ? undefined : fileTap(args.tap),
     heartbeatMs: args.heartbeatSeconds * 1000,
+    founding: args.founding,
   });
   process.stdout.write(`sov relay listening on ${relay.url} (data: ${args.dataDir})\n`);
+  process.stdout.write(`sov relay: founding a new mesh here is ${args.founding ? 'open' : 'closed'}\n`);
   if (!existsSync(args.staticDir)) process.stdout.write(`sov relay: no web app at ${args.staticDir} (npm run build)\n`);
   const signal = await untilSignal();
   process.stdout.write(`sov relay: ${signal}, closing\n`);

@@ -80,6 +80,12 @@ export interface HubOptions {
   /** The relay's long-term Ed25519 identity: endpoints pin its public key. */
   readonly identity: { readonly secretKey: Uint8Array; readonly publicKey: Uint8Array };
   readonly admission: 'enforce' | 'open';
+  /**
+   * Whether anyone may found a mesh here: take a topic no list names and push its first list
+   * (`enforce` only). Closed, a relay serves only the meshes already on it — the operator's
+   * choice (`sov relay --founding`); open by default for a relay on loopback only.
+   */
+  readonly founding?: boolean | undefined;
   /** Sees every byte the relay receives and sends on its WebSockets (privacy audits; relay/tap.ts). */
   readonly tap?: WireTap | undefined;
   /** The blind MLS sequencer (core/mls/sequencer.ts); without one, commits are refused. */
@@ -341,7 +347,13 @@ export class RelayHub {
     const { store } = this.#opts;
     const invite = msg.invite?.slice() ?? this.#stored(() => store.invitedWith(topic, endpoint));
     const standing = this.#standing(topic, endpoint, invite);
-    if (!standing) return this.#fail(c, 'not-admitted', "relay: this endpoint is not on the group's admission list");
+    if (!standing) {
+      const why =
+        this.#opts.founding === false && !this.#list(topic)
+          ? 'relay: founding a mesh is closed on this relay (its operator allows it with --founding open)'
+          : "relay: this endpoint is not on the group's admission list";
+      return this.#fail(c, 'not-admitted', why);
+    }
     const key = `${topicHex}:${toHex(endpoint)}`;
     const peer: Peer = { key, topicHex, topic, endpoint, label: short(endpoint), invite, standing };
     c.peer = peer;
@@ -383,7 +395,7 @@ export class RelayHub {
   #standing(topic: Uint8Array, endpoint: Uint8Array, invite: Uint8Array | undefined): SessionStanding | undefined {
     if (this.#opts.admission === 'open') return { kind: 'member' };
     const list = this.#list(topic);
-    if (!list) return { kind: 'founding' };
+    if (!list) return this.#opts.founding === false ? undefined : { kind: 'founding' };
     return standingOf(list, endpoint, invite, this.#opts.now());
   }
 

@@ -79,6 +79,8 @@ export interface RelayOptions {
   readonly allowUnknownRecipients?: boolean | undefined;
   /** `enforce` (default): serve only endpoints on each group's signed admission list (relay/hub.ts). */
   readonly admission?: 'enforce' | 'open' | undefined;
+  /** Whether anyone may found a new mesh here (relay/hub.ts; default true: `sov relay` decides by its host). */
+  readonly founding?: boolean | undefined;
   /** Receives a copy of every message in and out (privacy audits; relay/tap.ts). */
   readonly tap?: WireTap | undefined;
   /** Per-mesh quota of the blind object store (relay/object-store.ts). */
@@ -235,6 +237,7 @@ export async function startRelay(options: RelayOptions): Promise<RelayHandle> {
     allowUnknownRecipients: options.allowUnknownRecipients ?? false,
     identity,
     admission: options.admission ?? 'enforce',
+    founding: options.founding ?? true,
     tap: options.tap,
     sequencer: { sequencer, store: sequencerStore },
   });

@@ -106,8 +106,8 @@ describe('relay admission (enforce)', () => {
   let dir: string;
   const relays: RelayHandle[] = [];
   const clients: RelayTestClient[] = [];
-  const start = async (): Promise<RelayHandle> => {
-    const relay = await startRelay({ port: 0, dataDir: join(dir, 'data'), log: () => undefined });
+  const start = async (options: { founding?: boolean } = {}): Promise<RelayHandle> => {
+    const relay = await startRelay({ port: 0, dataDir: join(dir, 'data'), log: () => undefined, ...options });
     relays.push(relay);
     return relay;
   };
@@ -149,6 +149,29 @@ describe('relay admission (enforce)', () => {
         relayKey: new Uint8Array(32).fill(3),
       }),
     ).rejects.toThrow(/another key/);
+  });
+
+  it('with founding closed, a topic no list names is refused; the meshes already here are served', async () => {
+    let relay = await start();
+    const alice = await track(joinAs(relay, ALICE));
+    alice.send({ t: 'admit', record: signed(ADMIN) });
+    await alice.expect('admitted');
+    alice.ws.terminate();
+    await relays.pop()!.close();
+    relay = await start({ founding: false });
+    // ALICE's mesh was founded while founding was open: she is still served.
+    expect(await attempt(relay, ALICE)).toBe('ready');
+    // A new topic is not: nobody can mint a mesh (and its mailboxes and object quota) here.
+    const stranger = await RelayTestClient.open(relay.wsUrl);
+    clients.push(stranger);
+    const challenge = await stranger.expect('challenge');
+    const { relayAuthPayload } = await import('../../src/core/relay-wire.js');
+    const topic = new Uint8Array(32).fill(0x5e);
+    const sig = ed25519.sign(relayAuthPayload(challenge.nonce, topic, BOB.id), BOB.secret);
+    stranger.send({ t: 'auth', topic, endpoint: BOB.id, sig, cnonce: new Uint8Array(32) });
+    const refused = await stranger.next();
+    expect(refused).toMatchObject({ t: 'error', code: 'not-admitted' });
+    expect((refused as { message: string }).message).toMatch(/founding a mesh is closed/);
   });
 
   it('before any list a session may only push the first list; then only listed endpoints are served', async () => {
