@@ -28,7 +28,8 @@ interface Subcommand {
 
 const OBJECT_USAGE =
   'object write --csv FILE --out DIR [--row-group-size N] [--domain D] [--table T] [--time-column C] [--print-dek] [--print-secret]';
-const PARQUET_USAGE = 'parquet read FILE --footer-key KEY [--column-key PATH=KEY]… [--aad-prefix TEXT] [--csv OUT]';
+const PARQUET_USAGE =
+  'parquet read FILE --footer-key KEY [--column-key PATH=KEY]… [--aad-prefix TEXT] [--duckdb-no-aad] [--csv OUT]';
 
 // ---- subcommands: add new ones here -------------------------------------------------
 

@@ -4,12 +4,13 @@
  * add_parquet_key` takes a 32-byte key — with the values we wrote for every
  * supported type, nulls and non-ASCII text included, and the same aggregates.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance, DuckDBTimestampTZValue, type DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CellValue, ColumnSpec } from '../../src/core/parquet/schema.js';
+import { openParquet } from '../../src/core/parquet/read.js';
 import { writeEncryptedParquet } from '../../src/core/parquet/write.js';
 import { webPmeCipher } from '../../src/runtime/pme-cipher.js';
 import { seededRandom } from '../helpers/deterministic.js';
@@ -113,4 +114,41 @@ describe('DuckDB reads our encrypted objects', () => {
     expect(got!['top']).toBe('sensor-9');
     expect(ours(got!['first'])).toBe(1_700_000_000_000);
   }, 60_000);
+});
+
+describe('encrypted files DuckDB writes (no aad_file_unique, no module AAD)', () => {
+  it('are refused by default, and read with the clearly named duckdbNoAad option', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sov-duckdb-written-'));
+    try {
+      const db = await (await DuckDBInstance.create(':memory:')).connect();
+      const key = new Uint8Array(32).fill(7);
+      // DuckDB writes encrypted files only with its full crypto module (httpfs), absent offline.
+      await db.run("SET force_mbedtls_unsafe = 'true'");
+      await db.run(`PRAGMA add_parquet_key('k', '${Buffer.from(key).toString('base64')}')`);
+      const path = join(dir, 'duck.parquet');
+      await db.run(
+        `COPY (SELECT i, 'row ' || i AS s, i * 0.5 AS d FROM range(2000) t(i)) TO '${path}' (ENCRYPTION_CONFIG {footer_key: 'k'})`,
+      );
+      const bytes = new Uint8Array(readFileSync(path));
+      const refused = await openParquet(bytes, { footerKey: key }, webPmeCipher);
+      expect(refused.ok).toBe(false);
+      if (!refused.ok) expect(refused.error).toMatchObject({ type: 'Malformed', detail: /duckdbNoAad/ });
+      const file = await openParquet(bytes, { footerKey: key, duckdbNoAad: true }, webPmeCipher);
+      if (!file.ok) throw new Error(JSON.stringify(file.error));
+      const rows = await file.value.readRows();
+      if (!rows.ok) throw new Error(JSON.stringify(rows.error));
+      expect(rows.value).toHaveLength(2000);
+      expect(rows.value[1234]).toEqual({ i: 1234n, s: 'row 1234', d: 617 });
+      // A wrong key is still a refusal, not garbage.
+      const wrong = await openParquet(
+        bytes,
+        { footerKey: new Uint8Array(32).fill(8), duckdbNoAad: true },
+        webPmeCipher,
+      );
+      expect(wrong).toMatchObject({ ok: false, error: { type: 'DecryptFailed' } });
+      db.closeSync();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

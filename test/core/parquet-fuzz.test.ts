@@ -54,12 +54,15 @@ const TYPED = new Set([
 /** Longest a read may take before it counts as a hang (reads here take milliseconds). */
 const DEADLINE_MS = 10_000;
 
-function startWorker(): Worker {
+/** A reader worker, once it has loaded (a loaded machine may take seconds to compile it). */
+async function startWorker(): Promise<Worker> {
   const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
   const script = JSON.stringify(new URL('../helpers/parquet-read-worker.ts', import.meta.url).href);
-  return new Worker(`import(${tsx}).then(({ register }) => { register(); return import(${script}); });`, {
+  const started = new Worker(`import(${tsx}).then(({ register }) => { register(); return import(${script}); });`, {
     eval: true,
   });
+  await new Promise((resolve) => started.once('message', resolve));
+  return started;
 }
 
 let worker: Worker;
@@ -70,8 +73,10 @@ function readInWorker(request: ReadRequest): Promise<ReadOutcome | 'hung'> {
     const timer = setTimeout(() => {
       worker.removeAllListeners('message');
       void worker.terminate();
-      worker = startWorker();
-      resolve('hung');
+      void startWorker().then((fresh) => {
+        worker = fresh;
+        resolve('hung');
+      });
     }, DEADLINE_MS);
     worker.once('message', (outcome: ReadOutcome) => {
       clearTimeout(timer);
@@ -128,9 +133,9 @@ async function expectTypedOutcomes(seed: Uint8Array, footerKey: Uint8Array | und
 }
 
 describeVectors('mutated Parquet files: a value or a typed error, never a hang or a throw', DIR, () => {
-  beforeAll(() => {
-    worker = startWorker();
-  });
+  beforeAll(async () => {
+    worker = await startWorker();
+  }, 120_000);
   afterAll(async () => {
     await worker.terminate();
   });
@@ -140,7 +145,7 @@ describeVectors('mutated Parquet files: a value or a typed error, never a hang o
     const clean = await readInWorker({ bytes: seed });
     expect(clean).toMatchObject({ t: 'read' });
     await expectTypedOutcomes(seed, undefined, runs(60));
-  });
+  }, 60_000);
 
   it('our own encrypted objects, mutated (with their key)', async () => {
     const random = seededRandom('parquet-fuzz');
@@ -173,5 +178,5 @@ describeVectors('mutated Parquet files: a value or a typed error, never a hang o
     expect(await readInWorker({ bytes: written.value.bytes, footerKey })).toEqual({ t: 'read', rows: 300 });
     expect(toHex(written.value.bytes.subarray(0, 4))).toBe('50415245');
     await expectTypedOutcomes(written.value.bytes, footerKey, runs(200));
-  });
+  }, 60_000);
 });

@@ -31,3 +31,5 @@ async function outcome({ bytes, footerKey }: ReadRequest): Promise<ReadOutcome> 
 parentPort!.on('message', (request: ReadRequest) => {
   void outcome(request).then((o) => parentPort!.postMessage(o));
 });
+// Loaded (tsx compiles this file and the reader on start): deadlines run from here.
+parentPort!.postMessage('ready');

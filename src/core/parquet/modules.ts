@@ -71,7 +71,12 @@ export type ParquetError =
 export type Ordinals = { readonly rowGroup?: number; readonly column?: number; readonly page?: number };
 
 /** File-level AAD parts: the prefix (stored or supplied) and the file's unique bytes. */
-export type FileAad = { readonly prefix: Uint8Array; readonly fileUnique: Uint8Array };
+export type FileAad = {
+  readonly prefix: Uint8Array;
+  readonly fileUnique: Uint8Array;
+  /** DuckDB's own encrypted files: every module sealed with no AAD at all (read.ts `duckdbNoAad`). */
+  readonly none?: boolean;
+};
 
 function i16(out: Uint8Array, at: number, value: number): void {
   if (!Number.isInteger(value) || value < 0 || value > 0x7fff) throw new Error(`pme: ordinal ${value} out of range`);
@@ -81,6 +86,7 @@ function i16(out: Uint8Array, at: number, value: number): void {
 
 /** The AAD of one module (§4.4). */
 export function moduleAad(file: FileAad, type: ModuleType, ordinals: Ordinals = {}): Uint8Array {
+  if (file.none) return new Uint8Array(0);
   const base = file.prefix.length + file.fileUnique.length;
   const withOrdinals = type !== MODULE.FOOTER;
   const withPage = type === MODULE.DATA_PAGE || type === MODULE.DATA_PAGE_HEADER;

@@ -58,6 +58,13 @@ export type ReadKeys = {
   readonly columnKeys?: ReadonlyMap<string, Uint8Array>;
   /** Overrides a stored prefix; required when the file was written with supply_aad_prefix. */
   readonly aadPrefix?: Uint8Array;
+  /**
+   * Reads encrypted files DuckDB wrote: they carry no `aad_file_unique` and seal every module
+   * with no AAD, so a module could be moved to another place, or another file of the same
+   * key, and still decrypt. Off by default, and such a file is refused; never set for objects
+   * of a mesh, whose writer follows the specification.
+   */
+  readonly duckdbNoAad?: boolean;
 };
 
 export type Algorithm = 'AES_GCM_V1' | 'AES_GCM_CTR_V1';
@@ -249,6 +256,7 @@ function rawStruct(bytes: Uint8Array, what: string): Result<{ value: RawStruct; 
 function algorithmOf(
   raw: unknown,
   supplied: Uint8Array | undefined,
+  duckdbNoAad = false,
 ): Result<{ algorithm: Algorithm; aad: FileAad }, ParquetError> {
   const union = raw as RawStruct | undefined;
   const gcm = union?.['field_1'] as RawStruct | undefined;
@@ -256,7 +264,17 @@ function algorithmOf(
   const chosen = gcm ?? ctr;
   if (!chosen) return err({ type: 'Unsupported', detail: 'unknown encryption algorithm' });
   const fileUnique = chosen['field_2'];
-  if (!(fileUnique instanceof Uint8Array)) return err(malformed('encryption algorithm without aad_file_unique'));
+  if (!(fileUnique instanceof Uint8Array)) {
+    if (duckdbNoAad && gcm) {
+      return ok({
+        algorithm: 'AES_GCM_V1',
+        aad: { prefix: new Uint8Array(0), fileUnique: new Uint8Array(0), none: true },
+      });
+    }
+    return err(
+      malformed('encryption algorithm without aad_file_unique (as DuckDB writes; readable only with duckdbNoAad)'),
+    );
+  }
   const stored = chosen['field_1'] instanceof Uint8Array ? chosen['field_1'] : undefined;
   const mustSupply = chosen['field_3'] === true;
   const prefix = supplied ?? stored;
@@ -287,7 +305,7 @@ async function readTail(bytes: Uint8Array, keys: ReadKeys, cipher: PmeCipher): P
   if (head === PARE) {
     const crypto = rawStruct(region, 'FileCryptoMetaData');
     if (!crypto.ok) return crypto;
-    const algo = algorithmOf(crypto.value.value['field_1'], keys.aadPrefix);
+    const algo = algorithmOf(crypto.value.value['field_1'], keys.aadPrefix, keys.duckdbNoAad);
     if (!algo.ok) return algo;
     if (!keys.footerKey) return err({ type: 'KeyMissing', column: '(footer)' });
     if (!isAesKeyLength(keys.footerKey)) return err({ type: 'KeyInvalid', column: '(footer)' });
@@ -303,7 +321,7 @@ async function readTail(bytes: Uint8Array, keys: ReadKeys, cipher: PmeCipher): P
   if (!meta.ok) return meta;
   if (meta.value.value['field_8'] === undefined) return ok({ footer: region, mode: 'plaintext' });
   // Signed plaintext footer (§5.5): FileMetaData ‖ nonce(12) ‖ tag(16).
-  const algo = algorithmOf(meta.value.value['field_8'], keys.aadPrefix);
+  const algo = algorithmOf(meta.value.value['field_8'], keys.aadPrefix, keys.duckdbNoAad);
   if (!algo.ok) return algo;
   const footer = region.subarray(0, meta.value.end);
   const signature = region.subarray(meta.value.end);
@@ -484,6 +502,8 @@ export class ParquetFile {
 
   /** The cipher for one leaf's chunks, or undefined for a plaintext column. */
   async #chunkCipher(leaf: Leaf, crypto: RawStruct | undefined): Promise<Result<Cipher | undefined, ParquetError>> {
+    // DuckDB marks no column as encrypted, yet encrypts every one with the footer key.
+    if (!crypto && this.#aad?.none) crypto = {};
     if (!crypto) return ok(undefined);
     if (!this.#aad || !this.algorithm) return err(malformed('encrypted column chunk in an unencrypted file'));
     const raw = crypto['field_2'] ? this.#keys.columnKeys?.get(leaf.path) : this.#keys.footerKey;
@@ -644,7 +664,11 @@ export class ParquetFile {
     if (isDictionary !== o.dictionary) return err(malformed(`${o.what}: page type does not match the chunk layout`));
     const pageModule = moduleAt(bytes, headerModule.value.end, o.what);
     if (!pageModule.ok) return pageModule;
-    if (pageModule.value.end - headerModule.value.end !== header.value.compressed_page_size) {
+    // The specification counts the module (length, nonce, tag) in the page's size; DuckDB counts the page alone.
+    const size = cipher.aad.none
+      ? pageModule.value.body.length - NONCE_BYTES - TAG_BYTES
+      : pageModule.value.end - headerModule.value.end;
+    if (size !== header.value.compressed_page_size) {
       return err(malformed(`${o.what}: page module size disagrees with its header`));
     }
     const what = o.what;
