@@ -140,12 +140,16 @@ describeVectors('mutated Parquet files: a value or a typed error, never a hang o
     await worker.terminate();
   });
 
-  it.each(SEEDS)('%s, mutated', async (name) => {
-    const seed = new Uint8Array(readFileSync(vectorPath(`${DIR}/${name}`)));
-    const clean = await readInWorker({ bytes: seed });
-    expect(clean).toMatchObject({ t: 'read' });
-    await expectTypedOutcomes(seed, undefined, runs(60));
-  }, 60_000);
+  it.each(SEEDS)(
+    '%s, mutated',
+    async (name) => {
+      const seed = new Uint8Array(readFileSync(vectorPath(`${DIR}/${name}`)));
+      const clean = await readInWorker({ bytes: seed });
+      expect(clean).toMatchObject({ t: 'read' });
+      await expectTypedOutcomes(seed, undefined, runs(60));
+    },
+    60_000,
+  );
 
   it('our own encrypted objects, mutated (with their key)', async () => {
     const random = seededRandom('parquet-fuzz');
