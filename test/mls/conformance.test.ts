@@ -1,10 +1,11 @@
 /**
  * The installed MLS library (ts-mls 1.6.4) against the IETF interop vectors:
  * `welcome.json` (Welcome decryption, GroupInfo confirmation tag and signature)
- * and the passive-client scenarios (join from a Welcome, then process every
- * epoch's proposals and commit, comparing epoch authenticators). These need the
- * vectors' private keys injected, which a bytes-only MlsProvider cannot take,
- * so they run against the library directly; the provider suite covers ours.
+ * and the three passive-client scenarios (welcome, handling-commit, and random:
+ * join from a Welcome, then process every epoch's proposals and commit, comparing
+ * epoch authenticators). They run through the mesh's crypto provider, but need the
+ * vectors' private keys injected and external PSKs, which the bytes-only MlsProvider
+ * cannot take, so they call the library directly; the provider suite covers ours.
  * All seven cipher suites run (3, 4 and 6 need ChaCha20-Poly1305 and X448/Ed448:
  * @hpke/chacha20poly1305, @hpke/dhkem-x448 and noble's Ed448, which ts-mls loads
  * when present); suite 1 is the one the mesh runs.
@@ -102,7 +103,11 @@ async function runPassive(v: Passive): Promise<void> {
   }
 }
 
-for (const file of ['passive-client-welcome.json', 'passive-client-handling-commit.json']) {
+for (const file of [
+  'passive-client-welcome.json',
+  'passive-client-handling-commit.json',
+  'passive-client-random.json',
+]) {
   const path = `mls/${file}`;
   describeVectors(`ts-mls passive client: ${file}`, path, () => {
     const vectors = hasVector(path) ? (readJsonVector(path) as Passive[]) : [];
