@@ -4,7 +4,16 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CsvParser, csvRecord, parseTimestamp, SchemaInference, toCell } from '../../src/core/csv.js';
+import {
+  checkHeader,
+  CsvParser,
+  csvRecord,
+  isoTime,
+  MAX_FIELD_CHARS,
+  parseTimestamp,
+  SchemaInference,
+  toCell,
+} from '../../src/core/csv.js';
 import { runs } from '../helpers/runs.js';
 
 function parseAll(text: string, chunk = text.length || 1): string[][] {
@@ -45,6 +54,40 @@ describe('CSV parsing', () => {
     );
   });
 
+  it('names the line of a fault after records with newlines inside quotes, and keeps refusing after one', () => {
+    const parser = new CsvParser();
+    expect(parser.push('a,b\n"x\ny",1\n2,3\n4,"5"6\n')).toEqual({
+      ok: false,
+      error: { type: 'CsvMalformed', line: 5, detail: 'a quote inside an unquoted field or after a closing quote' },
+    });
+    expect(parser.push('7,8\n')).toMatchObject({ ok: false, error: { line: 5 } });
+    expect(parser.end()).toMatchObject({ ok: false, error: { line: 5 } });
+    const unclosed = new CsvParser();
+    unclosed.push('a\n1\n"open\nstill');
+    expect(unclosed.end()).toEqual({
+      ok: false,
+      // Noticed at the end of the text: the line the open field reached.
+      error: { type: 'CsvMalformed', line: 4, detail: 'a quoted field is not closed' },
+    });
+  });
+
+  it('refuses a field longer than MAX_FIELD_CHARS, naming its line', () => {
+    const parser = new CsvParser();
+    expect(parser.push(`a\n${'x'.repeat(MAX_FIELD_CHARS)}\n`).ok).toBe(true);
+    expect(parser.push(`${'y'.repeat(MAX_FIELD_CHARS + 1)}\n`)).toEqual({
+      ok: false,
+      error: { type: 'CsvMalformed', line: 3, detail: `a field longer than ${MAX_FIELD_CHARS} characters` },
+    });
+  });
+
+  it('reads nothing from empty text, and a header-only file as its header', () => {
+    expect(parseAll('')).toEqual([]);
+    expect(parseAll('a,b')).toEqual([['a', 'b']]);
+    expect(checkHeader([])).toEqual({ ok: false, error: { type: 'CsvHeader', detail: 'no header row' } });
+    expect(checkHeader([''])).toEqual({ ok: false, error: { type: 'CsvHeader', detail: 'no header row' } });
+    expect(checkHeader([' a ', 'b'])).toEqual({ ok: true, value: ['a', 'b'] });
+  });
+
   it('refuses a stray quote and an unclosed quoted field, naming the line', () => {
     const stray = new CsvParser().push('a,b\n1,x"y\n');
     expect(stray).toMatchObject({ ok: false, error: { type: 'CsvMalformed', line: 2 } });
@@ -71,6 +114,28 @@ describe('CSV type inference', () => {
       ['mixed', 'string', false],
     ]);
     expect(toCell('int64', '9007199254740993')).toBe(9007199254740993n);
+  });
+
+  it('reads zones with minutes either side of UTC, and prints times a date cannot hold as milliseconds', () => {
+    expect(parseTimestamp('2024-01-01T10:00:00+05:30')).toBe(Date.UTC(2024, 0, 1, 4, 30));
+    expect(parseTimestamp('2024-01-01T10:00:00-0330')).toBe(Date.UTC(2024, 0, 1, 13, 30));
+    expect(parseTimestamp('2024-02-30')).toBeUndefined();
+    expect(parseTimestamp('2024-13-01')).toBeUndefined();
+    expect(isoTime(Date.UTC(2024, 0, 1))).toBe('2024-01-01T00:00:00.000Z');
+    expect(isoTime(9e15)).toBe('9000000000000000 ms');
+    expect(() => toCell('rowid', 'ab')).toThrow('csv: row ids are not read from CSV');
+    const inference = new SchemaInference(['t']);
+    for (const t of ['2024-01-01T00:00:00.1234Z', '2024-01-01T00:00:00.12304Z']) {
+      const one = new SchemaInference(['t']);
+      one.observe([t]);
+      expect(
+        one.schema().ok && one.schema().ok ? (one.schema() as { value: { type: string }[] }).value[0]!.type : '',
+        t,
+      ).toBe('string');
+    }
+    inference.observe(['2024-01-01']);
+    inference.observe(['2024-01-02']);
+    expect(inference.records).toBe(2);
   });
 
   it('reads ISO 8601 timestamps with their zone, refuses a time without one and impossible dates', () => {
