@@ -22,9 +22,9 @@ import { domainOf, tableSpec, type ColumnValue, type DomainName } from './schema
 import type { ChainHead, ReplicaStore, Resurrection } from './store.js';
 import { authorize, type TrustContext, type Verdict } from './trust.js';
 
-const MAX_WRITE_RETRIES = 8;
+export const MAX_WRITE_RETRIES = 8;
 /** Most local writes recorded together (`#pumpWrites`). */
-const MAX_WRITE_BATCH = 256;
+export const MAX_WRITE_BATCH = 256;
 
 type QueuedWrite = {
   readonly op: EventOp;

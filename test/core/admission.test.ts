@@ -5,7 +5,7 @@
  */
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { describe, expect, it } from 'vitest';
-import { toHex } from '../../src/core/bytes.js';
+import { fromHex, toHex } from '../../src/core/bytes.js';
 import { encodeCbor } from '../../src/core/cbor.js';
 import {
   admissionBody,
@@ -138,6 +138,10 @@ describe('decodeAdmission', () => {
     forged[0] = 1;
     expect(reasonOf(encodeAdmission(forgedBody, forged))).toBe('signature does not verify');
     expect(reasonOf(encodeAdmission(forgedBody, new Uint8Array(64)))).toBe('signature does not verify');
+    // The same point with y = p + 1: only a strict decoder refuses the key (ZIP-215 would accept the forgery).
+    const nonCanonical = fromHex('eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f')!;
+    const unreduced = admissionBody({ ...LIST, signer: nonCanonical, admins: [nonCanonical] });
+    expect(reasonOf(encodeAdmission(unreduced, forged))).toBe('signature does not verify');
   });
 });
 

@@ -174,3 +174,48 @@ describe('CSV type inference', () => {
     expect(toCell('double', '1180591620717411303424')).toBe(2 ** 70);
   });
 });
+
+describe('CSV edge cases the mutation batch showed untested', () => {
+  it('reads old Mac line endings (CR alone) without losing the character after each', () => {
+    expect(parseAll('x,y\r1,2\r3,4')).toEqual([
+      ['x', 'y'],
+      ['1', '2'],
+      ['3', '4'],
+    ]);
+  });
+
+  it('keeps a last record that is one empty quoted field, and adds none after a final newline', () => {
+    expect(parseAll('a\n""')).toEqual([['a'], ['']]);
+    const parser = new CsvParser();
+    expect(parser.push('a,b\n')).toEqual({ ok: true, value: [['a', 'b']] });
+    expect(parser.end()).toEqual({ ok: true, value: [] });
+  });
+
+  it('takes a header of one column', () => {
+    expect(checkHeader(['name'])).toEqual({ ok: true, value: ['name'] });
+    expect(checkHeader([''])).toMatchObject({ ok: false, error: { type: 'CsvHeader', detail: 'no header row' } });
+  });
+
+  it('types a column that is empty in every record as nullable text', () => {
+    const inference = new SchemaInference(['n', 'blank']);
+    inference.observe(['1', '']);
+    inference.observe(['2', '']);
+    expect(inference.schema()).toEqual({
+      ok: true,
+      value: [
+        { name: 'n', type: 'int32', nullable: false },
+        { name: 'blank', type: 'string', nullable: true },
+      ],
+    });
+  });
+
+  it('refuses dates before the year 100 rather than read them as 19xx', () => {
+    expect(parseTimestamp('0050-01-01')).toBeUndefined();
+    expect(parseTimestamp('0100-01-01')).toBe(-59_011_459_200_000);
+  });
+
+  it('reads a float cell of a declared float column as a number', () => {
+    expect(toCell('float', '1.5')).toBe(1.5);
+    expect(toCell('float', '')).toBeNull();
+  });
+});

@@ -85,6 +85,10 @@ describe('decodePeerMessage', () => {
     }
     const items = Array.from({ length: MAX_DOMAIN_ITEMS }, (_, i) => [`D${String(i).padStart(2, '0')}`, b(1)]);
     expect(reasonOf({ t: 'join-confirm', inv: INV, kps: items })).toBe('accepted');
+    expect(reasonOf({ t: 'join-confirm', inv: INV, kps: [['GENERAL', b(4096)]] })).toBe('accepted');
+    const classes = full(64, ['device_profiles', 'public']);
+    expect(reasonOf({ ...VALID[10], welcomes: [['GENERAL', b(MAX_BUNDLE_BYTES)]], classes })).toBe('accepted');
+    expect(reasonOf({ t: 'mls-groupinfo', domain: 'GENERAL', info: b(MAX_BUNDLE_BYTES) })).toBe('accepted');
     expect(reasonOf({ t: 'events', after: 0, upto: 0, events: [b(MAX_SEALED_BYTES)] })).toBe('accepted');
   });
 
@@ -154,8 +158,33 @@ describe('decodePeerMessage', () => {
     ],
     [
       'a confirmation with too many domains',
-      { ...VALID[9], kps: over(MAX_DOMAIN_ITEMS, ['GENERAL', b(1)]) },
+      {
+        ...VALID[9],
+        kps: Array.from({ length: MAX_DOMAIN_ITEMS + 1 }, (_, i) => [`D${String(i).padStart(2, '0')}`, b(1)]),
+      },
       'join-confirm: key packages',
+    ],
+    [
+      'a confirmation naming a domain twice',
+      {
+        ...VALID[9],
+        kps: [
+          ['GENERAL', b(1)],
+          ['GENERAL', b(2)],
+        ],
+      },
+      'join-confirm: key packages',
+    ],
+    ['want with one empty id among good ones', { t: 'want', ids: ['ab.GENERAL.1', ''] }, 'want: ids'],
+    [
+      'heads with one too large among good ones',
+      { t: 'mls-heads', receipts: [b(1), b(MAX_RECEIPT_BYTES + 1)] },
+      'mls-heads: receipts',
+    ],
+    [
+      'an accept with 65 classes',
+      { ...VALID[10], classes: over(64, ['device_profiles', 'public']) },
+      'join-accept: classes',
     ],
     ['a confirmation with key packages as a map', { ...VALID[9], kps: {} }, 'join-confirm: key packages'],
     ['an accept with a short signer', { ...VALID[10], signer: b(31) }, 'join-accept: fields'],

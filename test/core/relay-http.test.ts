@@ -6,7 +6,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { bytesEqual, toBase64Url } from '../../src/core/bytes.js';
-import { encodeCbor } from '../../src/core/cbor.js';
+import { decodeCbor, encodeCbor } from '../../src/core/cbor.js';
+import type { Result } from '../../src/core/result.js';
 import {
   MAX_FETCH_LIMIT,
   decodeAuthHeader,
@@ -17,6 +18,7 @@ import {
   encodeMailboxBody,
   httpSigningPayload,
   isFresh,
+  type RelayHttpError,
 } from '../../src/core/relay-http.js';
 import { MAX_ACK_IDS, MAX_FRAME_BODY } from '../../src/core/relay-wire.js';
 
@@ -94,54 +96,198 @@ describe('relay-http codec', () => {
     for (const v of variants) expect(bytesEqual(httpSigningPayload(...v), reference)).toBe(false);
   });
 
-  it('refuses out-of-bound input with its typed code', () => {
-    const code = (r: { ok: boolean; error?: { code: string } }) => (r.ok ? 'ok' : r.error!.code);
-    const header = encodeAuthHeader({
+  it('refuses out-of-bound input with its typed code and a reason naming what is wrong', () => {
+    const auth = {
       topic: new Uint8Array(32),
       endpoint: new Uint8Array(32),
       ts: 1,
       nonce: new Uint8Array(16),
       sig: new Uint8Array(64),
+    };
+    const header = encodeAuthHeader(auth);
+    const headerOf = (fields: Record<string, unknown>) => toBase64Url(encodeCbor(fields));
+    const frame = (id: unknown, from: unknown = new Uint8Array(32), body: unknown = new Uint8Array(0)) => ({
+      id,
+      from,
+      body,
     });
-    const vectors: [string, { ok: boolean; error?: { code: string } }, string][] = [
-      ['header missing', decodeAuthHeader(undefined), 'malformed'],
-      ['header too long', decodeAuthHeader(header + 'A'.repeat(512)), 'malformed'],
-      ['header not base64url', decodeAuthHeader(header.replace(/.$/, '=')), 'malformed'],
+    const fetched = (frames: unknown, more: unknown = false) =>
+      decodeMailboxResponse('fetch', encodeCbor({ frames, more }));
+    const vectors: [string, Result<unknown, RelayHttpError>, string, string][] = [
+      ['header missing', decodeAuthHeader(undefined), 'malformed', 'missing sov-auth header'],
+      ['header too long', decodeAuthHeader(header + 'A'.repeat(512)), 'malformed', 'sov-auth header too long'],
+      [
+        'header not base64url',
+        decodeAuthHeader(header.replace(/.$/, '=')),
+        'malformed',
+        'sov-auth header is not base64url',
+      ],
+      [
+        'header not CBOR',
+        decodeAuthHeader(toBase64Url(Uint8Array.of(0xff))),
+        'malformed',
+        cborReason(Uint8Array.of(0xff)),
+      ],
+      ['header an array', decodeAuthHeader(toBase64Url(encodeCbor([1]))), 'malformed', 'body is not a map'],
+      [
+        'header a field missing',
+        decodeAuthHeader(headerOf({ topic: auth.topic, endpoint: auth.endpoint, ts: 1, nonce: auth.nonce })),
+        'malformed',
+        'fields must be topic, endpoint, ts, nonce, sig',
+      ],
       [
         'header negative ts',
-        decodeAuthHeader(toBase64Url(encodeCbor({ ...decodeAuthHeaderValue(header), ts: -1 }))),
+        decodeAuthHeader(headerOf({ ...auth, ts: -1 })),
         'malformed',
+        'sov-auth field types or sizes',
       ],
-      ['fetch limit 0', decodeMailboxRequest('fetch', encodeCbor({ after: 0, limit: 0 })), 'malformed'],
-      ['fetch extra field', decodeMailboxRequest('fetch', encodeCbor({ after: 0, limit: 1, x: 1 })), 'malformed'],
+      [
+        'header short nonce',
+        decodeAuthHeader(headerOf({ ...auth, nonce: new Uint8Array(15) })),
+        'malformed',
+        'sov-auth field types or sizes',
+      ],
+      [
+        'fetch after -1',
+        decodeMailboxRequest('fetch', encodeCbor({ after: -1, limit: 1 })),
+        'malformed',
+        'fetch: after must be a uint',
+      ],
+      [
+        'fetch limit 0',
+        decodeMailboxRequest('fetch', encodeCbor({ after: 0, limit: 0 })),
+        'malformed',
+        'fetch: limit must be 1..500',
+      ],
+      [
+        'fetch limit 501',
+        decodeMailboxRequest('fetch', encodeCbor({ after: 0, limit: 501 })),
+        'malformed',
+        'fetch: limit must be 1..500',
+      ],
+      [
+        'fetch extra field',
+        decodeMailboxRequest('fetch', encodeCbor({ after: 0, limit: 1, x: 1 })),
+        'malformed',
+        'fields must be after, limit',
+      ],
       [
         'ack too many ids',
         decodeMailboxRequest('ack', encodeCbor({ ids: Array<number>(MAX_ACK_IDS + 1).fill(1) })),
         'malformed',
+        `ack: ids must be at most ${MAX_ACK_IDS} uints`,
       ],
-      ['ack fractional id', decodeMailboxRequest('ack', encodeCbor({ ids: [1.5] })), 'malformed'],
+      [
+        'ack fractional id',
+        decodeMailboxRequest('ack', encodeCbor({ ids: [1.5] })),
+        'malformed',
+        `ack: ids must be at most ${MAX_ACK_IDS} uints`,
+      ],
+      ['ack not CBOR', decodeMailboxRequest('ack', Uint8Array.of(0xff)), 'malformed', cborReason(Uint8Array.of(0xff))],
+      [
+        'send to of 31 bytes',
+        decodeMailboxRequest('send', encodeCbor({ to: new Uint8Array(31), body: new Uint8Array(0) })),
+        'malformed',
+        'send: to must be 32 bytes, body bytes',
+      ],
       [
         'send body too large',
         decodeMailboxRequest('send', encodeCbor({ to: new Uint8Array(32), body: new Uint8Array(MAX_FRAME_BODY + 1) })),
         'frame-too-large',
+        `send: body exceeds ${MAX_FRAME_BODY} bytes`,
+      ],
+      ['response ids not ascending', fetched([frame(2), frame(1)]), 'malformed', 'fetch response: ids not ascending'],
+      ['response ids repeated', fetched([frame(2), frame(2)]), 'malformed', 'fetch response: ids not ascending'],
+      ['response frames a map', fetched({}), 'malformed', 'fetch response: fields'],
+      ['response more as a number', fetched([], 0), 'malformed', 'fetch response: fields'],
+      [
+        'response of 501 frames',
+        fetched(Array.from({ length: MAX_FETCH_LIMIT + 1 }, (_, i) => frame(i + 1))),
+        'malformed',
+        'fetch response: fields',
       ],
       [
-        'response ids not ascending',
-        decodeMailboxResponse(
-          'fetch',
-          encodeCbor({
-            frames: [
-              { id: 2, from: new Uint8Array(32), body: new Uint8Array(0) },
-              { id: 1, from: new Uint8Array(32), body: new Uint8Array(0) },
-            ],
-            more: false,
-          }),
-        ),
+        'response frame an array',
+        fetched([[1, new Uint8Array(32), new Uint8Array(0)]]),
         'malformed',
+        'fetch response: frame',
       ],
-      ['error body unknown code', decodeErrorBody(encodeCbor({ code: 'teapot', message: '' })), 'malformed'],
+      ['response frame a field too many', fetched([{ ...frame(1), x: 1 }]), 'malformed', 'fetch response: frame'],
+      ['response frame id -1', fetched([frame(-1)]), 'malformed', 'fetch response: frame'],
+      ['response frame from 31 bytes', fetched([frame(1, new Uint8Array(31))]), 'malformed', 'fetch response: frame'],
+      ['response frame body text', fetched([frame(1, new Uint8Array(32), 'x')]), 'malformed', 'fetch response: frame'],
+      [
+        'response frame body too large',
+        fetched([frame(1, new Uint8Array(32), new Uint8Array(MAX_FRAME_BODY + 1))]),
+        'malformed',
+        'fetch response: frame',
+      ],
+      [
+        'response not CBOR',
+        decodeMailboxResponse('fetch', Uint8Array.of(0xff)),
+        'malformed',
+        cborReason(Uint8Array.of(0xff)),
+      ],
+      [
+        'ack response negative',
+        decodeMailboxResponse('ack', encodeCbor({ acked: -1 })),
+        'malformed',
+        'response: acked must be a uint',
+      ],
+      [
+        'send response not CBOR',
+        decodeMailboxResponse('send', Uint8Array.of(0xff)),
+        'malformed',
+        cborReason(Uint8Array.of(0xff)),
+      ],
+      [
+        'send response wrong field',
+        decodeMailboxResponse('send', encodeCbor({ acked: 1 })),
+        'malformed',
+        'fields must be id',
+      ],
+      [
+        'error body unknown code',
+        decodeErrorBody(encodeCbor({ code: 'teapot', message: '' })),
+        'malformed',
+        'error body: fields',
+      ],
+      [
+        'error body code a number',
+        decodeErrorBody(encodeCbor({ code: 409, message: '' })),
+        'malformed',
+        'error body: fields',
+      ],
+      [
+        'error body message bytes',
+        decodeErrorBody(encodeCbor({ code: 'stale', message: new Uint8Array(1) })),
+        'malformed',
+        'error body: fields',
+      ],
+      ['error body not CBOR', decodeErrorBody(Uint8Array.of(0xff)), 'malformed', cborReason(Uint8Array.of(0xff))],
     ];
-    for (const [name, result, expected] of vectors) expect([name, code(result)]).toEqual([name, expected]);
+    for (const [name, result, code, reason] of vectors) {
+      expect([name, result]).toEqual([
+        name,
+        { ok: false, error: { type: 'RelayHttpError', code, reason: `relay-http: ${reason}` } },
+      ]);
+    }
+  });
+
+  it('takes exactly MAX_ACK_IDS ids and 500 frames, and cuts an error message to 512 characters', () => {
+    const ids = Array<number>(MAX_ACK_IDS).fill(1);
+    expect(decodeMailboxRequest('ack', encodeCbor({ ids }))).toEqual({ ok: true, value: { ids } });
+    const frames = Array.from({ length: MAX_FETCH_LIMIT }, (_, i) => ({
+      id: i + 1,
+      from: new Uint8Array(32),
+      body: new Uint8Array(0),
+    }));
+    expect(decodeMailboxResponse('fetch', encodeCbor({ frames, more: true }))).toMatchObject({
+      ok: true,
+      value: { more: true },
+    });
+    const long = decodeErrorBody(encodeCbor({ code: 'stale', message: 'm'.repeat(600) }));
+    expect(long.ok && long.value.message).toBe('m'.repeat(512));
   });
 
   it('is fresh within ±120 s only', () => {
@@ -152,8 +298,9 @@ describe('relay-http codec', () => {
   });
 });
 
-function decodeAuthHeaderValue(header: string) {
-  const decoded = decodeAuthHeader(header);
-  if (!decoded.ok) throw new Error(decoded.error.reason);
-  return decoded.value;
+/** The CBOR decoder's own reason for refusing `bytes`. */
+function cborReason(bytes: Uint8Array): string {
+  const decoded = decodeCbor(bytes, 1024);
+  if (decoded.ok) throw new Error('cborReason: the bytes decode');
+  return decoded.error.reason;
 }

@@ -9,6 +9,7 @@ import { decodeEvent } from '../../src/core/event.js';
 import { openSealed, decodeSealed } from '../../src/core/seal.js';
 import type { ReplicaStore } from '../../src/core/store.js';
 import { MAX_EVENT_BYTES } from '../../src/core/event.js';
+import { MAX_WRITE_BATCH, MAX_WRITE_RETRIES } from '../../src/core/local-writes.js';
 import { makeMachine, makeMesh, type Machine, type Mesh } from '../helpers/deterministic.js';
 
 /** A store that counts the transactions it runs. */
@@ -123,5 +124,85 @@ describe('group commit of local writes', () => {
       'sync_manifest',
       'device_profiles',
     ]);
+  });
+
+  it('a batch of data writes stops before a control write queued behind them', async () => {
+    const mesh = makeMesh('group-commit-stop');
+    let counter: ReturnType<typeof counting> | undefined;
+    const a = makeMachine('A', 'group-commit-stop/A', mesh, {
+      wrapStore: (memory) => (counter = counting(memory)).store,
+    });
+    mesh.anchors.push(a.id);
+    const before = counter!.count();
+    const results = await Promise.all([
+      a.replica.write('device_profiles', 'd0', { name: 'data' }),
+      a.replica.write('device_profiles', 'd1', { name: 'data' }),
+      a.replica.write('sync_manifest', 'device_profiles', { class: 'public' }),
+      a.replica.write('device_profiles', 'd2', { name: 'data' }),
+    ]);
+    expect(results.every((r) => r.ok)).toBe(true);
+    // d0 alone (first), then d1 (stopping before the control write), the control write, d2.
+    expect(counter!.count() - before).toBe(8);
+  });
+
+  it(`records at most ${MAX_WRITE_BATCH} writes together`, async () => {
+    const mesh = makeMesh('group-commit-bound');
+    let counter: ReturnType<typeof counting> | undefined;
+    const a = makeMachine('A', 'group-commit-bound/A', mesh, {
+      wrapStore: (memory) => (counter = counting(memory)).store,
+    });
+    mesh.anchors.push(a.id);
+    const before = counter!.count();
+    const writes = MAX_WRITE_BATCH + 2;
+    const results = await Promise.all(
+      Array.from({ length: writes }, (_, i) => a.replica.write('device_profiles', `r${i}`, { name: `row ${i}` })),
+    );
+    expect(results.every((r) => r.ok)).toBe(true);
+    // The first alone, then a full batch, then the one left over: three batches of two transactions.
+    expect(counter!.count() - before).toBe(6);
+    expect((await ownChain(a, mesh)).map((e) => e.seq)).toEqual(Array.from({ length: writes }, (_, i) => i + 1));
+  });
+
+  it(`gives up after ${MAX_WRITE_RETRIES} attempts when another writer of the chain always gets in first`, async () => {
+    const mesh = makeMesh('group-commit-race');
+    let counter: ReturnType<typeof counting> | undefined;
+    let racing = false;
+    let moves = 0;
+    // Another tab of this machine that appends to the chain between every read and every recording.
+    const racingStore = (store: ReplicaStore): ReplicaStore =>
+      new Proxy(store, {
+        get(target, key) {
+          const value: unknown = Reflect.get(target, key, target);
+          if (key !== 'transact' || typeof value !== 'function') {
+            return typeof value === 'function' ? (value.bind(target) as unknown) : value;
+          }
+          return (fn: (tx: unknown) => unknown) =>
+            Reflect.apply(value, target, [
+              (tx: { head: (chain: string) => unknown }) =>
+                fn(
+                  new Proxy(tx, {
+                    get(t, k) {
+                      if (racing && k === 'head') return async () => ({ seq: ++moves, eventId: '00'.repeat(32) });
+                      const v: unknown = Reflect.get(t, k, t);
+                      return typeof v === 'function' ? (v.bind(t) as unknown) : v;
+                    },
+                  }),
+                ),
+            ]) as unknown;
+        },
+      });
+    const a = makeMachine('A', 'group-commit-race/A', mesh, {
+      wrapStore: (memory) => (counter = counting(racingStore(memory))).store,
+    });
+    mesh.anchors.push(a.id);
+    racing = true;
+    const before = counter!.count();
+    await expect(a.replica.write('device_profiles', 'r', { name: 'never' })).rejects.toThrow(
+      'replica: local write kept racing another writer',
+    );
+    expect(counter!.count() - before).toBe(2 * MAX_WRITE_RETRIES);
+    racing = false;
+    expect((await a.replica.write('device_profiles', 'r', { name: 'at last' })).ok).toBe(true);
+    expect((await a.store.row('device_profiles', 'r'))?.cells['name']?.value).toBe('at last');
   });
 });

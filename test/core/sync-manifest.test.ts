@@ -96,6 +96,17 @@ describe('classes', () => {
       expect(await meshClassOf(tx, 'device_profiles')).toBe('local');
       expect(await meshClassOf(tx, 'device_profiles', new Map([['device_profiles', 'trusted']]))).toBe('trusted');
       expect(await meshClassOf(tx, 'keyring')).toBe('public');
+      // A table nobody defined has no class to decide (authorize refuses its events for good).
+      expect(isClassifiable('no_such_table')).toBe(false);
+      expect(await meshClassOf(tx, 'no_such_table')).toBe('public');
+      // A manifest record whose class cell is missing or not a class decides nothing.
+      await tx.putRow({ table: 'sync_manifest', row: 'device_profiles', cells: {} });
+      expect(await meshClassOf(tx, 'device_profiles', new Map([['device_profiles', 'trusted']]))).toBe('trusted');
+      const stamp = { ms: 1, counter: 0, node: new Uint8Array(32) };
+      await tx.putRow({ table: 'sync_manifest', row: 'device_profiles', cells: { class: { value: 'secret', stamp } } });
+      expect(await meshClassOf(tx, 'device_profiles')).toBe('local');
+      await tx.putRow({ table: 'sync_manifest', row: 'device_profiles', cells: { class: { value: 'public', stamp } } });
+      expect(await meshClassOf(tx, 'device_profiles', new Map([['device_profiles', 'trusted']]))).toBe('public');
     });
   });
 });

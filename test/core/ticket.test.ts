@@ -53,6 +53,12 @@ describe('decodeTicket', () => {
     ['an http relay', text({ ...TICKET, relay: 'https://relay.example/ws' }), 'relay must be a ws: or wss: URL'],
     ['a relay that is no URL', text({ ...TICKET, relay: 'relay' }), 'relay must be a ws: or wss: URL'],
     ['a relay URL as bytes', text({ ...TICKET, relay: b(8, 0x77) }), 'relay must be a ws: or wss: URL'],
+    // URL() would read the one-element list as its string: only a string is a URL here.
+    [
+      'a relay URL inside a list',
+      text({ ...TICKET, relay: ['wss://relay.example/ws'] }),
+      'relay must be a ws: or wss: URL',
+    ],
     [
       'a relay URL over 512 characters',
       text({ ...TICKET, relay: `wss://r.example/${'p'.repeat(513 - 'wss://r.example/'.length)}` }),

@@ -40,24 +40,34 @@ export function privateMessage(
 
 export const welcomeMessage = (): Uint8Array => concat(Uint8Array.of(0, 1, 0, 3), new Uint8Array(40).fill(9));
 
-/** A bundle whose commit at `epoch` is posted by `endpoint`; `variant` makes distinct bundles for one epoch. */
-/** A PublicMessage commit from a new member (an external commit: sender type new_member_commit). */
+/** A PublicMessage commit (RFC 9420 §6.2): from a member (leaf 0) or from a new member (an external commit). */
+export function publicCommit(
+  group: Uint8Array,
+  epoch: number,
+  sender: 'member' | 'new_member_commit',
+  authenticatedData: Uint8Array,
+): Uint8Array {
+  return concat(
+    Uint8Array.of(0, 1, 0, 1),
+    vector(group),
+    u64(epoch),
+    sender === 'member' ? Uint8Array.of(1, 0, 0, 0, 0) : Uint8Array.of(4),
+    vector(authenticatedData),
+    Uint8Array.of(CONTENT.commit),
+    vector(new Uint8Array(40).fill(7)),
+  );
+}
+
+/** A bundle of an external commit (sender type new_member_commit) posted by `endpoint`. */
 export function externalCommit(group: Uint8Array, epoch: number, endpoint: Uint8Array): Uint8Array {
   return encodeBundle({
-    commit: concat(
-      Uint8Array.of(0, 1, 0, 1),
-      vector(group),
-      u64(epoch),
-      Uint8Array.of(4),
-      vector(commitAuthenticatedData(endpoint)),
-      Uint8Array.of(CONTENT.commit),
-      vector(new Uint8Array(40).fill(7)),
-    ),
+    commit: publicCommit(group, epoch, 'new_member_commit', commitAuthenticatedData(endpoint)),
     welcome: undefined,
     kek: undefined,
   });
 }
 
+/** A bundle whose commit at `epoch` is posted by `endpoint`; `variant` makes distinct bundles for one epoch. */
 export function fakeBundle(group: Uint8Array, epoch: number, endpoint: Uint8Array, variant = 1): Uint8Array {
   return encodeBundle({
     commit: privateMessage(group, epoch, 'commit', commitAuthenticatedData(endpoint), variant),

@@ -89,6 +89,58 @@ describe('receipts', () => {
     expect(!verdict.ok && verdict.error.type).toBe('BrokenReceiptChain');
   });
 
+  it('catch a receipt that does not link to the one before it, and keep the pair as proof', () => {
+    const first = signReceipt(body(0, 1, 1), relaySecret);
+    const unlinked = signReceipt(body(1, 2, 2, blake3(Uint8Array.of(1))), relaySecret);
+    const log = new ReceiptLog(relayKey);
+    expect(log.observe(first.bytes).ok).toBe(true);
+    const verdict = log.observe(unlinked.bytes);
+    expect(!verdict.ok && verdict.error).toEqual({
+      type: 'BrokenReceiptChain',
+      group: toHex(group),
+      seq: 2,
+      first: first.bytes,
+      second: unlinked.bytes,
+    });
+    expect(log.misbehaviour()).toEqual([!verdict.ok && verdict.error]);
+    // A receipt two ahead is no one's successor: nothing to check it against yet.
+    const gap = signReceipt(body(2, 3, 3, blake3(Uint8Array.of(2))), relaySecret);
+    expect(log.observe(gap.bytes).ok).toBe(true);
+  });
+
+  it('give the newest receipt of each group, and every receipt to restore the log from', () => {
+    const other = new Uint8Array(group.length).fill(0xee);
+    const a1 = signReceipt(body(0, 1, 1), relaySecret);
+    const a2 = signReceipt(body(1, 2, 2, a1.hash), relaySecret);
+    const b1 = signReceipt({ ...body(0, 1, 3), group: other }, relaySecret);
+    const log = new ReceiptLog(relayKey);
+    expect(log.head(group)).toBeUndefined();
+    expect(log.heads()).toEqual([]);
+    for (const r of [a2, b1, a1]) expect(log.observe(r.bytes).ok).toBe(true);
+    expect(toHex(log.head(group)!.hash)).toBe(toHex(a2.hash));
+    expect(
+      log
+        .heads()
+        .map((r) => toHex(r.hash))
+        .sort(),
+    ).toEqual([toHex(a2.hash), toHex(b1.hash)].sort());
+    const all = log.all();
+    expect(all.map(toHex).sort()).toEqual([a1, a2, b1].map((r) => toHex(r.bytes)).sort());
+    const restored = new ReceiptLog(relayKey);
+    for (const bytes of all) restored.observe(bytes);
+    expect(
+      restored
+        .heads()
+        .map((r) => toHex(r.hash))
+        .sort(),
+    ).toEqual(
+      log
+        .heads()
+        .map((r) => toHex(r.hash))
+        .sort(),
+    );
+  });
+
   it('accept the same receipt twice (gossip repeats) without a proof', () => {
     const first = signReceipt(body(0, 1, 1), relaySecret);
     const log = new ReceiptLog(relayKey);
