@@ -72,6 +72,8 @@ const MAX_BATCH_BYTES = 768 * 1024;
 const MAX_IN_FLIGHT_EVENTS = 16 * 1024;
 /** Frames one offer call sends at most, so one peer cannot starve the others. */
 const MAX_FRAMES_PER_OFFER = 16;
+/** Batches applied past a gap remembered per peer at most (a window's worth of frames). */
+const MAX_AHEAD_RANGES = 1024;
 /** Longest gap between re-offers to a silent peer, in batch cycles. */
 export const MAX_RESEND_BACKOFF = 32;
 
@@ -86,6 +88,8 @@ export class SyncEngine {
   readonly #rejections = new Map<string, number>();
   /** Re-offer pacing per peer: the cursor last seen, the current interval and cycles left to skip. */
   readonly #pace = new Map<string, { cursor: number; every: number; skip: number }>();
+  /** Per peer, the `(after, upto]` ranges of batches applied past a gap in its log (`#rememberAhead`). */
+  readonly #ahead = new Map<string, [number, number][]>();
   #online = false;
   #cycles = 0;
 
@@ -302,6 +306,43 @@ export class SyncEngine {
     this.#listener.onApplied?.(outcomes);
   }
 
+  /**
+   * A batch applied past a gap: durable, but the watermark may not cover it until the gap
+   * fills. Kept in memory only — after a restart the sender offers it again from the
+   * watermark, as it would anyway.
+   */
+  #rememberAhead(peer: string, after: number, upto: number): void {
+    const ranges = this.#ahead.get(peer) ?? [];
+    if (ranges.length >= MAX_AHEAD_RANGES) ranges.shift();
+    ranges.push([after, upto]);
+    this.#ahead.set(peer, ranges);
+  }
+
+  /**
+   * Once the watermark reaches batches applied ahead of it, it passes them too, so a late
+   * frame does not leave everything behind it to be sent and taken in again (with the
+   * sender's window full, only its batch cycle would do that: one window per cycle).
+   */
+  async #passAhead(peer: string): Promise<void> {
+    const ranges = this.#ahead.get(peer);
+    if (!ranges) return;
+    const watermark = await this.#store.watermark(peer);
+    let reach = watermark;
+    for (let moved = true; moved;) {
+      moved = false;
+      for (const [after, upto] of ranges) {
+        if (after <= reach && upto > reach) {
+          reach = upto;
+          moved = true;
+        }
+      }
+    }
+    const left = ranges.filter(([, upto]) => upto > reach);
+    if (left.length > 0) this.#ahead.set(peer, left);
+    else this.#ahead.delete(peer);
+    if (reach > watermark) await this.#store.transact((tx) => tx.setWatermark(peer, reach));
+  }
+
   /** Handles a message from a peer; returns once its effects are durable. */
   async receive(peer: string, message: DeliveryMessage): Promise<void> {
     switch (message.t) {
@@ -316,6 +357,10 @@ export class SyncEngine {
           ? []
           : await this.#replica.ingest(peer, message.events, contiguous ? message.upto : undefined);
         this.#report(peer, outcomes);
+        if (!seen && !outcomes.some((o) => o.type === 'Deferred')) {
+          if (contiguous) await this.#passAhead(peer);
+          else this.#rememberAhead(peer, message.after, message.upto);
+        }
         return this.#channel.send(peer, { t: 'ack', upto: await this.#store.watermark(peer) });
       }
       case 'ack':

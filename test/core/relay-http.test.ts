@@ -196,6 +196,12 @@ describe('relay-http codec', () => {
         'frame-too-large',
         `send: body exceeds ${MAX_FRAME_BODY} bytes`,
       ],
+      [
+        'send not CBOR',
+        decodeMailboxRequest('send', Uint8Array.of(0xff)),
+        'malformed',
+        cborReason(Uint8Array.of(0xff)),
+      ],
       ['response ids not ascending', fetched([frame(2), frame(1)]), 'malformed', 'fetch response: ids not ascending'],
       ['response ids repeated', fetched([frame(2), frame(2)]), 'malformed', 'fetch response: ids not ascending'],
       ['response frames a map', fetched({}), 'malformed', 'fetch response: fields'],

@@ -19,6 +19,7 @@ import {
 import { blake3 } from '../../src/core/hash.js';
 import { isAlive, rowValues, type RowState } from '../../src/core/merge.js';
 import type { Signer } from '../../src/core/ports.js';
+import { MAX_EVENTS_PER_FRAME } from '../../src/core/peer-wire.js';
 import type { IngestOutcome } from '../../src/core/replica.js';
 import { TABLES, type ColumnValue, type DomainName } from '../../src/core/schema.js';
 import {
@@ -30,6 +31,7 @@ import {
   undecodableId,
 } from '../../src/core/seal.js';
 import type { ParkReason, ReplicaTx } from '../../src/core/store.js';
+import type { DeliveryMessage } from '../../src/core/sync.js';
 import {
   makeMachine,
   makeMesh,
@@ -358,6 +360,63 @@ describe('delivery gaps heal', () => {
     await net.settle();
     expect(await rowsOf(b)).toEqual(await rowsOf(a));
     expect(await a.store.cursor(b.id)).toBe(await a.store.lastPos());
+  });
+
+  it('frames applied ahead of a gap count once the gap fills, without being sent again', async () => {
+    const { machines } = await meshWith(['A', 'B'], 'ahead');
+    const [a, b] = machines as [Machine, Machine];
+    const net = new TestNetwork('ahead');
+    for (const m of machines) net.join(m);
+    await net.connectAll();
+    await net.settle();
+    const held: DeliveryMessage[] = [];
+    net.faults.drop = ({ message }) => message.t === 'events' && held.push(message) > 0;
+    for (let i = 0; i < 2 * MAX_EVENTS_PER_FRAME + 10; i++)
+      await mustWrite(a, 'device_profiles', `r${i}`, { name: `${i}` });
+    await net.offerAll();
+    await net.flush();
+    expect(held.map((m) => m.t === 'events' && m.events.length)).toEqual([
+      MAX_EVENTS_PER_FRAME,
+      MAX_EVENTS_PER_FRAME,
+      10,
+    ]);
+    const engineB = net.engines.get(b.id)!;
+    const before = await b.store.watermark(a.id);
+    // The first frame is late: the two behind it are applied, but the watermark may not pass the gap.
+    await engineB.receive(a.id, held[1]!);
+    await engineB.receive(a.id, held[2]!);
+    expect(await b.store.watermark(a.id)).toBe(before);
+    await engineB.receive(a.id, held[0]!);
+    expect(await b.store.watermark(a.id)).toBe(await a.store.lastPos());
+    net.faults.drop = () => false;
+    await net.flush();
+    expect(await a.store.cursor(b.id)).toBe(await a.store.lastPos());
+    expect(await rowsOf(b)).toEqual(await rowsOf(a));
+  });
+
+  it('a frame applied ahead of a gap while parking was full is not counted when the gap fills', async () => {
+    const mesh = makeMesh('ahead-deferred');
+    const a = makeMachine('A', 'ahead-deferred/A', mesh);
+    // No room to park: an event whose predecessor has not arrived is deferred.
+    const b = makeMachine('B', 'ahead-deferred/B', mesh, { maxParked: 0 });
+    mesh.anchors.push(a.id);
+    const net = new TestNetwork('ahead-deferred');
+    for (const m of [a, b]) net.join(m);
+    await net.connectAll();
+    await net.settle();
+    const held: DeliveryMessage[] = [];
+    net.faults.drop = ({ message }) => message.t === 'events' && held.push(message) > 0;
+    for (let i = 0; i < 3; i++) {
+      await mustWrite(a, 'device_profiles', `r${i}`, { name: `${i}` });
+      await net.offerAll();
+      await net.flush();
+    }
+    expect(held).toHaveLength(3);
+    const engineB = net.engines.get(b.id)!;
+    await engineB.receive(a.id, held[2]!);
+    await engineB.receive(a.id, held[0]!);
+    await engineB.receive(a.id, held[1]!);
+    expect(await b.store.watermark(a.id)).toBe(2);
   });
 
   it('events of one signer ingested in reverse order park as ChainGap and fill in when the gap closes', async () => {

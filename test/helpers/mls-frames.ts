@@ -40,12 +40,13 @@ export function privateMessage(
 
 export const welcomeMessage = (): Uint8Array => concat(Uint8Array.of(0, 1, 0, 3), new Uint8Array(40).fill(9));
 
-/** A PublicMessage commit (RFC 9420 §6.2): from a member (leaf 0) or from a new member (an external commit). */
+/** A PublicMessage (RFC 9420 §6.2), a commit unless told: from a member (leaf 0) or from a new member (an external commit). */
 export function publicCommit(
   group: Uint8Array,
   epoch: number,
   sender: 'member' | 'new_member_commit',
   authenticatedData: Uint8Array,
+  content: keyof typeof CONTENT = 'commit',
 ): Uint8Array {
   return concat(
     Uint8Array.of(0, 1, 0, 1),
@@ -53,7 +54,7 @@ export function publicCommit(
     u64(epoch),
     sender === 'member' ? Uint8Array.of(1, 0, 0, 0, 0) : Uint8Array.of(4),
     vector(authenticatedData),
-    Uint8Array.of(CONTENT.commit),
+    Uint8Array.of(CONTENT[content]),
     vector(new Uint8Array(40).fill(7)),
   );
 }

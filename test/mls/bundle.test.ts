@@ -130,6 +130,11 @@ describe('a commit bundle', () => {
       'bundle: kek is not a private application message',
     ],
     [
+      'a kek that is a public application message',
+      bundle({ kek: publicCommit(group, 8, 'member', ad, 'application') }),
+      'bundle: kek is not a private application message',
+    ],
+    [
       'a kek that is a private commit',
       bundle({ kek: privateMessage(group, 8, 'commit', ad) }),
       'bundle: kek is not a private application message',
