@@ -3,11 +3,14 @@
  * timestamp, device id, four float columns, a short string — written and read
  * back, each against anchors run in the same process on the same rows.
  *
- *   write    ObjectWriter, a row group of columns at a time: Parquet (V1 pages, Snappy) → PME (AES-GCM, WebCrypto) → BLAKE3
- *            as the bytes stream → signed, sealed manifest.
+ *   write    ObjectWriter, a row group of columns at a time, as the product forms objects:
+ *            Parquet (V1 pages, ZSTD level 3 from src/runtime/zstd.ts) → PME (AES-GCM,
+ *            WebCrypto) → BLAKE3 as the bytes stream → signed, sealed manifest.
  *            anchors: hyparquet-writer writing the same rows in plaintext (same row
  *            groups, Snappy); DuckDB COPY of the same rows, encrypted with a footer
- *            key (its table is built in SQL beforehand, not timed).
+ *            key and ZSTD (its table is built in SQL beforehand, not timed).
+ *   size     the object's bytes against DuckDB's encrypted ZSTD file of the same rows
+ *            (`object_bytes_vs_duckdb_zstd`).
  *   read     our reader on our object: row objects, and columnar (readColumns).
  *            anchors: hyparquet on the plaintext file (row objects; columnar via
  *            onChunk), and DuckDB scanning every column of our encrypted object.
@@ -18,7 +21,7 @@
  * Each timing is the median of RUNS runs.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -30,6 +33,7 @@ import { objectKeys } from '../src/core/object/keys.js';
 import type { CellValue, ColumnSpec } from '../src/core/parquet/schema.js';
 import { webPmeCipher } from '../src/runtime/pme-cipher.js';
 import { generateSigningIdentity, webRandom, webSigner, webVerifier } from '../src/runtime/webcrypto.js';
+import { zstdCompression } from '../src/runtime/zstd.js';
 import type { BenchResult } from './run.ts';
 
 const ROWS = 1_000_000;
@@ -104,6 +108,8 @@ export async function run(): Promise<BenchResult> {
   try {
     const data = columns();
     const signer = webSigner(await generateSigningIdentity());
+    const compression = await zstdCompression();
+    if (compression.codec !== 'ZSTD') throw new Error('bench objects: ZSTD did not start');
     // Columns in, as hyparquet-writer takes them: a row group of each column at a time.
     const form = async () => {
       const writer = await ObjectWriter.start({
@@ -114,6 +120,7 @@ export async function run(): Promise<BenchResult> {
         signer,
         random: webRandom,
         cipher: webPmeCipher,
+        compression,
         hlc: { ms: START, counter: 0 },
       });
       if (!writer.ok) throw new Error('bench objects: writer');
@@ -152,9 +159,10 @@ export async function run(): Promise<BenchResult> {
     let copies = 0;
     const duckdbWriteSeconds = await median(() =>
       db.run(
-        `COPY t TO '${join(dir, `duck-${copies++}.parquet`)}' (ENCRYPTION_CONFIG {footer_key: 'dek'}, ROW_GROUP_SIZE ${GROUP})`,
+        `COPY t TO '${join(dir, `duck-${copies++}.parquet`)}' (ENCRYPTION_CONFIG {footer_key: 'dek'}, ROW_GROUP_SIZE ${GROUP}, COMPRESSION zstd)`,
       ),
     );
+    const duckdbZstdBytes = (await stat(join(dir, 'duck-0.parquet'))).size;
 
     const verifier = webVerifier();
     const open = async () => {
@@ -210,6 +218,7 @@ export async function run(): Promise<BenchResult> {
       anchors: {
         plaintext_write_seconds: plaintextWriteSeconds,
         duckdb_write_seconds: duckdbWriteSeconds,
+        duckdb_zstd_bytes: duckdbZstdBytes,
         hyparquet_read_rows_seconds: hyparquetRowsSeconds,
         hyparquet_read_columnar_seconds: hyparquetColumnarSeconds,
         duckdb_read_seconds: duckdbReadSeconds,
@@ -218,6 +227,7 @@ export async function run(): Promise<BenchResult> {
       ratios: {
         write_time_vs_plaintext: writeSeconds / plaintextWriteSeconds,
         write_time_vs_duckdb: writeSeconds / duckdbWriteSeconds,
+        object_bytes_vs_duckdb_zstd: bytes.length / duckdbZstdBytes,
         read_time_vs_duckdb: readColumnarSeconds / duckdbReadSeconds,
         read_rows_time_vs_plaintext: readRowsSeconds / hyparquetRowsSeconds,
         read_columnar_time_vs_plaintext: readColumnarSeconds / hyparquetColumnarSeconds,

@@ -191,6 +191,12 @@ export class NodeStore {
     return id;
   }
 
+  /** The page compression of the objects this machine forms (ZSTD, or Snappy where WebAssembly cannot start). */
+  async objectCompression(): Promise<string | undefined> {
+    const codec = await this.#node?.objects.compression();
+    return codec?.ok ? codec.value : undefined;
+  }
+
   /** Saves an object decrypted, as CSV or plaintext Parquet, through the browser's download. */
   async downloadObject(id: string, format: 'csv' | 'parquet', name: string): Promise<void> {
     await this.#write(async () => {

@@ -30,6 +30,7 @@ import { objectKeys } from '../core/object/keys.js';
 import { openParquet, type ReadKeys } from '../core/parquet/read.js';
 import { webPmeCipher } from '../runtime/pme-cipher.js';
 import { generateSigningIdentity, webRandom, webSigner } from '../runtime/webcrypto.js';
+import { zstdCompression } from '../runtime/zstd.js';
 
 class UsageError extends Error {}
 
@@ -83,6 +84,7 @@ export async function objectMain(argv: readonly string[]): Promise<number> {
       signer: webSigner(await generateSigningIdentity()),
       random: webRandom,
       cipher: webPmeCipher,
+      compression: await zstdCompression(),
       hlc: { ms: Date.now(), counter: 0 },
       sink: async (bytes) => {
         await file.write(bytes);

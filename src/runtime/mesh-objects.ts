@@ -21,6 +21,7 @@ import { err, ok, type Result } from '../core/result.js';
 import { isDomainName, type DomainName } from '../core/schema.js';
 import type { RowState } from '../core/merge.js';
 import type { RowsFound } from '../core/query/execute.js';
+import type { Codec } from '../core/parquet/write.js';
 import type {
   CatalogEntry,
   HeldObject,
@@ -50,6 +51,7 @@ export type ObjectPort = {
       | 'tryEveryKey'
       | 'query'
       | 'cancelQuery'
+      | 'compression'
   ]: (...args: Parameters<ObjectService[K]>) => Promise<Awaited<ReturnType<ObjectService[K]>>>;
 };
 
@@ -346,6 +348,11 @@ export class MeshObjects {
     const reason = describe(opened.error);
     this.#failed.set(`${entry.id}/${entry.access.length}`, reason);
     return err(reason);
+  }
+
+  /** The page compression of the objects this machine forms. */
+  compression(): Promise<Codec> {
+    return this.#deps.service.compression();
   }
 
   /** The object decrypted, for the user to save (fetched from the relay first if need be). */

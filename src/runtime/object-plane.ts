@@ -7,6 +7,7 @@
 import { err, ok, type Result } from '../core/result.js';
 import type { DomainName } from '../core/schema.js';
 import type { QueryResult } from '../core/query/execute.js';
+import type { Codec } from '../core/parquet/write.js';
 import type { MeshObjects, QueryOptions } from './mesh-objects.js';
 import type { ImportProgress, ObjectError, PendingObject } from './object-service.js';
 
@@ -43,6 +44,12 @@ export class ObjectPlane {
   ): Promise<Result<PendingObject, ObjectError>> {
     const plane = this.#plane(domain);
     return plane.ok ? plane.value.importSample(domain, rows, progress) : plane;
+  }
+
+  /** The page compression of the objects this machine forms (ZSTD where WebAssembly runs). */
+  async compression(): Promise<Result<Codec, ObjectError>> {
+    const plane = this.#plane();
+    return plane.ok ? ok(await plane.value.compression()) : plane;
   }
 
   /** An object decrypted as CSV or plaintext Parquet, for the user to save. */

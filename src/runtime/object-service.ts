@@ -52,6 +52,8 @@ import { httpBaseOf } from './relay-http-client.js';
 import { RelayObjectClient } from './relay-objects-client.js';
 import { unwrapSecret, wrapSecret } from '../storage/key-wrap.js';
 import { webRandom, webSigner, webVerifier } from './webcrypto.js';
+import { zstdCompression } from './zstd.js';
+import type { Codec } from '../core/parquet/write.js';
 
 /** A sealed manifest travels in one state-plane cell (core/event.ts MAX_VALUE_CHARS, base64url). */
 export const MAX_SEALED_MANIFEST = 12 * 1024;
@@ -255,7 +257,7 @@ export class ObjectService {
     const ready = await this.#canForm(options.domain);
     if (!ready.ok) return ready;
     const formed = await csvObject(blobText(file), {
-      ...this.#formOptions(options.domain, options.table ?? tableName(file.name ?? 'imported')),
+      ...(await this.#formOptions(options.domain, options.table ?? tableName(file.name ?? 'imported'))),
       progress: (rows) => progress?.(rows, 'writing'),
     });
     if (!formed.ok) return formed;
@@ -271,7 +273,7 @@ export class ObjectService {
     if (!ready.ok) return ready;
     const rows = Math.max(1, Math.min(Math.floor(options.rows), 5_000_000));
     const started = await ObjectWriter.start({
-      ...this.#formOptions(options.domain, options.table ?? 'measurements'),
+      ...(await this.#formOptions(options.domain, options.table ?? 'measurements')),
       columns: SAMPLE_COLUMNS,
       timeColumn: 'time',
     });
@@ -311,9 +313,10 @@ export class ObjectService {
     return ok(undefined);
   }
 
-  #formOptions(domain: DomainName, table: string) {
+  async #formOptions(domain: DomainName, table: string) {
     const { identity } = this.#id();
     return {
+      compression: await zstdCompression(),
       domain,
       table,
       signer: webSigner({ keys: identity.signing, publicKey: identity.signingPublic }),
@@ -442,6 +445,11 @@ export class ObjectService {
 
   cancelQuery(id: string): Promise<void> {
     return this.#reader.cancelQuery(id);
+  }
+
+  /** How the objects formed here compress their pages: ZSTD, or Snappy where WebAssembly cannot start. */
+  async compression(): Promise<Codec> {
+    return (await zstdCompression()).codec;
   }
 
   /** The object decrypted, as CSV (with `_row_id` in hex) or as a plaintext Parquet file. */

@@ -11,8 +11,9 @@ import { DuckDBInstance, DuckDBTimestampTZValue, type DuckDBConnection } from '@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CellValue, ColumnSpec } from '../../src/core/parquet/schema.js';
 import { openParquet } from '../../src/core/parquet/read.js';
-import { writeEncryptedParquet } from '../../src/core/parquet/write.js';
+import { SNAPPY, writeEncryptedParquet } from '../../src/core/parquet/write.js';
 import { webPmeCipher } from '../../src/runtime/pme-cipher.js';
+import { zstdCompression } from '../../src/runtime/zstd.js';
 import { seededRandom } from '../helpers/deterministic.js';
 
 const random = seededRandom('parquet-duckdb');
@@ -55,7 +56,10 @@ function ours(value: unknown): unknown {
   return value;
 }
 
-describe('DuckDB reads our encrypted objects', () => {
+describe.each([
+  ['Snappy', SNAPPY],
+  ['ZSTD', await zstdCompression()],
+])('DuckDB reads our encrypted objects (%s pages)', (_, compression) => {
   let dir: string;
   let db: DuckDBConnection;
   const rows = Array.from({ length: ROWS }, (_, i) => row(i));
@@ -70,6 +74,7 @@ describe('DuckDB reads our encrypted objects', () => {
       cipher: webPmeCipher,
       random,
       rowGroupRows: 30_000,
+      compression,
     });
     if (!written.ok) throw new Error(JSON.stringify(written.error));
     expect(written.value.file.rowGroups).toBe(4);

@@ -12,8 +12,15 @@ import { compareBytes, utf8 } from '../../src/core/bytes.js';
 import { compareStrings } from '../../src/core/parquet/columns.js';
 import { openParquet } from '../../src/core/parquet/read.js';
 import type { CellValue, ColumnSpec } from '../../src/core/parquet/schema.js';
-import { EncryptedParquetWriter, writeEncryptedParquet } from '../../src/core/parquet/write.js';
+import {
+  EncryptedParquetWriter,
+  SNAPPY,
+  UNCOMPRESSED,
+  writeEncryptedParquet,
+  type PageCompression,
+} from '../../src/core/parquet/write.js';
 import { webPmeCipher } from '../../src/runtime/pme-cipher.js';
+import { zstdCompression } from '../../src/runtime/zstd.js';
 import { seededRandom } from '../helpers/deterministic.js';
 import { runs } from '../helpers/runs.js';
 
@@ -54,7 +61,10 @@ function row(i: number): Record<string, CellValue> {
   };
 }
 
-async function write(rows: Record<string, CellValue>[], options: { rowGroupRows?: number; pageBytes?: number } = {}) {
+async function write(
+  rows: Record<string, CellValue>[],
+  options: { rowGroupRows?: number; pageBytes?: number; compression?: PageCompression } = {},
+) {
   const written = await writeEncryptedParquet(rows, { columns: COLUMNS, footerKey: DEK, cipher, random, ...options });
   if (!written.ok) throw new Error(JSON.stringify(written.error));
   return written.value;
@@ -66,11 +76,29 @@ async function readAll(bytes: Uint8Array, key = DEK) {
   return file.value.readRows();
 }
 
+const ZSTD = await zstdCompression();
+
 describe('encrypted Parquet round trip', () => {
   it('returns every value of every type, nulls and non-ASCII text included', async () => {
     const rows = Array.from({ length: 2000 }, (_, i) => row(i));
     const { bytes } = await write(rows, { rowGroupRows: 700 });
     const back = await readAll(bytes);
+    if (!back.ok) throw new Error(JSON.stringify(back.error));
+    expect(back.value).toEqual(rows);
+  });
+
+  it.each([
+    ['no compression', UNCOMPRESSED],
+    ['Snappy', SNAPPY],
+    ['ZSTD', ZSTD],
+  ])('compresses pages with %s, named in every column chunk, and reads them back', async (_, compression) => {
+    const rows = Array.from({ length: 5000 }, (_, i) => row(i));
+    const { bytes } = await write(rows, { rowGroupRows: 2000, pageBytes: 16 * 1024, compression });
+    const opened = await openParquet(bytes, { footerKey: DEK }, cipher);
+    if (!opened.ok) throw new Error(JSON.stringify(opened.error));
+    const codecs = new Set(opened.value.metadata.row_groups.flatMap((g) => g.columns.map((c) => c.meta_data?.codec)));
+    expect([...codecs]).toEqual([compression.codec]);
+    const back = await opened.value.readRows();
     if (!back.ok) throw new Error(JSON.stringify(back.error));
     expect(back.value).toEqual(rows);
   });

@@ -202,6 +202,8 @@ for (const engine of ENGINES) {
     test('turns a sample into an object, queries it hourly and draws the chart', async ({ relay }) => {
       const m = await open();
       await foundMesh(relay, m, `${engine} workstation`);
+      // The reference zstd, built to WebAssembly, starts in this engine's worker.
+      await expectText(m, tid('object-compression'), 'Objects formed here: ZSTD pages.');
       await m.fill(tid('sample-rows'), '600');
       await m.click(tid('object-sample'));
       await expectCount(m, '[data-testid="object"][data-state="published"]', 1, 60_000);

@@ -68,7 +68,8 @@ test('a CSV imported on the collector reaches the workstation readable and the s
   await ws.locator('[data-testid="placement"][data-name="server"]').getByTestId('placement-select').selectOption('*');
   await expect(srv.getByTestId('own-placement')).toContainText('every domain');
 
-  // The collector imports the CSV into RESTRICTED: it is formed, then published.
+  // The collector imports the CSV into RESTRICTED: it is formed (ZSTD pages), then published.
+  await expect(col.getByTestId('object-compression')).toHaveText('Objects formed here: ZSTD pages.');
   await col.getByTestId('object-domain').selectOption('RESTRICTED');
   await col
     .getByTestId('object-file')

@@ -22,7 +22,7 @@ import type { DomainName } from '../schema.js';
 import type { ParquetError, PmeCipher } from '../parquet/modules.js';
 import { openParquet, type ParquetFile } from '../parquet/read.js';
 import { ROW_ID_BYTES, ROW_ID_COLUMN, type CellValue, type ColumnSpec } from '../parquet/schema.js';
-import { EncryptedParquetWriter, type WriteError } from '../parquet/write.js';
+import { EncryptedParquetWriter, type PageCompression, type WriteError } from '../parquet/write.js';
 import { newObjectSecret, objectKeys, storageIdOf, type StorageId } from './keys.js';
 import { openManifest, sealManifest, type ManifestError, type ObjectManifest } from './manifest.js';
 
@@ -44,6 +44,8 @@ export type FormOptions = {
   /** Receives the object's bytes as they are written; without it they are collected. */
   readonly sink?: (bytes: Uint8Array) => void | Promise<void>;
   readonly pageBytes?: number;
+  /** Page compression (the runtime's ZSTD where it runs; Snappy otherwise). */
+  readonly compression?: PageCompression;
 };
 
 export type FormedObject = {
@@ -110,6 +112,7 @@ export class ObjectWriter {
       sink,
       createdBy: 'sovereign-mesh sop/1',
       ...(options.pageBytes !== undefined ? { pageBytes: options.pageBytes } : {}),
+      ...(options.compression ? { compression: options.compression } : {}),
     });
     if (!writer.ok) return writer;
     return ok(new ObjectWriter(options, writer.value, secret, collected, hash));
