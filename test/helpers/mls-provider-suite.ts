@@ -62,6 +62,19 @@ export function mlsProviderSuite(name: string, factory: ProviderFactory): void {
       return { a, b, c };
     }
 
+    it('agrees on the epoch authenticator across members, and a new one each epoch', async () => {
+      const p = await make();
+      const { a, b } = await trio(p);
+      const auth = (state: Uint8Array) => toHex(value(p.summary(state)).epochAuthenticator);
+      expect(auth(a.state)).toBe(auth(b.state));
+      const before = auth(a.state);
+      const staged = value(await p.commit(a.state, { add: [], remove: [], authenticatedData: utf8('e') }));
+      const processed = value(await p.process(b.state, staged.commit));
+      expect(processed.kind).toBe('commit');
+      expect(auth(processed.state)).toBe(auth(staged.state));
+      expect(auth(staged.state)).not.toBe(before);
+    });
+
     it('adds members by Welcome; every member sees the same group, epoch and members', async () => {
       const p = await make();
       const { a, b, c } = await trio(p);
@@ -170,6 +183,20 @@ export function mlsProviderSuite(name: string, factory: ProviderFactory): void {
         expect((await p.join(bytes, b.keys)).ok).toBe(false);
         expect(p.summary(bytes).ok).toBe(false);
         expect((await p.commit(bytes, { add: [], remove: [], authenticatedData: bytes })).ok).toBe(false);
+      }
+      // The join options and key import refuse what does not decode, too.
+      const welcome = value(
+        await p.commit(a.state, {
+          add: [(await member(p, 9)).keys.publicPackage],
+          remove: [],
+          authenticatedData: utf8('w'),
+        }),
+      ).welcome!;
+      for (const bytes of junk) {
+        expect((await p.join(welcome, b.keys, { ratchetTree: bytes.length ? bytes : Uint8Array.of(1) })).ok).toBe(
+          false,
+        );
+        expect(p.importKeyPackage(bytes, { init: bytes, encryption: bytes, signature: bytes }).ok).toBe(false);
       }
       const sent = value(await p.encrypt(a.state, utf8('x')));
       const tampered = sent.message.slice();

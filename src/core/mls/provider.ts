@@ -41,6 +41,8 @@ export type StagedCommit = {
 
 export type Processed =
   | { readonly kind: 'commit'; readonly state: Uint8Array; readonly epoch: bigint }
+  /** A proposal by reference, kept in the state until a commit of the epoch applies it (the mesh sends none). */
+  | { readonly kind: 'proposal'; readonly state: Uint8Array }
   /**
    * An application message. Its MLS sender is authenticated by MLS but not
    * reported: what the mesh sends this way is signed by a machine key inside
@@ -55,6 +57,21 @@ export type GroupSummary = {
   readonly members: readonly Uint8Array[];
   /** This machine's own identity in the group. */
   readonly self: Uint8Array;
+  /** RFC 9420 §8.7: the epoch's authenticator, equal on every member that agrees on the epoch. */
+  readonly epochAuthenticator: Uint8Array;
+};
+
+/** An external pre-shared key (RFC 9420 §8.4) a commit or Welcome may name. */
+export type ExternalPsk = { readonly id: Uint8Array; readonly secret: Uint8Array };
+
+/** What a joiner may need besides its key package: the tree when the Welcome omits it, external PSKs. */
+export type JoinOptions = { readonly ratchetTree?: Uint8Array; readonly psks?: readonly ExternalPsk[] };
+
+/** A key package's private keys made elsewhere (the interop vectors): init, HPKE leaf and signature keys. */
+export type PrivateKeys = {
+  readonly init: Uint8Array;
+  readonly encryption: Uint8Array;
+  readonly signature: Uint8Array;
 };
 
 export type SignatureKeyPair = { readonly publicKey: Uint8Array; readonly secretKey: Uint8Array };
@@ -64,6 +81,8 @@ export interface MlsProvider {
   /** A fresh leaf signature key (the identity binds its public half to the machine first). */
   signatureKey(): Promise<SignatureKeyPair>;
   keyPackage(identity: Uint8Array, signatureKey: SignatureKeyPair): Promise<KeyPackagePair>;
+  /** A key package pair from a public key package and its private keys, made elsewhere. */
+  importKeyPackage(publicPackage: Uint8Array, keys: PrivateKeys): Result<KeyPackagePair, MlsFailure>;
   createGroup(groupId: Uint8Array, own: KeyPackagePair): Promise<Result<Uint8Array, MlsFailure>>;
   /** Adds the members of these key packages and removes these identities, in one commit. */
   commit(
@@ -74,9 +93,13 @@ export interface MlsProvider {
       readonly authenticatedData: Uint8Array;
     },
   ): Promise<Result<StagedCommit, MlsFailure>>;
-  join(welcome: Uint8Array, own: KeyPackagePair): Promise<Result<Uint8Array, MlsFailure>>;
-  /** Processes a commit or an application message of the group. */
-  process(state: Uint8Array, message: Uint8Array): Promise<Result<Processed, MlsFailure>>;
+  join(welcome: Uint8Array, own: KeyPackagePair, options?: JoinOptions): Promise<Result<Uint8Array, MlsFailure>>;
+  /** Processes a commit, a proposal or an application message of the group. */
+  process(
+    state: Uint8Array,
+    message: Uint8Array,
+    options?: { readonly psks?: readonly ExternalPsk[] },
+  ): Promise<Result<Processed, MlsFailure>>;
   /** Seals an application message in the state's epoch; returns the advanced state. */
   encrypt(
     state: Uint8Array,

@@ -1,6 +1,7 @@
 /**
- * MlsProvider (core/mls/provider.ts) over ts-mls 1.6.4, suite 1
- * (MLS_128_DHKEMX25519_AES128GCM_SHA256_Ed25519), on crypto-provider.ts: WebCrypto
+ * MlsProvider (core/mls/provider.ts) over ts-mls 1.6.4 — the mesh runs suite 1
+ * (MLS_128_DHKEMX25519_AES128GCM_SHA256_Ed25519); the interop vectors run all seven
+ * (test/mls/conformance.test.ts) — on crypto-provider.ts: WebCrypto
  * hashes and AES-GCM, noble Ed25519, and HPKE's X25519 in JavaScript (WebKitGTK's
  * WebCrypto cannot import one X25519 key in 256).
  *
@@ -23,6 +24,7 @@
  */
 import {
   acceptAll,
+  bytesToBase64,
   createApplicationMessage,
   createCommit,
   createGroup,
@@ -35,11 +37,12 @@ import {
   encodeGroupState,
   encodeMlsMessage,
   generateKeyPackageWithKey,
-  getCiphersuiteFromName,
   getCiphersuiteImpl,
   joinGroup,
   joinGroupExternal,
-  processMessage,
+  makePskIndex,
+  processPrivateMessage,
+  processPublicMessage,
   type CiphersuiteImpl,
   type ClientConfig,
   type ClientState,
@@ -49,23 +52,36 @@ import {
   type Proposal,
 } from 'ts-mls';
 import { defaultClientConfig } from 'ts-mls/clientConfig.js';
+import { getCiphersuiteFromId, type CiphersuiteId } from 'ts-mls/crypto/ciphersuite.js';
+import { decodeRatchetTree } from 'ts-mls/ratchetTree.js';
 import { meshCryptoProvider } from './crypto-provider.js';
 import { ratchetTreeFromExtension } from 'ts-mls/groupInfo.js';
 import { bytesEqual, isBytes } from '../../core/bytes.js';
 import { decodeCbor, encodeCbor, isRecord } from '../../core/cbor.js';
+import { readFraming, type MlsFraming } from '../../core/mls/framing.js';
 import type {
   Authenticate,
+  ExternalPsk,
   GroupSummary,
+  JoinOptions,
   KeyPackagePair,
   MlsFailure,
   MlsProvider,
+  PrivateKeys,
   Processed,
   SignatureKeyPair,
   StagedCommit,
 } from '../../core/mls/provider.js';
 import { err, ok, type Result } from '../../core/result.js';
 
-const SUITE = 'MLS_128_DHKEMX25519_AES128GCM_SHA256_Ed25519';
+/** MLS_128_DHKEMX25519_AES128GCM_SHA256_Ed25519: the suite the mesh runs. */
+export const MESH_SUITE = 1;
+const SUITES: readonly number[] = [1, 2, 3, 4, 5, 6, 7];
+
+/** ts-mls's PSK lookup for these external PSKs (keyed by base64 of their ids), within `state` when there is one. */
+function pskIndex(state: ClientState | undefined, psks: readonly ExternalPsk[] = []) {
+  return makePskIndex(state, Object.fromEntries(psks.map((p) => [bytesToBase64(p.id), p.secret])));
+}
 
 const rejected = (reason: string): Result<never, MlsFailure> => err({ type: 'MlsRejected', reason: `mls: ${reason}` });
 
@@ -110,13 +126,14 @@ function identityOf(credential: { credentialType: string; identity?: Uint8Array 
 }
 
 export class TsMlsProvider implements MlsProvider {
-  readonly name = 'ts-mls 1.6.4';
+  readonly name: string;
   readonly #cs: CiphersuiteImpl;
   readonly #config: ClientConfig;
   /** State bytes this provider returned → the state they encode (bench `mls`). */
   readonly #decoded = new WeakMap<Uint8Array, ClientState>();
 
-  private constructor(cs: CiphersuiteImpl, authenticate: Authenticate) {
+  private constructor(cs: CiphersuiteImpl, authenticate: Authenticate, suite: number) {
+    this.name = `ts-mls 1.6.4, suite ${suite}`;
     this.#cs = cs;
     this.#config = {
       ...defaultClientConfig,
@@ -130,8 +147,11 @@ export class TsMlsProvider implements MlsProvider {
     };
   }
 
-  static async create(authenticate: Authenticate): Promise<TsMlsProvider> {
-    return new TsMlsProvider(await getCiphersuiteImpl(getCiphersuiteFromName(SUITE), meshCryptoProvider), authenticate);
+  /** A provider of one cipher suite (RFC 9420 §17.1): the mesh's own unless told. */
+  static async create(authenticate: Authenticate, suite = MESH_SUITE): Promise<TsMlsProvider> {
+    if (!SUITES.includes(suite)) throw new Error(`mls: cipher suite ${suite} is not supported`);
+    const cs = await getCiphersuiteImpl(getCiphersuiteFromId(suite as CiphersuiteId), meshCryptoProvider);
+    return new TsMlsProvider(cs, authenticate, suite);
   }
 
   #encode(state: ClientState): Uint8Array {
@@ -174,6 +194,16 @@ export class TsMlsProvider implements MlsProvider {
       }),
       privatePackage: encodePrivate(generated.privatePackage),
     };
+  }
+
+  importKeyPackage(publicPackage: Uint8Array, keys: PrivateKeys): Result<KeyPackagePair, MlsFailure> {
+    if (!keyPackageOf(publicPackage)) return rejected('not a key package');
+    const privatePackage = encodePrivate({
+      initPrivateKey: keys.init,
+      hpkePrivateKey: keys.encryption,
+      signaturePrivateKey: keys.signature,
+    });
+    return ok({ publicPackage, privatePackage });
   }
 
   #own(own: KeyPackagePair): { pub: KeyPackage; priv: PrivateKeyPackage } | undefined {
@@ -224,19 +254,28 @@ export class TsMlsProvider implements MlsProvider {
     });
   }
 
-  join(welcomeBytes: Uint8Array, own: KeyPackagePair): Promise<Result<Uint8Array, MlsFailure>> {
+  join(
+    welcomeBytes: Uint8Array,
+    own: KeyPackagePair,
+    options: JoinOptions = {},
+  ): Promise<Result<Uint8Array, MlsFailure>> {
     return guarded('join', async () => {
       const message = decodeMessage(welcomeBytes);
       if (message?.wireformat !== 'mls_welcome') return rejected('not a Welcome');
       const keys = this.#own(own);
       if (!keys) return rejected('own key package does not decode');
+      let tree: ReturnType<typeof decodeRatchetTree>;
+      if (options.ratchetTree) {
+        tree = decodeRatchetTree(options.ratchetTree, 0);
+        if (!tree || tree[1] !== options.ratchetTree.length) return rejected('the ratchet tree does not decode');
+      }
       const state = await joinGroup(
         message.welcome,
         keys.pub,
         keys.priv,
-        emptyPskIndex,
+        options.psks?.length ? pskIndex(undefined, options.psks) : emptyPskIndex,
         this.#cs,
-        undefined,
+        tree?.[0],
         undefined,
         this.#config,
       );
@@ -244,24 +283,40 @@ export class TsMlsProvider implements MlsProvider {
     });
   }
 
-  process(stateBytes: Uint8Array, bytes: Uint8Array): Promise<Result<Processed, MlsFailure>> {
+  process(
+    stateBytes: Uint8Array,
+    bytes: Uint8Array,
+    options: { readonly psks?: readonly ExternalPsk[] } = {},
+  ): Promise<Result<Processed, MlsFailure>> {
     return guarded<Processed>('process', async () => {
       const state = this.#state(stateBytes);
       if (!state) return rejected('group state does not decode');
       const message = decodeMessage(bytes);
-      if (message?.wireformat !== 'mls_private_message' && message?.wireformat !== 'mls_public_message') {
+      const framing = readFraming(bytes);
+      if (
+        !framing.ok ||
+        (message?.wireformat !== 'mls_private_message' && message?.wireformat !== 'mls_public_message')
+      ) {
         return rejected('not a group message');
       }
-      const result = await processMessage(message, state, emptyPskIndex, acceptAll, this.#cs);
-      if (result.kind === 'newState') {
-        return ok({
-          kind: 'commit',
-          state: this.#encode(result.newState),
-          epoch: result.newState.groupContext.epoch,
-        });
+      // The message functions themselves: ts-mls 1.6.4's processMessage drops the PSK index.
+      const psks = pskIndex(state, options.psks);
+      if (message.wireformat === 'mls_public_message') {
+        const { newState } = await processPublicMessage(state, message.publicMessage, psks, this.#cs, acceptAll);
+        return ok(this.#processed(framing.value, newState));
       }
+      const result = await processPrivateMessage(state, message.privateMessage, psks, this.#cs, acceptAll);
+      if (result.kind === 'newState') return ok(this.#processed(framing.value, result.newState));
       return ok({ kind: 'application', state: this.#encode(result.newState), message: result.message });
     });
+  }
+
+  /** A commit moves the epoch; a proposal is kept in the state for the commit that applies it. */
+  #processed(framing: MlsFraming, newState: ClientState): Processed {
+    const state = this.#encode(newState);
+    return 'contentType' in framing && framing.contentType === 'proposal'
+      ? { kind: 'proposal', state }
+      : { kind: 'commit', state, epoch: newState.groupContext.epoch };
   }
 
   encrypt(
@@ -297,6 +352,7 @@ export class TsMlsProvider implements MlsProvider {
       epoch: state.groupContext.epoch,
       members,
       self: self ?? new Uint8Array(),
+      epochAuthenticator: state.keySchedule.epochAuthenticator,
     });
   }
 
