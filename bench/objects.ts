@@ -11,7 +11,8 @@
  *            key and ZSTD (its table is built in SQL beforehand, not timed).
  *   size     the object's bytes against DuckDB's encrypted ZSTD file of the same rows
  *            (`object_bytes_vs_duckdb_zstd`).
- *   read     our reader on our object: row objects, and columnar (readColumns).
+ *   read     our reader on our object, with the runtime's WebAssembly ZSTD decoder as the app
+ *            reads: row objects, and columnar (readColumns).
  *            anchors: hyparquet on the plaintext file (row objects; columnar via
  *            onChunk), and DuckDB scanning every column of our encrypted object.
  *   blake3   MB/s of core/hash.ts `blake3` (hash-wasm) against Debian's `b3sum
@@ -33,7 +34,7 @@ import { objectKeys } from '../src/core/object/keys.js';
 import type { CellValue, ColumnSpec } from '../src/core/parquet/schema.js';
 import { webPmeCipher } from '../src/runtime/pme-cipher.js';
 import { generateSigningIdentity, webRandom, webSigner, webVerifier } from '../src/runtime/webcrypto.js';
-import { zstdCompression } from '../src/runtime/zstd.js';
+import { zstdCompression, zstdDecompressors } from '../src/runtime/zstd.js';
 import type { BenchResult } from './run.ts';
 
 const ROWS = 1_000_000;
@@ -165,8 +166,9 @@ export async function run(): Promise<BenchResult> {
     const duckdbZstdBytes = (await stat(join(dir, 'duck-0.parquet'))).size;
 
     const verifier = webVerifier();
+    const read = { decompressors: await zstdDecompressors() };
     const open = async () => {
-      const opened = await openObject(bytes, object, { verifier, cipher: webPmeCipher });
+      const opened = await openObject(bytes, object, { verifier, cipher: webPmeCipher, read });
       if (!opened.ok) throw new Error(`bench objects: ${opened.error.type}`);
       return opened.value.file;
     };

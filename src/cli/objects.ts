@@ -30,7 +30,7 @@ import { objectKeys } from '../core/object/keys.js';
 import { openParquet, type ReadKeys } from '../core/parquet/read.js';
 import { webPmeCipher } from '../runtime/pme-cipher.js';
 import { generateSigningIdentity, webRandom, webSigner } from '../runtime/webcrypto.js';
-import { zstdCompression } from '../runtime/zstd.js';
+import { zstdCompression, zstdDecompressors } from '../runtime/zstd.js';
 
 class UsageError extends Error {}
 
@@ -169,7 +169,9 @@ export async function parquetMain(argv: readonly string[]): Promise<number> {
   };
   const bytes = await readFile(positionals[0]!).catch((e: unknown) => e as Error);
   if (bytes instanceof Error) return fail(`parquet read: ${bytes.message}`);
-  const file = await openParquet(new Uint8Array(bytes), keys, webPmeCipher);
+  const file = await openParquet(new Uint8Array(bytes), keys, webPmeCipher, {
+    decompressors: await zstdDecompressors(),
+  });
   if (!file.ok) return fail(`parquet read: ${positionals[0]}: ${describe(file.error)}`);
   const out = await parquetCsv(file.value);
   if (!out.ok) return fail(`parquet read: ${positionals[0]}: ${describe(out.error)}`);

@@ -24,6 +24,7 @@ import type { DomainName } from '../core/schema.js';
 import type { AccessKeys, NoKeyOpens } from './access-keys.js';
 import { webPmeCipher } from './pme-cipher.js';
 import type { ObjectClientError } from './relay-objects-client.js';
+import { zstdDecompressors } from './zstd.js';
 
 /** What the catalog says about one object: where its records come from is the caller's business. */
 export type CatalogEntry = {
@@ -194,7 +195,9 @@ export class ObjectReader {
           if (!secret.ok) return err({ type: 'ObjectUnavailable', id: m.storageId, reason: secret.error.type });
           const bytes = await this.#deps.bytes(m.storageId);
           if (!bytes.ok) return err({ type: 'ObjectUnavailable', id: m.storageId, reason: bytes.error.type });
-          return openParquet(bytes.value, { footerKey: objectKeys(secret.value).dek }, webPmeCipher);
+          return openParquet(bytes.value, { footerKey: objectKeys(secret.value).dek }, webPmeCipher, {
+            decompressors: await zstdDecompressors(),
+          });
         },
         signal: controller.signal,
         ...(options.progress ? { progress: options.progress } : {}),
@@ -226,7 +229,7 @@ export class ObjectReader {
     const opened = await openObject(
       bytes.value,
       { storageId: entry.id as StorageId, secret: secret.value, sealedManifest },
-      { verifier: this.#deps.verifier, cipher: webPmeCipher },
+      { verifier: this.#deps.verifier, cipher: webPmeCipher, read: { decompressors: await zstdDecompressors() } },
     );
     return opened.ok ? ok(opened.value.file) : opened;
   }

@@ -20,7 +20,7 @@ import type { Random, Signer, Verifier } from '../ports.js';
 import { err, ok, type Result } from '../result.js';
 import type { DomainName } from '../schema.js';
 import type { ParquetError, PmeCipher } from '../parquet/modules.js';
-import { openParquet, type ParquetFile } from '../parquet/read.js';
+import { openParquet, type ParquetFile, type ReadOptions } from '../parquet/read.js';
 import { ROW_ID_BYTES, ROW_ID_COLUMN, type CellValue, type ColumnSpec } from '../parquet/schema.js';
 import { EncryptedParquetWriter, type PageCompression, type WriteError } from '../parquet/write.js';
 import { newObjectSecret, objectKeys, storageIdOf, type StorageId } from './keys.js';
@@ -210,14 +210,14 @@ export async function verifyStorageId(bytes: Uint8Array, storageId: StorageId): 
 export async function openObject(
   bytes: Uint8Array,
   at: { readonly storageId: StorageId; readonly secret: Uint8Array; readonly sealedManifest: Uint8Array },
-  deps: { readonly verifier: Verifier; readonly cipher: PmeCipher },
+  deps: { readonly verifier: Verifier; readonly cipher: PmeCipher; readonly read?: ReadOptions },
 ): Promise<Result<{ manifest: ObjectManifest; file: ParquetFile }, OpenError>> {
   const verified = await verifyStorageId(bytes, at.storageId);
   if (!verified.ok) return verified;
   const keys = objectKeys(at.secret);
   const manifest = await openManifest(at.sealedManifest, at.storageId, keys.manifestKey, deps.verifier);
   if (!manifest.ok) return manifest;
-  const file = await openParquet(bytes, { footerKey: keys.dek }, deps.cipher);
+  const file = await openParquet(bytes, { footerKey: keys.dek }, deps.cipher, deps.read);
   if (!file.ok) return file;
   if (file.value.rowCount !== manifest.value.rows) {
     return err({ type: 'ManifestMismatch', detail: 'row count differs from the object' });

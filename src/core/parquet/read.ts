@@ -24,6 +24,7 @@ import { deserializeTCompactProtocol } from 'hyparquet/src/thrift.js';
 import type {
   ColumnDecoder,
   ColumnMetaData,
+  Compressors,
   DecodedArray,
   FileMetaData,
   PageHeader,
@@ -62,6 +63,15 @@ import {
 const PAR1 = 0x31524150;
 const PARE = 0x45524150;
 const SIGNATURE_BYTES = NONCE_BYTES + TAG_BYTES;
+
+/** How to read besides the keys: decompressors that replace the core's pure-JavaScript ones (codecs.ts). */
+export type ReadOptions = {
+  /**
+   * The runtime's faster ones, held to the same contract: give exactly the page's declared
+   * length or throw (src/runtime/zstd.ts: the reference zstd in WebAssembly).
+   */
+  readonly decompressors?: Partial<Compressors>;
+};
 
 export type ReadKeys = {
   readonly footerKey?: Uint8Array;
@@ -255,6 +265,7 @@ export class ParquetFile {
   readonly #aad: FileAad | undefined;
   readonly #leaves: readonly Leaf[];
   readonly #keyCache = new Map<string, Promise<AesKey>>();
+  readonly #compressors: Compressors;
 
   private constructor(
     bytes: Uint8Array,
@@ -263,8 +274,10 @@ export class ParquetFile {
     keys: ReadKeys,
     cipher: PmeCipher,
     leaves: Leaf[],
+    compressors: Compressors,
   ) {
     this.#bytes = bytes;
+    this.#compressors = compressors;
     this.metadata = metadata;
     this.mode = tail.mode;
     this.algorithm = tail.algorithm;
@@ -275,11 +288,21 @@ export class ParquetFile {
     this.columns = leaves.map(({ path, name, type, protection }) => ({ path, name, type, protection }));
   }
 
-  static async open(bytes: Uint8Array, keys: ReadKeys, cipher: PmeCipher): Promise<Result<ParquetFile, ParquetError>> {
-    return escapedAsMalformed('file', () => ParquetFile.#open(bytes, keys, cipher));
+  static async open(
+    bytes: Uint8Array,
+    keys: ReadKeys,
+    cipher: PmeCipher,
+    options: ReadOptions = {},
+  ): Promise<Result<ParquetFile, ParquetError>> {
+    return escapedAsMalformed('file', () => ParquetFile.#open(bytes, keys, cipher, options));
   }
 
-  static async #open(bytes: Uint8Array, keys: ReadKeys, cipher: PmeCipher): Promise<Result<ParquetFile, ParquetError>> {
+  static async #open(
+    bytes: Uint8Array,
+    keys: ReadKeys,
+    cipher: PmeCipher,
+    options: ReadOptions,
+  ): Promise<Result<ParquetFile, ParquetError>> {
     const tail = await readTail(bytes, keys, cipher);
     if (!tail.ok) return tail;
     const metadata = asMetadata(tail.value.footer);
@@ -310,7 +333,8 @@ export class ParquetFile {
       if (group.columns.length !== leaves.length)
         return err(malformed('row group column count differs from the schema'));
     }
-    return ok(new ParquetFile(bytes, tail.value, metadata.value, keys, cipher, leaves));
+    const compressors = { ...DECOMPRESSORS, ...options.decompressors };
+    return ok(new ParquetFile(bytes, tail.value, metadata.value, keys, cipher, leaves, compressors));
   }
 
   /** The rows the row groups hold (what is read; some writers leave the footer's own count at 0). */
@@ -395,7 +419,7 @@ export class ParquetFile {
       element,
       schemaPath: leaf.schemaPath,
       codec,
-      compressors: DECOMPRESSORS,
+      compressors: this.#compressors,
       parsers: PARSERS,
       // Text only where the schema says so: an unannotated BYTE_ARRAY is binary and stays bytes
       // (decoded as UTF-8, arbitrary bytes became replacement characters). UTF8/STRING and JSON
@@ -591,6 +615,7 @@ export function openParquet(
   bytes: Uint8Array,
   keys: ReadKeys,
   cipher: PmeCipher,
+  options: ReadOptions = {},
 ): Promise<Result<ParquetFile, ParquetError>> {
-  return ParquetFile.open(bytes, keys, cipher);
+  return ParquetFile.open(bytes, keys, cipher, options);
 }
