@@ -17,6 +17,7 @@ const GONE = 'cc'.repeat(32);
 const STRANGER = 'dd'.repeat(32);
 const GONE_EARLY = 'ff'.repeat(32);
 const SELF = 'ee'.repeat(32);
+const NO_ROLE = '12'.repeat(32);
 const stamp: Stamp = { ms: 1, counter: 0, node: new Uint8Array(32) };
 const cell = (value: string | boolean) => ({ value, stamp });
 
@@ -33,6 +34,9 @@ async function storeWith(): Promise<MemoryReplicaStore> {
       cells: { name: cell('gone') },
       removed: { hwm: 5, trustedHwm: 2, domains: { '@FIELD': 3, '@FIELD/trusted': 1 } },
     },
+    // A roles record without its role cell: no role granted, a member by the keyring.
+    { table: 'keyring', row: NO_ROLE, cells: { name: cell('no role') } },
+    { table: 'roles', row: NO_ROLE, cells: {} },
     // Removed by a machine that read no created domain: its removal names no chain marks at all.
     { table: 'keyring', row: GONE_EARLY, cells: { name: cell('gone early') }, removed: { hwm: 5, trustedHwm: 2 } },
   ];
@@ -67,6 +71,18 @@ describe('authorize', () => {
     ['a member writes a member table', MEMBER, { domain: 'GENERAL' }, { type: 'Allowed', role: 'member' }],
     ['this machine, before the keyring names it', SELF, { domain: 'GENERAL' }, { type: 'Allowed', role: 'member' }],
     ['a signer nobody knows', STRANGER, { domain: 'GENERAL' }, { type: 'UnknownSigner', signer: STRANGER }],
+    [
+      'a member whose roles record has no role writes an admin table',
+      NO_ROLE,
+      { table: 'roles', row: MEMBER },
+      { type: 'NotAuthorized', reason: 'admin role required', final: false },
+    ],
+    [
+      'a member whose roles record has no role writes a member table',
+      NO_ROLE,
+      { domain: 'GENERAL' },
+      { type: 'Allowed', role: 'member' },
+    ],
     [
       'an admin by role writes an admin table',
       ADMIN,

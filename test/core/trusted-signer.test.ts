@@ -5,7 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Stamp } from '../../src/core/hlc.js';
 import type { RowState } from '../../src/core/merge.js';
-import { isTrustedSigner, narrower } from '../../src/core/sync-manifest.js';
+import type { ReplicaTx } from '../../src/core/store.js';
+import { everyTablePublic, isTrustedSigner, narrower } from '../../src/core/sync-manifest.js';
 import { MemoryReplicaStore } from '../../src/storage/memory-store.js';
 
 const stamp: Stamp = { ms: 1, counter: 0, node: new Uint8Array(32) };
@@ -21,6 +22,11 @@ const ROWS: RowState[] = [
   { table: 'keyring', row: id('d'), cells: { name: cell('untrusted'), trusted: cell(false) } },
   { table: 'keyring', row: id('e'), cells: { trusted: cell(true) }, removed: { hwm: 1, trustedHwm: 1 } },
   { table: 'roles', row: id('f'), cells: { role: cell('admin') } }, // an admin role without a keyring record
+  // A roles record whose role cell is gone (or never written): no role, the keyring decides.
+  { table: 'keyring', row: id('g'), cells: { trusted: cell(true) } },
+  { table: 'roles', row: id('g'), cells: {} },
+  { table: 'keyring', row: id('h'), cells: { name: cell('member') } },
+  { table: 'roles', row: id('h'), cells: {} },
 ];
 
 describe('isTrustedSigner', () => {
@@ -32,6 +38,8 @@ describe('isTrustedSigner', () => {
     ['a member marked not trusted', id('d'), false],
     ['a removed machine, even marked trusted', id('e'), false],
     ['a role without a keyring record', id('f'), false],
+    ['a member marked trusted whose roles record has no role', id('g'), true],
+    ['a member whose roles record has no role', id('h'), false],
     ['a signer nobody knows', id('7'), false],
   ])('%s: %s', async (_name, signer, trusted) => {
     const store = new MemoryReplicaStore();
@@ -40,6 +48,14 @@ describe('isTrustedSigner', () => {
     });
     const trust = { self: id('0'), anchors: () => [id('9')] };
     expect(await store.transact((tx) => isTrustedSigner(tx, signer, trust))).toBe(trusted);
+  });
+});
+
+describe('everyTablePublic (for tests and benchmarks of delivery)', () => {
+  it('holds every table as public and counts this machine as trusted', async () => {
+    const tx = {} as ReplicaTx;
+    expect(await everyTablePublic.classOf(tx, 'device_profiles')).toBe('public');
+    expect(await everyTablePublic.selfTrusted(tx)).toBe(true);
   });
 });
 
