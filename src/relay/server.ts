@@ -118,8 +118,8 @@ function hexId(value: string | null): Uint8Array | undefined {
   return fromHex(value);
 }
 
-/** Loopback addresses: the relay's own machine. */
-const isLoopback = (address: string | undefined): boolean =>
+/** Loopback addresses: the relay's own machine (other 127/8 addresses are refused too: fail closed). */
+export const isLoopback = (address: string | undefined): boolean =>
   address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1';
 
 function handleApi(ctx: Context, url: URL, req: IncomingMessage, res: ServerResponse): void {

@@ -14,7 +14,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { encodeCbor } from '../../src/core/cbor.js';
 import { encodeRelayMessage, MAX_FRAME_BODY, MAX_RELAY_MESSAGE } from '../../src/core/relay-wire.js';
-import { startRelay, type RelayHandle } from '../../src/relay/server.js';
+import { isLoopback, startRelay, type RelayHandle } from '../../src/relay/server.js';
 import { seededRandom } from '../helpers/deterministic.js';
 import { bytes, joinRelay, key, RelayTestClient, text, type Key } from '../helpers/relay-client.js';
 
@@ -192,5 +192,21 @@ describe('relay under abuse', () => {
       const res = await fetch(`${small.url}/api/health`);
       expect(res.status).toBe(200);
     });
+  });
+});
+
+describe('presence answers the relay host only', () => {
+  // Test servers listen on loopback only, so the refusal is checked on the address test itself.
+  it.each<[string | undefined, boolean]>([
+    ['127.0.0.1', true],
+    ['::1', true],
+    ['::ffff:127.0.0.1', true],
+    ['127.0.0.2', false],
+    ['10.0.0.7', false],
+    ['::ffff:10.0.0.7', false],
+    ['fe80::1', false],
+    [undefined, false],
+  ])('%s: %s', (address, loopback) => {
+    expect(isLoopback(address)).toBe(loopback);
   });
 });
