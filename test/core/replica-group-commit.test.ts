@@ -50,22 +50,29 @@ async function ownChain(machine: Machine, mesh: Mesh) {
   });
 }
 
+/**
+ * A founding machine A of a fresh mesh whose store counts its transactions, and the count so far
+ * (`wrap` puts another store wrapper beneath the counter).
+ */
+function countedMachine(seed: string, wrap: (store: ReplicaStore) => ReplicaStore = (store) => store) {
+  const mesh = makeMesh(seed);
+  let counter: ReturnType<typeof counting> | undefined;
+  const a = makeMachine('A', `${seed}/A`, mesh, { wrapStore: (memory) => (counter = counting(wrap(memory))).store });
+  mesh.anchors.push(a.id);
+  const before = counter!.count();
+  return { mesh, a, transactions: () => counter!.count() - before };
+}
+
 describe('group commit of local writes', () => {
   it('writes issued together are recorded in call order, chained, in far fewer transactions than writes', async () => {
-    const mesh = makeMesh('group-commit');
-    let counter: ReturnType<typeof counting> | undefined;
-    const a = makeMachine('A', 'group-commit/A', mesh, {
-      wrapStore: (memory) => (counter = counting(memory)).store,
-    });
-    mesh.anchors.push(a.id);
-    const before = counter!.count();
+    const { mesh, a, transactions } = countedMachine('group-commit');
     const results = await Promise.all(
       Array.from({ length: 100 }, (_, i) => a.replica.write('device_profiles', `r${i}`, { name: `row ${i}` })),
     );
     expect(results.every((r) => r.ok)).toBe(true);
     expect(new Set(results.map((r) => r.ok && r.value.outerId)).size).toBe(100);
     // The first write goes alone; the 99 queued behind it go together: 2 + 2 transactions.
-    expect(counter!.count() - before).toBeLessThanOrEqual(6);
+    expect(transactions()).toBeLessThanOrEqual(6);
     const chain = await ownChain(a, mesh);
     expect(chain.map((e) => e.row)).toEqual(Array.from({ length: 100 }, (_, i) => `r${i}`));
     expect(chain.map((e) => e.seq)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
@@ -102,13 +109,7 @@ describe('group commit of local writes', () => {
   });
 
   it('control writes go one at a time, so a write after a role change is judged by it', async () => {
-    const mesh = makeMesh('group-commit-control');
-    let counter: ReturnType<typeof counting> | undefined;
-    const a = makeMachine('A', 'group-commit-control/A', mesh, {
-      wrapStore: (memory) => (counter = counting(memory)).store,
-    });
-    mesh.anchors.push(a.id);
-    const before = counter!.count();
+    const { mesh, a, transactions } = countedMachine('group-commit-control');
     const results = await Promise.all([
       a.replica.write('device_profiles', 'd0', { name: 'data' }),
       a.replica.write('sync_manifest', 'device_profiles', { class: 'public' }),
@@ -117,7 +118,7 @@ describe('group commit of local writes', () => {
     ]);
     expect(results.every((r) => r.ok)).toBe(true);
     // d0 alone (first), each control write alone, then d1: four batches of two transactions.
-    expect(counter!.count() - before).toBe(8);
+    expect(transactions()).toBe(8);
     expect((await ownChain(a, mesh)).map((e) => e.table)).toEqual([
       'device_profiles',
       'sync_manifest',
@@ -127,13 +128,7 @@ describe('group commit of local writes', () => {
   });
 
   it('a batch of data writes stops before a control write queued behind them', async () => {
-    const mesh = makeMesh('group-commit-stop');
-    let counter: ReturnType<typeof counting> | undefined;
-    const a = makeMachine('A', 'group-commit-stop/A', mesh, {
-      wrapStore: (memory) => (counter = counting(memory)).store,
-    });
-    mesh.anchors.push(a.id);
-    const before = counter!.count();
+    const { a, transactions } = countedMachine('group-commit-stop');
     const results = await Promise.all([
       a.replica.write('device_profiles', 'd0', { name: 'data' }),
       a.replica.write('device_profiles', 'd1', { name: 'data' }),
@@ -142,30 +137,22 @@ describe('group commit of local writes', () => {
     ]);
     expect(results.every((r) => r.ok)).toBe(true);
     // d0 alone (first), then d1 (stopping before the control write), the control write, d2.
-    expect(counter!.count() - before).toBe(8);
+    expect(transactions()).toBe(8);
   });
 
   it(`records at most ${MAX_WRITE_BATCH} writes together`, async () => {
-    const mesh = makeMesh('group-commit-bound');
-    let counter: ReturnType<typeof counting> | undefined;
-    const a = makeMachine('A', 'group-commit-bound/A', mesh, {
-      wrapStore: (memory) => (counter = counting(memory)).store,
-    });
-    mesh.anchors.push(a.id);
-    const before = counter!.count();
+    const { mesh, a, transactions } = countedMachine('group-commit-bound');
     const writes = MAX_WRITE_BATCH + 2;
     const results = await Promise.all(
       Array.from({ length: writes }, (_, i) => a.replica.write('device_profiles', `r${i}`, { name: `row ${i}` })),
     );
     expect(results.every((r) => r.ok)).toBe(true);
     // The first alone, then a full batch, then the one left over: three batches of two transactions.
-    expect(counter!.count() - before).toBe(6);
+    expect(transactions()).toBe(6);
     expect((await ownChain(a, mesh)).map((e) => e.seq)).toEqual(Array.from({ length: writes }, (_, i) => i + 1));
   });
 
   it(`gives up after ${MAX_WRITE_RETRIES} attempts when another writer of the chain always gets in first`, async () => {
-    const mesh = makeMesh('group-commit-race');
-    let counter: ReturnType<typeof counting> | undefined;
     let racing = false;
     let moves = 0;
     // Another tab of this machine that appends to the chain between every read and every recording.
@@ -191,16 +178,12 @@ describe('group commit of local writes', () => {
             ]) as unknown;
         },
       });
-    const a = makeMachine('A', 'group-commit-race/A', mesh, {
-      wrapStore: (memory) => (counter = counting(racingStore(memory))).store,
-    });
-    mesh.anchors.push(a.id);
+    const { a, transactions } = countedMachine('group-commit-race', racingStore);
     racing = true;
-    const before = counter!.count();
     await expect(a.replica.write('device_profiles', 'r', { name: 'never' })).rejects.toThrow(
       'replica: local write kept racing another writer',
     );
-    expect(counter!.count() - before).toBe(2 * MAX_WRITE_RETRIES);
+    expect(transactions()).toBe(2 * MAX_WRITE_RETRIES);
     racing = false;
     expect((await a.replica.write('device_profiles', 'r', { name: 'at last' })).ok).toBe(true);
     expect((await a.store.row('device_profiles', 'r'))?.cells['name']?.value).toBe('at last');
