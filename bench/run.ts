@@ -64,7 +64,21 @@ async function runOne(name: string, load: () => Promise<Benchmark>): Promise<voi
   process.stdout.write(summary(name, result) + '\n');
 }
 
-const USAGE = `usage: sov bench [NAME…]   (known: ${Object.keys(BENCHMARKS).join(', ')}; none named runs all)\n`;
+const USAGE = `usage: sov bench [NAME…]   (npm run bench -- [NAME…])
+
+Runs the named benchmarks (default: all of them) and writes bench/results/NAME.json: figures,
+the anchors measured in the same run, and their ratios.
+
+  NAME                  one of: ${Object.keys(BENCHMARKS).join(', ')}
+  -h, --help            this text
+
+environment:
+  SOV_BENCH_EVENTS=N    events for catchup-browser and catchup-node (default 100000; fewer for a quick run)
+  SOV_BENCH_PROFILE=DIR write CPU profiles of the catch-ups into DIR (default: none)
+
+example:
+  SOV_BENCH_EVENTS=10000 sov bench catchup-node objects
+`;
 
 /** Returns the process exit code: 0 done, 2 usage error (an unknown name). */
 export async function main(argv: readonly string[]): Promise<number> {

@@ -8,21 +8,24 @@
  *   sov object write --csv FILE --out DIR [...]   (cli/objects.ts)
  *   sov parquet read FILE --footer-key KEY [...]  (cli/objects.ts)
  *   sov bench ...            (bench/run.ts, maintained with the benchmarks)
- *   sov help
+ *   sov help | --help, sov COMMAND --help (help.ts), sov --version
  *
- * Exit codes: 0 success, 1 runtime failure, 2 usage error (also `sov help`).
+ * Exit codes: 0 success (help and version too), 1 runtime failure, 2 usage error.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { NODE_HELP, OBJECT_HELP, OVERVIEW, PARQUET_HELP, RELAY_HELP } from './help.js';
 
 /** Resolves to the exit code; anything that is not a number counts as 0. */
 type SubcommandMain = (argv: readonly string[]) => unknown;
 
 interface Subcommand {
   readonly usage: string;
+  /** What `sov COMMAND --help` prints (help.ts); absent when the command answers --help itself. */
+  readonly help?: string;
   readonly load: () => Promise<SubcommandMain>;
 }
 
@@ -37,14 +40,17 @@ const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
   relay: {
     usage:
       'relay [--port N] [--host ADDR] [--data DIR] [--static DIR] [--tls-cert FILE --tls-key FILE] [--tap FILE] [--heartbeat S] [--founding open|closed]',
+    help: RELAY_HELP,
     load: () => Promise.resolve(relayMain),
   },
   node: {
     usage: 'node --role server|archive --data DIR [--name NAME] [--join]   (ticket on stdin)',
+    help: NODE_HELP,
     load: async () => (await import('./node.js')).nodeMain,
   },
   object: {
     usage: OBJECT_USAGE,
+    help: OBJECT_HELP,
     load: async () => {
       const { objectMain, withUsage } = await import('./objects.js');
       return withUsage(objectMain, OBJECT_USAGE);
@@ -52,6 +58,7 @@ const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
   },
   parquet: {
     usage: PARQUET_USAGE,
+    help: PARQUET_HELP,
     load: async () => {
       const { parquetMain, withUsage } = await import('./objects.js');
       return withUsage(parquetMain, PARQUET_USAGE);
@@ -74,7 +81,7 @@ async function loadMain(specifier: string): Promise<SubcommandMain> {
 
 function usage(): string {
   const lines = Object.values(SUBCOMMANDS).map((c) => `  sov ${c.usage}`);
-  return ['usage:', ...lines, '  sov help'].join('\n') + '\n';
+  return ['usage:', ...lines, '  sov help', '  sov COMMAND --help', '  sov --version'].join('\n') + '\n';
 }
 
 /**
@@ -88,16 +95,35 @@ function quietOnClosedPipe(): void {
   });
 }
 
+const asksHelp = (arg: string | undefined): boolean => arg === '--help' || arg === '-h' || arg === 'help';
+
+/** The package's version, from package.json beside src/. */
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
+  return pkg.version ?? 'unknown';
+}
+
 export async function main(argv: readonly string[]): Promise<number> {
   quietOnClosedPipe();
   const [name, ...rest] = argv;
+  if (asksHelp(name)) {
+    process.stdout.write(OVERVIEW);
+    return 0;
+  }
+  if (name === '--version' || name === '-V' || name === 'version') {
+    process.stdout.write(`sov ${version()}\n`);
+    return 0;
+  }
   const command = name === undefined ? undefined : SUBCOMMANDS[name];
   if (command === undefined) {
-    if (name !== undefined && name !== 'help' && name !== '--help' && name !== '-h') {
-      process.stderr.write(`sov: unknown command '${name}'\n`);
-    }
+    if (name !== undefined) process.stderr.write(`sov: unknown command '${name}'\n`);
     process.stderr.write(usage());
     return 2;
+  }
+  // `sov object --help` and `sov object write --help` alike; bench answers it itself.
+  if (command.help && rest.some((arg) => arg === '--help' || arg === '-h')) {
+    process.stdout.write(command.help);
+    return 0;
   }
   try {
     const run = await command.load();
@@ -123,27 +149,6 @@ const RELAY_OPTIONS = {
   founding: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
-
-const RELAY_HELP = `usage: sov relay [options]
-
-A blind relay: it stores and forwards ciphertext for the meshes on it, and serves the web app.
-
-  --port N              port to listen on (default 8787, or $SOV_PORT)
-  --host ADDR           address to bind (default 127.0.0.1: this machine only)
-  --data DIR            where mailboxes, objects and the relay's key live
-                        (default $SOV_DATA_DIR, else ~/.local/share/sovereign-mesh)
-  --static DIR          the built web app to serve (default dist/)
-  --tls-cert FILE --tls-key FILE
-                        serve HTTPS and WSS with this certificate (PEM)
-  --tap FILE            record every byte received and sent (privacy audits)
-  --heartbeat S         seconds between pings; a socket that misses one is cut (default 30)
-  --founding open|closed
-                        who may found a new mesh on this relay. open: anyone who reaches it
-                        can take a new topic, push its first admission list and use a mailbox
-                        and object storage under it. closed: only the meshes already here
-                        are served; found yours with the relay open, then close it.
-                        Default: open on a loopback address, closed on any other.
-`;
 
 const isLoopbackHost = (host: string): boolean => host === 'localhost' || host === '::1' || /^127\./.test(host);
 
