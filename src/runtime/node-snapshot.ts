@@ -11,7 +11,15 @@ import type { DomainView } from './mls-service.js';
 import type { PairingView } from './pairing-inviter.js';
 import type { JoinView } from './pairing-joiner.js';
 import type { RelayState } from './relay-connection.js';
-import { addCounts, rowView, type Machine, type ManifestEntry, type RowView, type SyncView } from './views.js';
+import {
+  addCounts,
+  rowView,
+  splitDuplicates,
+  type Machine,
+  type ManifestEntry,
+  type RowView,
+  type SyncView,
+} from './views.js';
 
 export type MeshStatus = 'new' | 'joining' | 'member';
 
@@ -143,6 +151,7 @@ async function syncView(src: SnapshotSources): Promise<SyncView> {
     peers.push({ endpoint, name: names.get(endpoint) ?? '', cursor, watermark, pending: Math.max(0, last - cursor) });
   }
   const counts = await store.reasonCounts();
+  const { refused, duplicates } = splitDuplicates(src.feed.counts);
   const { state, lastBatchAt } = src.relay();
   return {
     mode: state === 'ready' ? 'realtime' : state === 'standby' ? 'standby' : lastBatchAt ? 'batch' : 'offline',
@@ -153,8 +162,9 @@ async function syncView(src: SnapshotSources): Promise<SyncView> {
     // from the store when someone opens a list (MeshNode.refusals), never carried here.
     parked: counts.parked,
     withheld: counts.withheld,
-    rejected: addCounts(counts.rejected, src.feed.counts),
+    rejected: addCounts(counts.rejected, refused),
     rejectedRecorded: Object.values(counts.rejected).reduce((a, b) => a + b, 0),
+    duplicates,
   };
 }
 

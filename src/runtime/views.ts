@@ -67,7 +67,24 @@ export type SyncView = {
   readonly rejected: Readonly<Record<string, number>>;
   /** Of those, how many are recorded (and can be listed: MeshNode.refusals). */
   readonly rejectedRecorded: number;
+  /**
+   * Frames received again after they were taken in (the relay redelivers what an ack did not
+   * reach before a reconnect): dropped quietly, not rejections.
+   */
+  readonly duplicates: number;
 };
+
+/** The frame refusal that only means "already taken in" (core/frame.ts `ReplayedRequest`). */
+const DUPLICATE_FRAME = 'ReplayedRequest';
+
+/** Frame refusals counted by type, less the duplicates, which are counted apart. */
+export function splitDuplicates(counts: Readonly<Record<string, number>>): {
+  readonly refused: Readonly<Record<string, number>>;
+  readonly duplicates: number;
+} {
+  const { [DUPLICATE_FRAME]: duplicates = 0, ...refused } = counts;
+  return { refused, duplicates };
+}
 
 export function machinesView(keyring: readonly RowState[], roles: readonly RowState[]): Machine[] {
   const roleOf = new Map(roles.map((r) => [r.row, r.cells['role']?.value]));

@@ -5,7 +5,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { RowState } from '../../src/core/merge.js';
-import { DEFAULT_VOUCH_K, vouchesView, vouchThreshold, type Machine } from '../../src/runtime/views.js';
+import {
+  DEFAULT_VOUCH_K,
+  splitDuplicates,
+  vouchesView,
+  vouchThreshold,
+  type Machine,
+} from '../../src/runtime/views.js';
 
 const stamp = { ms: 1, counter: 0, node: new Uint8Array(32) };
 const row = (table: string, name: string, cells: Record<string, string | number>, deleted = false): RowState => ({
@@ -44,5 +50,15 @@ describe('vouches', () => {
     expect(vouchThreshold([row('settings', 'vouch_k', { value: 3 })])).toBe(3);
     expect(vouchThreshold([row('settings', 'vouch_k', { value: 0 })])).toBe(DEFAULT_VOUCH_K);
     expect(vouchThreshold([row('settings', 'vouch_k', { value: 1.5 })])).toBe(DEFAULT_VOUCH_K);
+  });
+});
+
+describe('frame refusals in the Sync panel', () => {
+  it('counts frames received again apart from rejections', () => {
+    expect(splitDuplicates({ ReplayedRequest: 22, FrameUndecryptable: 1, UnknownEndpoint: 3 })).toEqual({
+      refused: { FrameUndecryptable: 1, UnknownEndpoint: 3 },
+      duplicates: 22,
+    });
+    expect(splitDuplicates({ UnknownEndpoint: 1 })).toEqual({ refused: { UnknownEndpoint: 1 }, duplicates: 0 });
   });
 });
