@@ -46,6 +46,9 @@ test('a time-bucketed average draws a chart and explains what was pruned', async
   expect(csv[0]).toBe('bucket,avg_temperature');
   expect(csv).toHaveLength(rows + 1);
   expect(csv[1]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:00:00\.000Z,-?\d+(\.\d+)?$/);
+  // Full precision, not the table's six digits: hourly means of readings in hundredths have more.
+  const digits = (value: string) => value.replace(/[-.]/g, '').replace(/^0+/, '').length;
+  expect(Math.max(...csv.slice(1).map((line) => digits(line.split(',')[1]!)))).toBeGreaterThan(6);
 
   // Both samples end now (six devices, a reading a minute each): the small one covers the last
   // 100 minutes, the large one 500. A range 400 to 200 minutes ago cannot match the small one,
