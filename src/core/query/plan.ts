@@ -57,6 +57,9 @@ export function mayMatch(filter: Filter<Bound>, range: Range): boolean {
 
 export type Pruned = { readonly id: string; readonly reason: string };
 
+/** The furthest a JavaScript Date reaches from the epoch (ECMA-262 §21.4.1.22). */
+const MAX_DATE_MS = 8.64e15;
+
 export type Plan = {
   /** Objects of the table (superseded ones included). */
   readonly considered: number;
@@ -64,8 +67,14 @@ export type Plan = {
   readonly scan: readonly ObjectManifest[];
 };
 
-function describe(f: Filter<Bound>): string {
-  const v = (x: Bound) => (typeof x === 'string' ? `'${x}'` : String(x));
+/** A filter as the user wrote it, timestamps as dates (`TIMESTAMP '…'`, the SQL's own form). */
+function describe(f: Filter<Bound>, type: ColumnSpec['type']): string {
+  const v = (x: Bound) =>
+    typeof x === 'string'
+      ? `'${x}'`
+      : type === 'timestamp' && typeof x === 'number' && Math.abs(x) <= MAX_DATE_MS
+        ? `TIMESTAMP '${new Date(x).toISOString()}'`
+        : String(x);
   switch (f.op) {
     case 'is null':
     case 'is not null':
@@ -96,16 +105,17 @@ function pruneReason(m: ObjectManifest, q: BoundQuery): string | undefined {
     const spec = q.schema.get(f.column)!;
     const part = m.partitions[f.column];
     if (part !== undefined && f.op === '=' && typeof f.value === 'string' && f.value !== part) {
-      return `partition ${f.column}=${part}: ${describe(f)}`;
+      return `partition ${f.column}=${part}: ${describe(f, spec.type)}`;
     }
     const own = m.schema.find((c) => c.name === f.column);
     if (!own || own.type !== spec.type) {
       // An object without the column holds only nulls for it.
       if (f.op === 'is null') continue;
-      return `no column ${f.column}: ${describe(f)}`;
+      return `no column ${f.column}: ${describe(f, spec.type)}`;
     }
     if (!mayMatch(f, manifestRange(m, own))) {
-      return m.time?.column === f.column ? `time range: ${describe(f)}` : `min/max of ${f.column}: ${describe(f)}`;
+      const why = describe(f, spec.type);
+      return m.time?.column === f.column ? `time range: ${why}` : `min/max of ${f.column}: ${why}`;
     }
   }
   return undefined;
