@@ -302,6 +302,15 @@ describe('pruning on the encrypted catalog', () => {
   }, 120_000);
 });
 
+describe('numbers in SQL', () => {
+  it('reads a leading point, a trailing point and a sign', () => {
+    const parsed = parseSql('SELECT ts FROM readings WHERE temp > .5 AND temp < -.5 AND temp <> 1. AND temp >= -3e2');
+    expect(parsed.ok && parsed.value.where.map((f) => ('value' in f ? f.value : undefined))).toEqual([
+      0.5, -0.5, 1, -300,
+    ]);
+  });
+});
+
 describe('bad queries are refused before anything opens', () => {
   const cases: readonly [string, QueryError['type'], RegExp?][] = [
     ['SELECT nope FROM readings', 'UnknownColumn'],
@@ -311,13 +320,21 @@ describe('bad queries are refused before anything opens', () => {
     ['SELECT sum(device) FROM readings', 'TypeMismatch'],
     ['SELECT ts FROM readings WHERE temp > 1 OR temp < 0', 'UnsupportedSql', /OR/],
     ['SELECT * FROM readings', 'UnsupportedSql', /SELECT \*/],
-    ['SELECT a.ts FROM readings a JOIN other b', 'UnsupportedSql'],
+    ['SELECT a.ts FROM readings a JOIN other b', 'UnsupportedSql', /JOIN \(one table per query\) is not supported/],
+    ['SELECT ts FROM readings JOIN other ON readings.ts = other.ts', 'UnsupportedSql', /JOIN .* is not supported/],
+    ['SELECT ts FROM readings LEFT JOIN other ON ts = ts', 'UnsupportedSql', /JOIN .* is not supported/],
+    [
+      'SELECT readings.ts FROM readings',
+      'UnsupportedSql',
+      /qualified names \(table\.column\) are not supported, at 15/,
+    ],
     ['SELECT upper(device) FROM readings', 'UnsupportedSql', /upper/],
     ["SELECT time_bucket(INTERVAL '1 month', ts) AS m FROM readings GROUP BY m", 'UnsupportedSql', /months/],
     ['SELECT device, count(*) FROM readings', 'InvalidQuery', /GROUP BY/],
     ['SELECT ts FROM (SELECT ts FROM readings)', 'UnsupportedSql', /subquer/],
     ['SELECT ts FROM readings ORDER BY temp', 'UnknownColumn'],
     ['DELETE FROM readings', 'UnsupportedSql'],
+    ['SELECT ts FROM readings WHERE temp > 1..5', 'UnsupportedSql'],
   ];
 
   it.each(cases)('%s → %s', async (sql, type, detail) => {

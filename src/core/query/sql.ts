@@ -46,7 +46,7 @@ function tokenize(sql: string): Result<Token[], QueryError> {
       if (end < 0) return unsupported(`unterminated quoted name at ${i}`);
       out.push({ t: 'ident', v: sql.slice(i + 1, end), at: i });
       i = end + 1;
-    } else if (/[0-9.]/.test(c) || (c === '-' && /[0-9.]/.test(sql[i + 1] ?? ''))) {
+    } else if (/[0-9]/.test(c) || /^-?\.?[0-9]/.test(sql.slice(i, i + 3))) {
       const m = /^-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?/.exec(sql.slice(i));
       if (!m) return unsupported(`bad number at ${i}`);
       out.push({ t: 'number', v: Number(m[0]), at: i });
@@ -69,7 +69,7 @@ function tokenize(sql: string): Result<Token[], QueryError> {
       out.push({ t: 'string', v: text, at: i });
       i = j + 1;
     } else {
-      const m = /^(<=|>=|<>|!=|[=<>(),*;])/.exec(sql.slice(i));
+      const m = /^(<=|>=|<>|!=|[=<>(),*;.])/.exec(sql.slice(i));
       if (!m) return unsupported(`unexpected character ${JSON.stringify(c)} at ${i}`);
       out.push({ t: 'op', v: m[0], at: i });
       i += m[0].length;
@@ -155,8 +155,15 @@ class Parser {
 
   #fail(expected: string): Result<never, QueryError> {
     const token = this.#peek;
-    if (token.t === 'word' && REFUSED[token.v.toLowerCase()])
-      return unsupported(`${REFUSED[token.v.toLowerCase()]} is not supported`);
+    // What stops the parse is often the first word of a construct we refuse (LEFT JOIN, a
+    // qualified name before JOIN): name the construct rather than the token.
+    for (const t of this.#tokens.slice(this.#i)) {
+      const construct = t.t === 'word' ? REFUSED[t.v.toLowerCase()] : undefined;
+      if (construct) return unsupported(`${construct} is not supported`);
+    }
+    if (token.t === 'op' && token.v === '.') {
+      return unsupported(`qualified names (table.column) are not supported, at ${token.at}: name the column alone`);
+    }
     if (token.t === 'word' && token.v.toLowerCase() === 'select') return unsupported('subqueries are not supported');
     return unsupported(`expected ${expected}, found ${this.#describe(token)}`);
   }
