@@ -48,8 +48,9 @@ example:
 
 export const NODE_HELP = `usage: sov node --role server|archive --data DIR [options]
 
-A headless machine of a mesh. A server stores the objects of the domains its placement names
-and reads the ones it has keys for; an archive stores every object and reads none.
+A headless machine of a mesh. A server stores the objects of the domains its placement record
+names; an archive with no placement record stores every object of the mesh. What either may read
+is the admins' choice (domain membership), not its role.
 
   --role server|archive   what this machine is (required)
   --data DIR              where its keys, replica and objects live (required; created if new)
