@@ -42,6 +42,7 @@
  */
 import { isBytes, utf8, concat } from './bytes.js';
 import { decodeCbor, encodeCbor, isRecord } from './cbor.js';
+import { MAX_ADMISSION_BYTES } from './admission.js';
 import { err, ok, type Result } from './result.js';
 
 export const RELAY_PROTOCOL_VERSION = 1;
@@ -52,7 +53,11 @@ export const MAX_RELAY_MESSAGE = MAX_FRAME_BODY + 1024;
 export const MAX_ACK_IDS = 4096;
 const AUTH_LABEL = utf8('sov/1/relay-auth');
 const PROOF_LABEL = utf8('sov/1/relay-proof');
-export const MAX_ADMISSION_RECORD = 64 * 1024;
+/**
+ * A signed admission list as the relay takes it: the list's own bound (admission.ts
+ * MAX_ADMISSION_BYTES), so a list of the most machines a mesh may admit can be pushed.
+ */
+export const MAX_ADMISSION_RECORD = MAX_ADMISSION_BYTES;
 /** A commit bundle's bound (core/mls/bundle.ts MAX_BUNDLE_BYTES). */
 export const MAX_WIRE_BUNDLE = 512 * 1024;
 export const MAX_COMMIT_PAGE = 64;

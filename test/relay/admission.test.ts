@@ -17,6 +17,7 @@ import {
   mayChangeMembership,
   encodeAdmission,
   inviteId,
+  MAX_ADMITTED,
   nextAdmission,
   type AdmissionList,
 } from '../../src/core/admission.js';
@@ -149,6 +150,24 @@ describe('relay admission (enforce)', () => {
         relayKey: new Uint8Array(32).fill(3),
       }),
     ).rejects.toThrow(/another key/);
+  });
+
+  it('takes a list of the most machines a mesh may admit (over 64 KiB signed)', async () => {
+    const relay = await start();
+    const alice = await track(joinAs(relay, ALICE));
+    const many = (seed: number) =>
+      Array.from({ length: MAX_ADMITTED }, (_, i) => {
+        const id = new Uint8Array(32).fill(seed);
+        new DataView(id.buffer).setUint16(0, i);
+        return id;
+      });
+    const record = signed(ADMIN, {
+      admins: [ADMIN.id, ...many(0xa1).slice(1)],
+      endpoints: [ALICE.id, ...many(0xe1).slice(1)],
+    });
+    expect(record.length).toBeGreaterThan(64 * 1024);
+    alice.send({ t: 'admit', record });
+    await alice.expect('admitted');
   });
 
   it('with founding closed, a topic no list names is refused; the meshes already here are served', async () => {
