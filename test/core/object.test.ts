@@ -15,8 +15,9 @@ import { blake3Stream } from '../../src/core/hash.js';
 import { unwrapSecret, wrapSecret } from '../../src/core/object/access.js';
 import { formObject, openObject, verifyStorageId } from '../../src/core/object/form.js';
 import { objectKeys, storageIdBytes } from '../../src/core/object/keys.js';
-import { boundValue, openManifest } from '../../src/core/object/manifest.js';
+import { boundValue, openManifest, sealManifest } from '../../src/core/object/manifest.js';
 import type { CellValue, ColumnSpec } from '../../src/core/parquet/schema.js';
+import { UNCOMPRESSED, type PageCompression } from '../../src/core/parquet/write.js';
 import { webPmeCipher } from '../../src/runtime/pme-cipher.js';
 import { nobleVerifier, seededRandom, unsafeTestingSigner } from '../helpers/deterministic.js';
 
@@ -37,7 +38,7 @@ const rows = (n: number, start = 1_720_000_000_000): Record<string, CellValue>[]
     temp: i % 4 ? 20 + i / 10 : null,
   }));
 
-async function form(n = 500, extra: { rowGroupRows?: number } = {}) {
+async function form(n = 500, extra: { rowGroupRows?: number; compression?: PageCompression; pageBytes?: number } = {}) {
   const formed = await formObject(rows(n), {
     domain: 'GENERAL',
     table: 'measurements',
@@ -102,12 +103,31 @@ describe('forming an object', () => {
 
   it('refuses a caller’s own _row_id column and a time column that is not a timestamp', async () => {
     const base = { domain: 'GENERAL', table: 't', signer, random, cipher: webPmeCipher, hlc: { ms: 1, counter: 0 } };
-    const own = await formObject([], { ...base, columns: [{ name: '_row_id', type: 'rowid', nullable: false }] });
-    expect(own).toMatchObject({ ok: false, error: { type: 'InvalidObject' } });
+    const invalid = (detail: string) => ({ ok: false, error: { type: 'InvalidObject', detail } });
+    const own = await formObject([], {
+      ...base,
+      columns: [...COLUMNS, { name: '_row_id', type: 'rowid', nullable: false }],
+    });
+    expect(own).toEqual(invalid('_row_id is added by the object writer'));
     const time = await formObject([], { ...base, columns: COLUMNS, timeColumn: 'device' });
-    expect(time).toMatchObject({ ok: false, error: { type: 'InvalidObject' } });
+    expect(time).toEqual(invalid('time column device is not a timestamp column'));
+    const missing = await formObject([], { ...base, columns: COLUMNS, timeColumn: 'when' });
+    expect(missing).toEqual(invalid('time column when is not a timestamp column'));
     const empty = await formObject([], { ...base, columns: COLUMNS });
-    expect(empty).toMatchObject({ ok: false, error: { type: 'InvalidObject' } });
+    expect(empty).toEqual(invalid('an object holds at least one row'));
+  });
+
+  it('writes pages with the compression and page size it is given', async () => {
+    const plain = await form(2000, { compression: UNCOMPRESSED });
+    const snappy = await form(2000);
+    const opened = await openObject(plain.bytes!, plain, deps);
+    if (!opened.ok) throw new Error(opened.error.type);
+    const codecs = opened.value.file.metadata.row_groups.flatMap((g) => g.columns.map((c) => c.meta_data?.codec));
+    expect(new Set(codecs)).toEqual(new Set(['UNCOMPRESSED']));
+    expect(plain.bytes!.length).toBeGreaterThan(snappy.bytes!.length);
+    // Smaller pages: more page headers (and their encryption) in the same object.
+    const paged = await form(2000, { pageBytes: 1024 });
+    expect(paged.bytes!.length).toBeGreaterThan(snappy.bytes!.length);
   });
 });
 
@@ -122,6 +142,16 @@ describe('opening an object refuses, with a typed error', () => {
         error: { type: 'StorageIdMismatch', expected: o.storageId },
       });
     }
+  });
+
+  it('a manifest whose row count differs from the object, even signed by its producer', async () => {
+    const o = await form(50);
+    const { manifestKey } = objectKeys(o.secret);
+    const resealed = await sealManifest({ ...o.manifest, rows: 51 }, signer, manifestKey, random);
+    expect(await openObject(o.bytes!, { ...o, sealedManifest: resealed }, deps)).toEqual({
+      ok: false,
+      error: { type: 'ManifestMismatch', detail: 'row count differs from the object' },
+    });
   });
 
   it('a truncated file', async () => {
