@@ -174,6 +174,8 @@ describe('MLS framing: hostile input', () => {
       ['0001 0001 01aa 0000000000000000 09', 'unknown sender type 9'],
       ['0001 0002 01aa 0000000000000000 07', 'unknown content type'],
       ['0001 0002 4001aa', 'shortest form'],
+      ['0001 0002 80000001aa', 'shortest form'],
+      ['0001 0001 01aa 0000000000000000 01 00000000 00 07', 'unknown content type'],
       ['0001 0002 c000000000000001aa', 'invalid 8-byte length prefix'],
       ['0001 0002 3f', 'truncated'],
     ];

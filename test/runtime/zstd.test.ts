@@ -39,7 +39,9 @@ describe('ZSTD in the runtime', () => {
     const frame = compress(page, 3);
     expect(toHex(ZSTD(frame, page.length))).toBe(toHex(page));
     // A frame that claims more than the page, one cut short, junk: refused, never misread.
-    expect(() => ZSTD(frame, page.length - 1)).toThrow();
+    expect(() => ZSTD(frame, page.length - 1)).toThrow(
+      `zstd: the frame declares ${page.length} bytes, the page ${page.length - 1}`,
+    );
     expect(() => ZSTD(frame.subarray(0, frame.length - 4), page.length)).toThrow();
     expect(() => ZSTD(new Uint8Array(64).fill(7), 100)).toThrow();
     // Several frames in one page are refused too: the bounded pure decoder (fzstd into a buffer

@@ -64,10 +64,6 @@ export class TlsReader {
   #pos = 0;
   constructor(private readonly bytes: Uint8Array) {}
 
-  get offset(): number {
-    return this.#pos;
-  }
-
   #need(n: number): number {
     if (n > this.bytes.length - this.#pos) throw new Truncated(`mls: truncated at byte ${this.#pos}`);
     const at = this.#pos;
