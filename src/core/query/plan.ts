@@ -49,7 +49,12 @@ export function mayMatch(filter: Filter<Bound>, range: Range): boolean {
     case '>=':
       return compareBound(max, filter.value) >= 0;
     case 'between':
-      return compareBound(max, filter.low) >= 0 && compareBound(min, filter.high) <= 0;
+      // BETWEEN 5 AND 1 holds for no value at all (SQL does not swap its bounds).
+      return (
+        compareBound(filter.low, filter.high) <= 0 &&
+        compareBound(max, filter.low) >= 0 &&
+        compareBound(min, filter.high) <= 0
+      );
     case 'in':
       return filter.values.some((v) => !below(v) && !above(v));
   }
