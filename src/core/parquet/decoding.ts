@@ -105,6 +105,9 @@ const MAX_PAGE_BYTES = 256 * 1024 * 1024;
 /** hyparquet names an encoding by table lookup: a number outside the table gives undefined, whatever the type says. */
 const isName = (e: unknown): boolean => typeof e === 'string';
 
+/** Most values one page may claim: 16,777,216 (a 1 MiB page of booleans holds 8,388,608). */
+export const MAX_PAGE_VALUES = 1 << 24;
+
 export const isCount = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
 
 /**
@@ -114,12 +117,18 @@ export const isCount = (n: unknown): n is number => typeof n === 'number' && Num
  */
 export function checkHeader(header: PageHeader, body: number, what: string): ParquetError | undefined {
   const bad = (field: string) => malformed(`${what}: page header ${field}`);
+  // A run-length encoding lets a few bytes claim any number of values, and a JavaScript array
+  // grown past V8's limit (about 2^27 elements) ends the whole process, not with an exception:
+  // a page claiming more values than any writer puts in one page is refused before decoding.
+  const tooMany = (n: number) =>
+    n > MAX_PAGE_VALUES ? { type: 'Unsupported' as const, detail: `${what}: page of ${n} values` } : undefined;
   if (!isCount(header.uncompressed_page_size)) return bad('has no valid uncompressed size');
   if (header.uncompressed_page_size > MAX_PAGE_BYTES)
     return { type: 'Unsupported', detail: `${what}: page of ${header.uncompressed_page_size} bytes` };
   if (header.type === 'DATA_PAGE') {
     const h = header.data_page_header;
     if (!h || !isCount(h.num_values)) return bad('has no valid data page header');
+    if (tooMany(h.num_values)) return tooMany(h.num_values);
     if (!isName(h.encoding)) return { type: 'Unsupported', detail: `${what}: unknown encoding` };
   } else if (header.type === 'DATA_PAGE_V2') {
     const h = header.data_page_header_v2;
@@ -127,12 +136,14 @@ export function checkHeader(header: PageHeader, body: number, what: string): Par
     const counts = [h.num_values, h.num_nulls, h.num_rows, h.definition_levels_byte_length];
     if (!counts.every(isCount) || !isCount(h.repetition_levels_byte_length)) return bad('lacks a count or a length');
     if (h.num_nulls > h.num_values) return bad('counts more nulls than values');
+    if (tooMany(Math.max(h.num_values, h.num_rows))) return tooMany(Math.max(h.num_values, h.num_rows));
     const levels = h.definition_levels_byte_length + h.repetition_levels_byte_length;
     if (levels > body || levels > header.uncompressed_page_size) return bad('has levels longer than the page');
     if (!isName(h.encoding)) return { type: 'Unsupported', detail: `${what}: unknown encoding` };
   } else if (header.type === 'DICTIONARY_PAGE') {
     const h = header.dictionary_page_header;
     if (!h || !isCount(h.num_values)) return bad('has no valid dictionary page header');
+    if (tooMany(h.num_values)) return tooMany(h.num_values);
   }
   return undefined;
 }
