@@ -1,14 +1,15 @@
 /**
  * Mutated Parquet files — files of the public corpus (every codec and encoding family) and
  * objects of ours (encrypted, with their key) with bits flipped, bytes overwritten by huge
- * lengths, bytes inserted or removed, and tails cut off — read by our reader in a worker
- * thread (test/helpers/parquet-read-worker.ts). Every outcome is a value or a typed
- * ParquetError, within a deadline per file: an exception that escapes, or an input the
- * reader does not finish, fails the test and names the mutant. (The deadline bounds a hang,
- * not speed: each read takes milliseconds.)
+ * lengths, bytes inserted or removed, and tails cut off — read by our reader in a child
+ * process (test/helpers/parquet-read-worker.ts). Every outcome is a value or a typed
+ * ParquetError, within a deadline per file: an exception that escapes, an input the reader
+ * does not finish, or one that ends the process (a fatal V8 error such as an array grown
+ * past its limit) fails the test and names the mutant. (The deadline bounds a hang, not
+ * speed: each read takes milliseconds.)
  */
 import { readFileSync } from 'node:fs';
-import { Worker } from 'node:worker_threads';
+import { type ChildProcess, fork } from 'node:child_process';
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { toHex } from '../../src/core/bytes.js';
@@ -54,35 +55,52 @@ const TYPED = new Set([
 /** Longest a read may take before it counts as a hang (reads here take milliseconds). */
 const DEADLINE_MS = 10_000;
 
-/** A reader worker, once it has loaded (a loaded machine may take seconds to compile it). */
-async function startWorker(): Promise<Worker> {
-  const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
-  const script = JSON.stringify(new URL('../helpers/parquet-read-worker.ts', import.meta.url).href);
-  const started = new Worker(`import(${tsx}).then(({ register }) => { register(); return import(${script}); });`, {
-    eval: true,
+/** A reader process, once it has loaded (a loaded machine may take seconds to compile it). */
+async function startWorker(): Promise<ChildProcess> {
+  const script = new URL('../helpers/parquet-read-worker.ts', import.meta.url);
+  const started = fork(script, [], {
+    execArgv: ['--import', 'tsx'],
+    serialization: 'advanced',
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });
-  await new Promise((resolve) => started.once('message', resolve));
+  started.stderr!.resume();
+  await new Promise((resolve, reject) => {
+    started.once('message', resolve);
+    started.once('exit', (code) => reject(new Error(`the reader process exited on start (${code})`)));
+  });
+  started.removeAllListeners('exit');
   return started;
 }
 
-let worker: Worker;
+let worker: ChildProcess;
 
-/** Reads one file in the worker; a read past the deadline ends the worker (a new one takes over). */
-function readInWorker(request: ReadRequest): Promise<ReadOutcome | 'hung'> {
+type Outcome = ReadOutcome | 'hung' | { readonly t: 'crashed'; readonly how: string };
+
+/**
+ * Reads one file in the reader process. A read past the deadline ends the process, and a
+ * read that ends it (a fatal error) is reported as such; either way a new one takes over.
+ */
+function readInWorker(request: ReadRequest): Promise<Outcome> {
   return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      worker.removeAllListeners('message');
-      void worker.terminate();
+    const current = worker;
+    const replace = (result: Outcome) => {
+      current.removeAllListeners('message');
+      current.removeAllListeners('exit');
+      clearTimeout(timer);
+      current.kill('SIGKILL');
       void startWorker().then((fresh) => {
         worker = fresh;
-        resolve('hung');
+        resolve(result);
       });
-    }, DEADLINE_MS);
-    worker.once('message', (outcome: ReadOutcome) => {
+    };
+    const timer = setTimeout(() => replace('hung'), DEADLINE_MS);
+    current.once('exit', (code, signal) => replace({ t: 'crashed', how: `exit ${code ?? signal}` }));
+    current.once('message', (outcome: ReadOutcome) => {
       clearTimeout(timer);
+      current.removeAllListeners('exit');
       resolve(outcome);
     });
-    worker.postMessage(request);
+    current.send(request);
   });
 }
 
@@ -125,6 +143,7 @@ async function expectTypedOutcomes(seed: Uint8Array, footerKey: Uint8Array | und
       const name = ms.map((m) => `${m.kind}@${m.at % Math.max(1, seed.length)}`).join(',');
       expect(outcome, name).not.toBe('hung');
       if (outcome === 'hung') return;
+      if (outcome.t === 'crashed') expect.fail(`${name}: the reader process ended (${outcome.how})`);
       expect(outcome.t, `${name}: ${outcome.t === 'threw' ? outcome.message : ''}`).not.toBe('threw');
       if (outcome.t === 'refused') expect(TYPED.has(outcome.type), outcome.type).toBe(true);
     }),
@@ -137,7 +156,7 @@ describeVectors('mutated Parquet files: a value or a typed error, never a hang o
     worker = await startWorker();
   }, 120_000);
   afterAll(async () => {
-    await worker.terminate();
+    worker.kill();
   });
 
   it.each(SEEDS)(

@@ -1,11 +1,12 @@
 /**
- * A worker thread that reads Parquet files with our reader (core/parquet/read.ts), one
+ * A child process that reads Parquet files with our reader (core/parquet/read.ts), one
  * message at a time, and answers with the outcome: the file's columns read, or the typed
  * error, or — a fault — an exception that escaped. The fuzz test runs every mutant here,
- * so that an input which never finishes is caught by a deadline and the worker ended,
- * instead of hanging the suite.
+ * so that an input which never finishes is caught by a deadline and the process ended,
+ * instead of hanging the suite. A process, not a worker thread: a fatal V8 error (an array
+ * grown past V8's limit, a heap exhausted) ends the whole process it happens in, and the
+ * suite must survive it to name the mutant that caused it.
  */
-import { parentPort } from 'node:worker_threads';
 import { openParquet, type ReadKeys } from '../../src/core/parquet/read.js';
 import { webPmeCipher } from '../../src/runtime/pme-cipher.js';
 
@@ -28,8 +29,8 @@ async function outcome({ bytes, footerKey }: ReadRequest): Promise<ReadOutcome> 
   }
 }
 
-parentPort!.on('message', (request: ReadRequest) => {
-  void outcome(request).then((o) => parentPort!.postMessage(o));
+process.on('message', (request: ReadRequest) => {
+  void outcome(request).then((o) => process.send!(o));
 });
 // Loaded (tsx compiles this file and the reader on start): deadlines run from here.
-parentPort!.postMessage('ready');
+process.send!('ready');
