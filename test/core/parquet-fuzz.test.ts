@@ -63,7 +63,12 @@ async function startWorker(): Promise<ChildProcess> {
     serialization: 'advanced',
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });
-  started.stderr!.resume();
+  // What a fatal error prints (V8's reason and stack), kept to name the crash.
+  let stderr = '';
+  started.stderr!.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-2_000);
+  });
+  lastWords.set(started, () => stderr);
   await new Promise((resolve, reject) => {
     started.once('message', resolve);
     started.once('exit', (code) => reject(new Error(`the reader process exited on start (${code})`)));
@@ -73,6 +78,7 @@ async function startWorker(): Promise<ChildProcess> {
 }
 
 let worker: ChildProcess;
+const lastWords = new WeakMap<ChildProcess, () => string>();
 
 type Outcome = ReadOutcome | 'hung' | { readonly t: 'crashed'; readonly how: string };
 
@@ -85,7 +91,7 @@ function readInWorker(request: ReadRequest): Promise<Outcome> {
     const current = worker;
     const replace = (result: Outcome) => {
       current.removeAllListeners('message');
-      current.removeAllListeners('exit');
+      current.removeAllListeners('close');
       clearTimeout(timer);
       current.kill('SIGKILL');
       void startWorker().then((fresh) => {
@@ -94,10 +100,12 @@ function readInWorker(request: ReadRequest): Promise<Outcome> {
       });
     };
     const timer = setTimeout(() => replace('hung'), DEADLINE_MS);
-    current.once('exit', (code, signal) => replace({ t: 'crashed', how: `exit ${code ?? signal}` }));
+    current.once('close', (code, signal) =>
+      replace({ t: 'crashed', how: `exit ${code ?? signal}: ${lastWords.get(current)?.() ?? ''}` }),
+    );
     current.once('message', (outcome: ReadOutcome) => {
       clearTimeout(timer);
-      current.removeAllListeners('exit');
+      current.removeAllListeners('close');
       resolve(outcome);
     });
     current.send(request);
@@ -140,7 +148,7 @@ async function expectTypedOutcomes(seed: Uint8Array, footerKey: Uint8Array | und
     fc.asyncProperty(fc.array(mutation, { minLength: 1, maxLength: 3 }), async (ms) => {
       const bytes = ms.reduce(mutate, seed);
       const outcome = await readInWorker({ bytes, ...(footerKey ? { footerKey } : {}) });
-      const name = ms.map((m) => `${m.kind}@${m.at % Math.max(1, seed.length)}`).join(',');
+      const name = JSON.stringify(ms);
       expect(outcome, name).not.toBe('hung');
       if (outcome === 'hung') return;
       if (outcome.t === 'crashed') expect.fail(`${name}: the reader process ended (${outcome.how})`);

@@ -1,8 +1,9 @@
 /**
  * A page header's counts are checked before any decoder trusts them (core/parquet/decoding.ts
- * `checkHeader`): a page may claim at most MAX_PAGE_VALUES values — a run-length encoding
- * lets a few bytes claim any number, and an array grown past V8's limit ends the whole
- * process rather than throwing (seen once in the fuzz test as a fatal "invalid size" crash).
+ * `checkHeader`): a page may claim at most MAX_PAGE_VALUES values — hyparquet allocates
+ * arrays of that length, and an array past V8's limit ends the whole process rather than
+ * throwing. (The fuzz test's fatal "invalid size" crash was a run claiming more values than
+ * its page: parquet-hybrid.test.ts.)
  */
 import { describe, expect, it } from 'vitest';
 import type { PageHeader } from 'hyparquet/src/types.js';

@@ -117,9 +117,10 @@ export const isCount = (n: unknown): n is number => typeof n === 'number' && Num
  */
 export function checkHeader(header: PageHeader, body: number, what: string): ParquetError | undefined {
   const bad = (field: string) => malformed(`${what}: page header ${field}`);
-  // A run-length encoding lets a few bytes claim any number of values, and a JavaScript array
-  // grown past V8's limit (about 2^27 elements) ends the whole process, not with an exception:
-  // a page claiming more values than any writer puts in one page is refused before decoding.
+  // hyparquet allocates arrays of the page's value count, and a JavaScript array past V8's
+  // limit (about 2^27 elements) ends the whole process, not with an exception: a page claiming
+  // more values than any writer puts in one page is refused before decoding. (Runs that claim
+  // more values than their page are hybrid.ts's to refuse.)
   const tooMany = (n: number) =>
     n > MAX_PAGE_VALUES ? { type: 'Unsupported' as const, detail: `${what}: page of ${n} values` } : undefined;
   if (!isCount(header.uncompressed_page_size)) return bad('has no valid uncompressed size');

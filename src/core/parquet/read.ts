@@ -42,6 +42,7 @@ import {
   type Tail,
 } from './footer.js';
 import { DECOMPRESSORS, isReadableCodec } from './codecs.js';
+import { checkedPage } from './hybrid.js';
 import {
   checkHeader,
   concatValues,
@@ -280,9 +281,9 @@ export class ParquetFile {
       const { header, body } = page.value;
       const invalid = checkHeader(header, body.length, `${leaf.path} page ${dataPages}`);
       if (invalid) return err(invalid);
-      const reader = { view: new DataView(body.buffer, body.byteOffset, body.byteLength), offset: 0 };
-      const patched: PageHeader = { ...header, compressed_page_size: body.length };
       if (header.type === 'DICTIONARY_PAGE') {
+        const reader = { view: new DataView(body.buffer, body.byteOffset, body.byteLength), offset: 0 };
+        const patched: PageHeader = { ...header, compressed_page_size: body.length };
         const read = guarded(`${leaf.path} dictionary`, () =>
           readPage(reader, patched, decoder, undefined, undefined, 0),
         );
@@ -301,7 +302,13 @@ export class ParquetFile {
       // A page of no values is valid (some writers close a chunk with one); each page moves `at` on.
       seen += BigInt(header.data_page_header?.num_values ?? header.data_page_header_v2?.num_values ?? 0);
       dataPages++;
-      const read = guarded(`${leaf.path} page`, () => readPage(reader, patched, decoder, dictionary, last, 0));
+      const checked = checkedPage(header, body, decoder, `${leaf.path} page`);
+      if (!checked.ok) return checked;
+      const { header: plainHeader, body: plain, decoder: plainDecoder } = checked.value;
+      const plainReader = { view: new DataView(plain.buffer, plain.byteOffset, plain.byteLength), offset: 0 };
+      const read = guarded(`${leaf.path} page`, () =>
+        readPage(plainReader, plainHeader, plainDecoder, dictionary, last, 0),
+      );
       if (!read.ok) return read;
       const data = read.value.data;
       if (data && data !== last) {
