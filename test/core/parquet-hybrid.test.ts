@@ -172,6 +172,38 @@ describe('the streams of a page, where hyparquet reads them', () => {
     });
   });
 
+  /** A column inside a list: repetition level 1, definition level 2 (optional list, optional element). */
+  const listed: SchemaTree[] = [
+    { element: { name: 'root', num_children: 1 }, children: [], count: 3, path: [] },
+    { element: { name: 'xs', repetition_type: 'OPTIONAL', num_children: 1 }, children: [], count: 2, path: ['xs'] },
+    { element: { name: 'x', type: 'INT32', repetition_type: 'REPEATED' }, children: [], count: 1, path: ['xs', 'x'] },
+  ];
+
+  it('checks repetition levels before definition levels, on v1 and v2 pages', () => {
+    const over = Uint8Array.from([...varint(9 << 1), 0]); // a run of 9 for 4 values
+    const good = encoded([0, 1, 1, 0], 1);
+    const v1Page = Uint8Array.from([...withLength(over), ...withLength(good)]);
+    expect(checkPageStreams(v1Page, v1(4, 'RLE_DICTIONARY'), listed, 'INT32', 'xs')).toEqual({
+      type: 'Malformed',
+      detail: 'xs repetition levels: a run of 9 values, 4 left',
+    });
+    const v2Page = Uint8Array.from([...over, ...good]);
+    const header = v2(4, 0, good.length);
+    header.data_page_header_v2!.repetition_levels_byte_length = over.length;
+    expect(checkPageStreams(v2Page, header, listed, 'INT32', 'xs')).toEqual({
+      type: 'Malformed',
+      detail: 'xs repetition levels: a run of 9 values, 4 left',
+    });
+    // Valid levels of both kinds pass, and the values after them are checked next.
+    const levels = [...withLength(encoded([0, 1, 1, 0], 1)), ...withLength(encoded([2, 2, 1, 2], 2))];
+    const fine = Uint8Array.from([...levels, 1, ...encoded([1, 0, 1], 1)]);
+    expect(checkPageStreams(fine, v1(4, 'RLE_DICTIONARY'), listed, 'INT32', 'xs')).toBeUndefined();
+    expect(checkPageStreams(Uint8Array.from(levels), v1(4, 'RLE_DICTIONARY'), listed, 'INT32', 'xs')).toEqual({
+      type: 'Malformed',
+      detail: 'xs: no bit width before the dictionary indices',
+    });
+  });
+
   it('takes a v2 page’s nulls from its header and its levels from their declared lengths', () => {
     const levels = encoded([1, 1, 0], 1);
     const page = Uint8Array.from([...levels, 0, ...varint(2 ** 20)]);
