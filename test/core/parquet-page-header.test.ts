@@ -56,3 +56,61 @@ describe('page headers claiming too many values', () => {
     });
   });
 });
+
+describe('page headers checked field by field', () => {
+  const refusal = (header: PageHeader, body = 100) => checkHeader(header, body, 'c');
+  const bad = (what: string) => ({ type: 'Malformed', detail: `c: page header ${what}` });
+  /** A header of that type without the type's own header struct. */
+  const bare = (type: PageHeader['type']): PageHeader => ({
+    type,
+    uncompressed_page_size: 100,
+    compressed_page_size: 100,
+  });
+
+  it('refuses sizes and counts that are not whole numbers, word for word', () => {
+    expect(refusal({ ...v1(5), uncompressed_page_size: -1 })).toEqual(bad('has no valid uncompressed size'));
+    expect(refusal({ ...v1(5), uncompressed_page_size: 2 ** 28 + 1 })).toEqual({
+      type: 'Unsupported',
+      detail: `c: page of ${2 ** 28 + 1} bytes`,
+    });
+    expect(refusal(bare('DATA_PAGE'))).toEqual(bad('has no valid data page header'));
+    expect(refusal(v1(1.5))).toEqual(bad('has no valid data page header'));
+    expect(refusal(bare('DATA_PAGE_V2'))).toEqual(bad('has no data page v2 header'));
+    const h2 = v2(5).data_page_header_v2!;
+    expect(refusal({ ...v2(5), data_page_header_v2: { ...h2, num_nulls: -1 } })).toEqual(
+      bad('lacks a count or a length'),
+    );
+    expect(refusal({ ...v2(5), data_page_header_v2: { ...h2, repetition_levels_byte_length: 0.5 } })).toEqual(
+      bad('lacks a count or a length'),
+    );
+    expect(refusal({ ...v2(5), data_page_header_v2: { ...h2, num_nulls: 6 } })).toEqual(
+      bad('counts more nulls than values'),
+    );
+    expect(refusal(bare('DICTIONARY_PAGE'))).toEqual(bad('has no valid dictionary page header'));
+  });
+
+  it('refuses levels longer than the page or its body, and encodings hyparquet does not name', () => {
+    const h2 = v2(5).data_page_header_v2!;
+    const levels = (r: number, d: number, body: number, size = 100) =>
+      refusal(
+        {
+          ...v2(5),
+          uncompressed_page_size: size,
+          data_page_header_v2: { ...h2, repetition_levels_byte_length: r, definition_levels_byte_length: d },
+        },
+        body,
+      );
+    expect(levels(30, 30, 60)).toBeUndefined();
+    expect(levels(30, 31, 60)).toEqual(bad('has levels longer than the page'));
+    expect(levels(30, 30, 100, 59)).toEqual(bad('has levels longer than the page'));
+    const unknown = undefined as unknown as 'PLAIN';
+    expect(refusal({ ...v1(5), data_page_header: { ...v1(5).data_page_header!, encoding: unknown } })).toEqual({
+      type: 'Unsupported',
+      detail: 'c: unknown encoding',
+    });
+    expect(refusal({ ...v2(5), data_page_header_v2: { ...h2, encoding: unknown } })).toEqual({
+      type: 'Unsupported',
+      detail: 'c: unknown encoding',
+    });
+  });
+});
