@@ -134,6 +134,20 @@ describe('pruning reasons, as the user wrote the filter', () => {
     expect(reason("device = 'north'", north)).toBe("min/max of device: device = 'north'");
     expect(reason("device != 'north'", north)).toBe('scanned');
     expect(reason("device in ('south')", north)).toBe("min/max of device: device in ('south')");
+    expect(reason("device != 'south'", north)).toBe('scanned');
+    expect(reason("device > 'south'", north)).toBe("min/max of device: device > 'south'");
+    // A partition value is text: a number compared with it is not the same value, so min/max decides.
+    expect(reason('count = 3', manifest('o1', { partitions: { count: '3' } }))).toBe('scanned');
+  });
+
+  it('keeps an object whose bound equals the value of an inclusive comparison', () => {
+    expect(reason('count <= 1')).toBe('scanned');
+    expect(reason('count < 1')).toBe('min/max of count: count < 1');
+    expect(reason('count >= 5')).toBe('scanned');
+    expect(reason('count > 5')).toBe('min/max of count: count > 5');
+    expect(reason('count between 5 and 9')).toBe('scanned');
+    expect(reason('count between -3 and 0')).toBe('min/max of count: count between -3 and 0');
+    expect(reason('count between -3 and 1')).toBe('scanned');
   });
 
   it('never prunes != on a range of several values, even one equal to a bound', () => {
