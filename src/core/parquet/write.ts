@@ -404,9 +404,17 @@ export class EncryptedParquetWriter {
   /** Encodes, encrypts and emits one row group: a column of cells per schema column, all of one length. */
   async writeRowGroup(cells: Readonly<Record<string, ColumnCells>>): Promise<Result<void, WriteError>> {
     if (this.#done) throw new Error('parquet: writer already finished');
-    const firstColumn = cells[this.#columns[0]!.name];
-    const rows = firstColumn ? cellCount(firstColumn) : 0;
-    if (rows === 0) return ok(undefined);
+    const first = this.#columns[0]!.name;
+    const firstColumn = cells[first];
+    // Every column is given, even for no rows: a missing one is a caller's fault, never a
+    // reason to drop the values of the others.
+    if (!firstColumn) return err({ type: 'InvalidValue', column: first, row: 0, detail: 'column missing' });
+    const rows = cellCount(firstColumn);
+    if (rows === 0) {
+      const filled = this.#columns.find((spec) => cellCount(cells[spec.name] ?? []) !== 0);
+      if (filled) return err({ type: 'InvalidValue', column: filled.name, row: 0, detail: 'expected 0 values' });
+      return ok(undefined);
+    }
     if (this.#rowGroups.length >= MAX_ROW_GROUPS) return err({ type: 'TooLarge', detail: 'too many row groups' });
     const prepared: PreparedColumn[] = [];
     for (const spec of this.#columns) {
