@@ -55,6 +55,18 @@ describe('forming an object', () => {
     expect(sunk.value.storageId).toBe(collected.value.storageId);
   });
 
+  it('gives an object a time range only from the time column it names', async () => {
+    // A column may be called "undefined"; without a time column nothing is taken for one.
+    const { timeColumn: _none, ...untimed } = options('untimed');
+    expect(_none).toBe('ts');
+    const formed = await formObject([{ undefined: 5 }], {
+      ...untimed,
+      columns: [{ name: 'undefined', type: 'int32', nullable: true }],
+    });
+    if (!formed.ok) throw new Error(JSON.stringify(formed.error));
+    expect(formed.value.manifest.time).toBeUndefined();
+  });
+
   it('names its writer in the footer and fills exactly the row groups its rows need', async () => {
     const formed = await formObject(rows(20), { ...options('groups'), rowGroupRows: 10 });
     if (!formed.ok) throw new Error('form');
@@ -145,6 +157,17 @@ describe('importing a CSV at its edges', () => {
     expect(changed).toEqual({
       ok: false,
       error: { type: 'InvalidValue', column: 'n', row: 1, detail: 'expected a 32-bit integer' },
+    });
+    const ragged = await csvObject(source(text(['n,m', '1,2', '3,4']), text(['n,m', '1,2', '3'])), {
+      ...base,
+      random: seededRandom('csv4'),
+    });
+    expect(ragged).toEqual({
+      ok: false,
+      error: {
+        type: 'CsvUnreadable',
+        detail: 'the file changed while it was imported: a row of 1 fields, 2 in the header',
+      },
     });
     const broken = await csvObject(source(text(['n', '1', '2']), text(['n', '1', '"2'])), {
       ...base,

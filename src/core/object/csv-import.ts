@@ -131,8 +131,16 @@ export async function csvObject(
       const records = first ? batch.value.slice(1) : batch.value;
       first = false;
       if (records.length === 0) continue;
+      // Pass 1 refused ragged rows; one now means the file changed between the passes.
+      const ragged = records.find((r) => r.length !== columns.length);
+      if (ragged) {
+        return err({
+          type: 'CsvUnreadable',
+          detail: `the file changed while it was imported: a row of ${ragged.length} fields, ${columns.length} in the header`,
+        });
+      }
       const cells: Record<string, CellValue[]> = {};
-      columns.forEach((c, i) => (cells[c.name] = records.map((r) => toCell(c.type, r[i] ?? ''))));
+      columns.forEach((c, i) => (cells[c.name] = records.map((r) => toCell(c.type, r[i]!))));
       const added = await started.value.add(cells);
       if (!added.ok) return added;
       rows += records.length;
