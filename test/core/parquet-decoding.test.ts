@@ -147,7 +147,11 @@ describe('settled nested values', () => {
         annotation,
       );
       expect(settled({ a: 1 }, full)).toEqual({ a: 1 });
+      // A map keyed by its entries' own name keeps that key: it is a map of keys and values.
+      expect(settled({ key_value: [1, 2] }, full)).toEqual({ key_value: [1, 2] });
     }
+    // An annotated node without children (a malformed schema) gives its value back as it is.
+    expect(settled({ x: 1 }, node('m', 'OPTIONAL', [], { converted_type: 'MAP' }))).toEqual({ x: 1 });
   });
 });
 

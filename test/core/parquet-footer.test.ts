@@ -157,7 +157,7 @@ describe('sealed column metadata', () => {
     const rest = Object.fromEntries(
       Object.entries(full).filter(([k]) => !['field_2', 'field_6', 'field_11'].includes(k)),
     );
-    expect(columnMetaOf(rest)).toEqual({
+    expect(columnMetaOf(rest)).toStrictEqual({
       ok: true,
       value: {
         type: 'INT32',

@@ -194,6 +194,17 @@ describe('the streams of a page, where hyparquet reads them', () => {
       type: 'Malformed',
       detail: 'xs repetition levels: a run of 9 values, 4 left',
     });
+    // After valid repetition levels, a v2 page's definition levels are checked too.
+    const fineRepetition = encoded([0, 1, 1, 0], 1);
+    const badDefinition = Uint8Array.from([...varint(9 << 1), 2]);
+    const v2Both = v2(4, 0, badDefinition.length);
+    v2Both.data_page_header_v2!.repetition_levels_byte_length = fineRepetition.length;
+    expect(
+      checkPageStreams(Uint8Array.from([...fineRepetition, ...badDefinition]), v2Both, listed, 'INT32', 'xs'),
+    ).toEqual({
+      type: 'Malformed',
+      detail: 'xs definition levels: a run of 9 values, 4 left',
+    });
     // Valid levels of both kinds pass, and the values after them are checked next.
     const levels = [...withLength(encoded([0, 1, 1, 0], 1)), ...withLength(encoded([2, 2, 1, 2], 2))];
     const fine = Uint8Array.from([...levels, 1, ...encoded([1, 0, 1], 1)]);

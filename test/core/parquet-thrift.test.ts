@@ -105,6 +105,7 @@ describe('thrift writer, read back by hyparquet', () => {
     // Varints: 127 is one byte, 128 two (zigzag doubles: i32 64 → 0x80 0x01).
     expect(toHex(encodeStruct([[1, T.I32, 63]]))).toBe('157e00');
     expect(toHex(encodeStruct([[1, T.I32, 64]]))).toBe('15800100');
+    expect(toHex(encodeStruct([[1, T.I32, -64]]))).toBe('157f00'); // zigzag 127: still one byte
     // Lists: 14 items in the size nibble, 15 in the long form.
     expect(toHex(encodeStruct([[1, T.LIST, { elem: T.I8, items: Array<number>(14).fill(1) }]]))).toBe(
       `19e3${'01'.repeat(14)}00`,
