@@ -90,6 +90,10 @@ describe('bind refuses, saying why', () => {
     ['SELECT min(id) FROM t', mismatch('min(id): rowid has no order')],
     ['SELECT max(id) FROM t', mismatch('max(id): rowid has no order')],
     ['SELECT ts FROM t ORDER BY temp', { type: 'UnknownColumn', column: 'temp' }],
+    [
+      "SELECT time_bucket('1 hour', ts) AS b FROM t GROUP BY ts",
+      invalid('time_bucket(3600000ms, ts) must be in GROUP BY or in an aggregate'),
+    ],
   ])('%s', (sql, error) => {
     expect(refusal(parsed(sql))).toEqual(error);
   });
@@ -154,6 +158,16 @@ describe('bind gives', () => {
     expect(b.value.grouped).toBe(true);
     expect(b.value.limit).toBe(0);
     expect([...b.value.reads].sort()).toEqual(['count', 'device', 'f', 'ok', 'temp', 'total', 'ts']);
+  });
+
+  it('counts of any column, row ids too; min and max in their column’s own type', () => {
+    const b = bind(parsed('SELECT count(id), min(f), max(f), min(count) FROM t'), SCHEMA);
+    expect(b.ok && b.value.columns).toEqual([
+      { name: 'count(id)', type: 'count' },
+      { name: 'min(f)', type: 'float' },
+      { name: 'max(f)', type: 'float' },
+      { name: 'min(count)', type: 'int32' },
+    ]);
   });
 
   it('an ungrouped query as not grouped, a count(*) reading no column', () => {

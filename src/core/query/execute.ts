@@ -170,8 +170,8 @@ class Collector {
         if (v === null || v === undefined) continue;
         state.n++;
         if (agg.fn === 'sum' || agg.fn === 'avg') {
-          if (typeof v === 'bigint')
-            state.sum = agg.fn === 'sum' ? BigInt(state.sum) + v : (state.sum as number) + Number(v);
+          // 64-bit integers are summed exactly, for averages too (divided once, at the end).
+          if (typeof v === 'bigint') state.sum = BigInt(state.sum) + v;
           else state.sum = (state.sum as number) + (v as number);
         } else if (agg.fn === 'min' || agg.fn === 'max') {
           const c = state.best === null ? 0 : compareBound(v as Bound, state.best);
@@ -250,12 +250,16 @@ export async function execute(
     const file = await options.open(m);
     if (!file.ok) return file;
     bytesRead += m.bytes;
+    // An object formed before a column existed (or when it had another type) holds only
+    // nulls for it: such a column is not read from it, and its row groups are not pruned by it.
+    const own = new Set(m.schema.filter((c) => q.schema.get(c.name)?.type === c.type).map((c) => c.name));
     const reads = options.keepRow ? [...q.reads, ROW_ID_COLUMN] : q.reads;
+    const stored = reads.filter((c) => c === ROW_ID_COLUMN || own.has(c));
     for (let g = 0; g < file.value.metadata.row_groups.length; g++) {
       if (options.signal?.aborted) return err({ type: 'Cancelled' });
       if (collector.isFull()) break;
       const survives = q.where.every((f) => {
-        const range = rowGroupRange(file.value, g, f.column);
+        const range = own.has(f.column) ? rowGroupRange(file.value, g, f.column) : undefined;
         return !range || mayMatch(f, range);
       });
       if (!survives) {
@@ -264,10 +268,11 @@ export async function execute(
       }
       rowGroupsScanned++;
       const count = Number(file.value.metadata.row_groups[g]!.num_rows);
-      const columns: Result<Record<string, ArrayLike<unknown>>, ExecuteError> = reads.length > 0
-        ? await file.value.readColumns({ columns: reads, rowGroups: [g] })
+      const columns: Result<Record<string, ArrayLike<unknown>>, ExecuteError> = stored.length > 0
+        ? await file.value.readColumns({ columns: stored, rowGroups: [g] })
         : ok({});
       if (!columns.ok) return columns;
+      for (const c of reads) if (!stored.includes(c)) columns.value[c] = new Array<null>(count).fill(null);
       rowsScanned += count;
       const selected = new Uint8Array(count).fill(1);
       if (options.keepRow) {
