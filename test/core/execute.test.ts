@@ -125,6 +125,20 @@ describe('groups and aggregates', () => {
     ]);
   });
 
+  it('finds each output’s GROUP BY expression by kind, column and width, wherever it is listed', async () => {
+    expect(await rows('SELECT device, ts FROM t WHERE ts <= 2000 GROUP BY ts, device ORDER BY ts')).toEqual([
+      ['a', 1000],
+      ['b', 2000],
+    ]);
+    expect(
+      await rows("SELECT ts, time_bucket('2 seconds', ts) AS b FROM t WHERE ts <= 3000 GROUP BY ts, b ORDER BY ts"),
+    ).toEqual([
+      [1000, 0],
+      [2000, 2000],
+      [3000, 2000],
+    ]);
+  });
+
   it('group by 64-bit integers and by time buckets', async () => {
     expect(await rows('SELECT total, count(*) FROM t GROUP BY total ORDER BY total DESC')).toEqual([
       [60n, 1],
