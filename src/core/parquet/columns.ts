@@ -24,10 +24,13 @@ export type ValueError = {
   readonly detail: string;
 };
 
+/** A statistics bound: a value, never null (an all-null chunk has no bounds). */
+export type Bound = Exclude<CellValue, null>;
+
 export type ChunkStats = {
   readonly nulls: number;
-  readonly min: CellValue | undefined;
-  readonly max: CellValue | undefined;
+  readonly min: Bound | undefined;
+  readonly max: Bound | undefined;
   /** Plain-encoded bounds for the footer. */
   readonly minBytes: Uint8Array | undefined;
   readonly maxBytes: Uint8Array | undefined;
@@ -65,7 +68,7 @@ const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 
 /** Plain encoding of one value (parquet Encodings.md PLAIN), as Statistics bounds are written. */
-export function plainBound(spec: ColumnSpec, value: CellValue): Uint8Array {
+export function plainBound(spec: ColumnSpec, value: Bound): Uint8Array {
   if (value instanceof Uint8Array) return value;
   if (typeof value === 'string') return utf8(value);
   if (typeof value === 'boolean') return Uint8Array.of(value ? 1 : 0);
@@ -74,25 +77,33 @@ export function plainBound(spec: ColumnSpec, value: CellValue): Uint8Array {
   if (spec.type === 'int32') view.setInt32(0, value as number, true);
   else if (spec.type === 'float') view.setFloat32(0, value as number, true);
   else if (spec.type === 'double') view.setFloat64(0, value as number, true);
-  else view.setBigInt64(0, BigInt(value as number | bigint), true);
+  else view.setBigInt64(0, BigInt(value), true);
   return out;
 }
 
-/** Code point order of two strings, which is their UTF-8 byte order (UTF-16 `<` misorders astral characters). */
+/**
+ * Code point order of two strings, which is their UTF-8 byte order (UTF-16 `<` misorders astral
+ * characters). A lone surrogate counts as its own code point, as the string iterator yields it.
+ */
 export function compareStrings(a: string, b: string): number {
   if (a === b) return 0;
   const n = Math.min(a.length, b.length);
   let i = 0;
   while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
   if (i === n) return a.length - b.length;
-  // Inside a surrogate pair, compare whole code points from the pair's start.
-  const at = i > 0 && isHigh(a.charCodeAt(i - 1)) ? i - 1 : i;
-  const x = a.codePointAt(at)!;
-  const y = b.codePointAt(at)!;
-  return x !== y ? x - y : a < b ? -1 : 1;
+  // The code points before i are equal. If the unit before i is a high surrogate that pairs
+  // with the unit at i in either string, the first differing code point starts one unit back;
+  // otherwise it starts at i (where the units, so the code points, differ).
+  const pairs = i > 0 && isHigh(a.charCodeAt(i - 1)) && (isLow(a.charCodeAt(i)) || isLow(b.charCodeAt(i)));
+  const at = pairs ? i - 1 : i;
+  return a.codePointAt(at)! - b.codePointAt(at)!;
 }
 
 const isHigh = (c: number): boolean => c >= 0xd800 && c <= 0xdbff;
+const isLow = (c: number): boolean => c >= 0xdc00 && c <= 0xdfff;
+
+/** Whether a string is UTF-16 that UTF-8 can hold as it is (no lone surrogate). ES2024, in every supported engine. */
+const wellFormed = (s: string): boolean => (s as string & { isWellFormed(): boolean }).isWellFormed();
 
 type Bad = (row: number, detail: string) => Result<never, ValueError>;
 
@@ -121,15 +132,15 @@ function walk(
   return ok({ nulls, count });
 }
 
-function stats(spec: ColumnSpec, nulls: number, min: CellValue | undefined, max: CellValue | undefined): ChunkStats {
+function stats(spec: ColumnSpec, nulls: number, min: Bound | undefined, max: Bound | undefined): ChunkStats {
   if (typeof min === 'number' && min === 0) min = -0;
   if (typeof max === 'number' && max === 0) max = 0;
   return {
     nulls,
     min,
     max,
-    minBytes: min === undefined || min === null ? undefined : plainBound(spec, min),
-    maxBytes: max === undefined || max === null ? undefined : plainBound(spec, max),
+    minBytes: min === undefined ? undefined : plainBound(spec, min),
+    maxBytes: max === undefined ? undefined : plainBound(spec, max),
   };
 }
 
@@ -268,6 +279,9 @@ function strings(
   let max: string | undefined;
   const walked = walk(spec, cells, levels, (cell) => {
     if (typeof cell !== 'string') return 'expected a string';
+    // UTF-8 would store a lone surrogate as U+FFFD: the value read back would differ from the
+    // one written, and the statistics (taken from the strings) would not bound the bytes.
+    if (!wellFormed(cell)) return 'expected text (a lone surrogate is not a character)';
     data.push(cell);
     if (min === undefined || (cell !== min && compareStrings(cell, min) < 0)) min = cell;
     if (max === undefined || (cell !== max && compareStrings(cell, max) > 0)) max = cell;
@@ -362,7 +376,7 @@ export const EMPTY_STATS: ChunkStats = {
 };
 
 /** Orders two logical values of one column as its statistics do. */
-export function compareCells(a: CellValue, b: CellValue): number {
+export function compareCells(a: Bound, b: Bound): number {
   if (typeof a === 'string' && typeof b === 'string') return compareStrings(a, b);
   if (a instanceof Uint8Array && b instanceof Uint8Array) return compareBytes(a, b);
   if (typeof a === 'boolean') return Number(a) - Number(b);
@@ -371,9 +385,8 @@ export function compareCells(a: CellValue, b: CellValue): number {
 
 /** The statistics of two chunks of one column taken together. */
 export function mergeStats(a: ChunkStats, b: ChunkStats): ChunkStats {
-  const has = (v: CellValue | undefined): v is Exclude<CellValue, null> => v !== undefined && v !== null;
-  const bMin = has(b.min) && (!has(a.min) || compareCells(b.min, a.min) < 0);
-  const bMax = has(b.max) && (!has(a.max) || compareCells(b.max, a.max) > 0);
+  const bMin = b.min !== undefined && (a.min === undefined || compareCells(b.min, a.min) < 0);
+  const bMax = b.max !== undefined && (a.max === undefined || compareCells(b.max, a.max) > 0);
   return {
     nulls: a.nulls + b.nulls,
     min: bMin ? b.min : a.min,
