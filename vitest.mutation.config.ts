@@ -6,9 +6,12 @@ import { defineConfig } from 'vitest/config';
  * Runtime and relay tests are in: frames, receipts and the mailbox contract are
  * checked there. Browser (e2e) and CLI tests are left out.
  */
+// `npm run mutation -- --tests=FILE,…` narrows a batch to those test files.
+const narrowed = process.env['SOV_MUTATION_TESTS']?.split(',').filter(Boolean);
+
 export default defineConfig({
   test: {
-    include: [
+    include: narrowed ?? [
       'test/core/**/*.test.ts',
       'test/mls/**/*.test.ts',
       'test/storage/**/*.test.ts',

@@ -8,6 +8,12 @@
 // are kept in bench/results/mutation-mutants.json, committed, so batches run in different
 // sessions add up. `--report-only` skips Stryker and folds in its last report.
 //
+// `--tests=FILE,…` scores the batch against those test files only (vitest.mutation.config.ts
+// reads them from SOV_MUTATION_TESTS). It is for modules every test touches (bytes, CBOR): with
+// the whole suite, each of their mutants re-runs hundreds of tests and a batch takes hours. A
+// narrower suite can only kill fewer mutants, so the score stays an honest lower bound; the
+// files scored this way and their tests are listed in the report (`narrowed`).
+//
 // figures.mutation_score_core = killed ÷ (killed + survived), timeouts counted as killed and
 // mutants no test covers counted as survived; survivors listed as an equivalent mutant
 // (test/mutation/equivalent.json, each with its reason) count as neither.
@@ -25,7 +31,13 @@ const EQUIVALENT = join(ROOT, 'test/mutation/equivalent.json');
 const RESULT = join(ROOT, 'bench/results/mutation.json');
 
 const reportOnly = process.argv.includes('--report-only');
-const files = process.argv.slice(2).filter((a) => a !== '--report-only');
+const testsArg = process.argv.find((a) => a.startsWith('--tests='));
+const tests = testsArg ? testsArg.slice('--tests='.length).split(',').filter(Boolean) : [];
+const files = process.argv.slice(2).filter((a) => a !== '--report-only' && a !== testsArg);
+if (testsArg && (tests.length === 0 || files.length === 0)) {
+  console.error('mutation: --tests=FILE,… needs test files and the files to mutate');
+  process.exit(2);
+}
 const vectors = process.env.SOV_VECTORS_DIR ?? resolve(ROOT, '..', 'shared', 'vectors');
 const args = ['stryker', 'run', ...(files.length > 0 ? ['--mutate', files.join(',')] : [])];
 if (!reportOnly) {
@@ -33,7 +45,11 @@ if (!reportOnly) {
     cwd: ROOT,
     stdio: 'inherit',
     // Stryker tests in a sandbox copy, where the repository's relative path to the vectors does not hold.
-    env: { ...process.env, SOV_VECTORS_DIR: vectors },
+    env: {
+      ...process.env,
+      SOV_VECTORS_DIR: vectors,
+      ...(tests.length > 0 ? { SOV_MUTATION_TESTS: tests.join(',') } : {}),
+    },
   });
   if (run.status !== 0) {
     console.error(`mutation: stryker exited with ${run.status}`);
@@ -43,6 +59,8 @@ if (!reportOnly) {
 
 const report = JSON.parse(readFileSync(REPORT, 'utf8'));
 const cumulative = existsSync(CUMULATIVE) ? JSON.parse(readFileSync(CUMULATIVE, 'utf8')) : { files: {} };
+/** Files scored against --tests, with those tests; a Map, so a file rescored with the whole suite leaves it. */
+const narrowed = new Map(Object.entries(cumulative.tests ?? {}));
 // Stryker's incremental file holds the latest result of every file run on this machine, with
 // its source: it refreshes files of earlier batches (a mutant's column and original text).
 const incremental = existsSync(INCREMENTAL) ? JSON.parse(readFileSync(INCREMENTAL, 'utf8')).files : {};
@@ -51,6 +69,11 @@ Object.assign(latest, report.files);
 // Only what the score needs, one mutant a line: where, which mutator, what it became, the code it
 // replaced, and how it ended.
 for (const [file, result] of Object.entries(latest)) {
+  // A file this run mutated was scored against --tests (or, without it, the whole suite).
+  if (!reportOnly && file in report.files) {
+    if (tests.length > 0) narrowed.set(file, tests);
+    else narrowed.delete(file);
+  }
   const lines = (result.source ?? '').split('\n');
   cumulative.files[file] = result.mutants.map((m) => ({
     location: { start: { line: m.location.start.line, column: m.location.start.column } },
@@ -79,7 +102,7 @@ writeFileSync(
   CUMULATIVE,
   `{"files":{\n${sortedFiles
     .map((f) => `${JSON.stringify(f)}:[\n${cumulative.files[f].map((m) => JSON.stringify(m)).join(',\n')}\n]`)
-    .join(',\n')}\n}}\n`,
+    .join(',\n')}\n},\n"tests":${JSON.stringify(Object.fromEntries([...narrowed].sort()))}}\n`,
 );
 
 const equivalent = JSON.parse(readFileSync(EQUIVALENT, 'utf8')).mutants;
@@ -143,6 +166,7 @@ const record = {
   anchors: {},
   ratios: {},
   scope: Object.keys(cumulative.files).sort(),
+  narrowed: Object.fromEntries([...narrowed].sort()),
   survivors,
   equivalents,
 };

@@ -122,7 +122,6 @@ export function concat(...parts: readonly Uint8Array[]): Uint8Array {
   return out;
 }
 
-/** Length-checked equality that does not exit early on the first differing byte. */
 /** Many parts as one array (no argument spread, so any number of parts). */
 export function concatAll(parts: readonly Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
@@ -143,11 +142,13 @@ export function hexEqualsBytes(hex: string, bytes: Uint8Array): boolean {
   for (let i = 0; i < bytes.length; i++) {
     const hi = nibble(hex.charCodeAt(2 * i));
     const lo = nibble(hex.charCodeAt(2 * i + 1));
-    if (hi < 0 || lo < 0 || ((hi << 4) | lo) !== bytes[i]) return false;
+    // A non-digit's nibble is -1, which makes the pair negative: never equal to a byte.
+    if (((hi << 4) | lo) !== bytes[i]) return false;
   }
   return true;
 }
 
+/** Length-checked equality that does not exit early on the first differing byte. */
 export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
   let diff = 0;

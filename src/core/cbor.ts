@@ -146,7 +146,7 @@ class CanonicalReader {
     const arg = this.#argument(minor);
     switch (major) {
       case 0:
-        if (arg > Number.MAX_SAFE_INTEGER) this.#fail('integer beyond 2^53');
+        // #argument refuses any argument of 2^53 or more, so every unsigned integer is safe.
         return arg;
       case 1:
         if (-1 - arg < Number.MIN_SAFE_INTEGER) this.#fail('integer beyond 2^53');
@@ -199,7 +199,7 @@ class CanonicalReader {
     const minor = initial & 31;
     if (major === 7) {
       if (minor > 27) this.#fail(`reserved additional info ${minor}`);
-      if (minor >= 24) this.#take(minor === 24 ? 1 : 1 << (minor - 24));
+      if (minor >= 24) this.#take(1 << (minor - 24));
       return;
     }
     const arg = this.#argument(minor);

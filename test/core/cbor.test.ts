@@ -8,7 +8,7 @@ import { decode, encode, rfc8949EncodeOptions } from 'cborg';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { bytesEqual, fromHex } from '../../src/core/bytes.js';
-import { decodeCbor, decodeMapFields, encodeCbor } from '../../src/core/cbor.js';
+import { decodeCbor, decodeMapFields, encodeCbor, isRecord } from '../../src/core/cbor.js';
 import { runs } from '../helpers/runs.js';
 
 const LIMIT = 1 << 20;
@@ -227,5 +227,158 @@ describe('canonical CBOR decoding', () => {
         { numRuns: runs(1000) },
       );
     });
+  });
+});
+
+/**
+ * Known answers, byte for byte (RFC 8949 appendix A where it has the case): each boundary of
+ * the heads, integers, floats, depth and map keys, and the exact reason of each refusal.
+ */
+describe('canonical CBOR known answers', () => {
+  const decoded = (hex: string) => decodeCbor(fromHex(hex)!, LIMIT);
+  const reason = (hex: string) => {
+    const result = decoded(hex);
+    return result.ok ? 'accepted' : result.error.reason;
+  };
+
+  it.each<[string, unknown]>([
+    ['17', 23],
+    ['1818', 24],
+    ['190100', 256],
+    ['1a00010000', 65536],
+    ['1b0000000100000000', 2 ** 32],
+    ['1b001fffffffffffff', Number.MAX_SAFE_INTEGER],
+    ['20', -1],
+    ['3b001ffffffffffffe', Number.MIN_SAFE_INTEGER],
+    ['f93e00', 1.5],
+    ['f9c100', -2.5],
+    ['f93555', 0.333251953125],
+    ['f90400', 2 ** -14],
+    ['f90001', 2 ** -24],
+    ['f98001', -(2 ** -24)],
+    ['f90002', 2 ** -23],
+    ['f98200', -(2 ** -15)],
+    ['fa3dcccccd', Math.fround(0.1)],
+    ['fb3fb999999999999a', 0.1],
+    ['f4', false],
+    ['f5', true],
+    ['f6', null],
+    ['a2616201626161' + '02', { b: 1, aa: 2 }],
+  ])('decodes %s', (hex, value) => {
+    expect(decoded(hex)).toEqual({ ok: true, value });
+    // The same bytes are what the encoder writes for that value.
+    expect(Buffer.from(encodeCbor(value)).toString('hex')).toBe(hex);
+  });
+
+  it.each<[string, string]>([
+    ['1817', 'cbor: non-minimal head at byte 2'],
+    ['1900ff', 'cbor: non-minimal head at byte 3'],
+    ['1b0020000000000000', 'cbor: integer beyond 2^53 at byte 9'],
+    ['3b001fffffffffffff', 'cbor: integer beyond 2^53 at byte 9'],
+    ['1c', 'cbor: reserved additional info 28 at byte 1'],
+    ['9f01ff', 'cbor: indefinite length at byte 1'],
+    ['fc', 'cbor: simple value outside false/true/null at byte 1'],
+    ['f820', 'cbor: simple value outside false/true/null at byte 1'],
+    ['f97e00', 'cbor: NaN or infinite float at byte 3'],
+    ['f97c00', 'cbor: NaN or infinite float at byte 3'],
+    ['f9fc00', 'cbor: NaN or infinite float at byte 3'],
+    ['f93c00', 'cbor: float not in its shortest form (input is not in canonical form) at byte 3'],
+    ['0101', 'cbor: 1 trailing bytes at byte 1'],
+    ['000000', 'cbor: 2 trailing bytes at byte 1'],
+    ['a1', 'cbor: truncated item at byte 1'],
+    ['a10101', 'cbor: map key is not text at byte 1'],
+    ['c101', 'cbor: tags are not accepted at byte 1'],
+    // An array claiming 2^32 items, not there: refused as truncated, nothing allocated for them.
+    ['9b0000000100000000', 'cbor: truncated item at byte 9'],
+  ])('refuses %s: %s', (hex, why) => {
+    expect(reason(hex)).toBe(why);
+  });
+
+  it('bounds the input before decoding it, at exactly maxBytes', () => {
+    const bytes = encodeCbor('x'.repeat(62));
+    expect(bytes.length).toBe(64);
+    expect(decodeCbor(bytes, 64)).toEqual({ ok: true, value: 'x'.repeat(62) });
+    expect(decodeCbor(bytes, 63)).toEqual({
+      ok: false,
+      error: { type: 'MalformedCbor', reason: 'cbor: 64 bytes exceeds 63' },
+    });
+  });
+
+  /** `levels` arrays (or one-key maps) around 0, as the value of key "a" of a map. */
+  const nested = (levels: number, head: number[]) =>
+    Uint8Array.from([0xa1, 0x61, 0x61, ...Array.from({ length: levels }, () => head).flat(), 0x00]);
+  const inArrays = (levels: number) => nested(levels, [0x81]);
+  const inMaps = (levels: number) => nested(levels, [0xa1, 0x61, 0x61]);
+
+  it('allows 32 levels of nesting and refuses 33, decoded or stepped over', () => {
+    for (const wrap of [inArrays, inMaps]) {
+      expect(decodeCbor(wrap(31), LIMIT).ok).toBe(true);
+      expect(decodeMapFields(wrap(31), new Set(['a'])).ok).toBe(true);
+      expect(decodeMapFields(wrap(31), new Set(['b']))).toEqual({ ok: true, value: {} });
+      for (const result of [
+        decodeCbor(wrap(32), LIMIT),
+        decodeMapFields(wrap(32), new Set(['a'])),
+        decodeMapFields(wrap(32), new Set(['b'])),
+      ]) {
+        expect(result.ok).toBe(false);
+        if (!result.ok) expect(result.error.reason).toMatch(/^cbor: nesting too deep at byte \d+$/);
+      }
+    }
+  });
+
+  it('defines a "__proto__" key as an ordinary own property', () => {
+    const result = decodeCbor(encodeCbor(JSON.parse('{"__proto__": 1, "a": 2}')), LIMIT);
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(Object.getOwnPropertyDescriptor(result.value, '__proto__')).toEqual({
+      value: 1,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  });
+
+  describe('decodeMapFields', () => {
+    const fields = (hex: string, keys: string[]) => decodeMapFields(fromHex(hex)!, new Set(keys));
+
+    it('steps over what it does not build by its heads alone, one-byte simple values too', () => {
+      // {"a": simple(32), "b": 1}: simple(32) is no value of ours, but a skipped field is not checked.
+      expect(fields('a26161f8206162' + '01', ['b'])).toEqual({ ok: true, value: { b: 1 } });
+      // {"a": 1.5 as float64, "b": 1}: eight bytes stepped over.
+      expect(fields('a26161fb3ff80000000000006162' + '01', ['b'])).toEqual({ ok: true, value: { b: 1 } });
+    });
+
+    it.each<[string, string]>([
+      ['8101', 'cbor: not a map at byte 1'],
+      ['a1', 'cbor: truncated item at byte 1'],
+      ['a10101', 'cbor: map key is not text at byte 1'],
+      ['a16161fc', 'cbor: reserved additional info 28 at byte 4'],
+      ['a16161c101', 'cbor: tags are not accepted at byte 4'],
+      ['a1616101' + '00', 'cbor: 1 trailing bytes at byte 4'],
+    ])('refuses %s: %s', (hex, why) => {
+      expect(fields(hex, ['b'])).toEqual({ ok: false, error: { type: 'MalformedCbor', reason: why } });
+    });
+
+    it('never sets a prototype, even when asked for "__proto__"', () => {
+      const result = decodeMapFields(encodeCbor(JSON.parse('{"__proto__": {"polluted": 1}}')), new Set(['__proto__']));
+      expect(result.ok).toBe(true);
+      if (!result.ok) return;
+      expect(Object.getPrototypeOf(result.value)).toBe(Object.prototype);
+      expect((result.value as { polluted?: number }).polluted).toBeUndefined();
+    });
+
+    it('copies byte strings unless asked for views', () => {
+      const input = encodeCbor({ a: Uint8Array.of(1, 2, 3) });
+      const copied = decodeMapFields(input, new Set(['a']));
+      const viewed = decodeMapFields(input, new Set(['a']), { views: true });
+      expect(copied.ok && (copied.value['a'] as Uint8Array).buffer).not.toBe(input.buffer);
+      expect(viewed.ok && (viewed.value['a'] as Uint8Array).buffer).toBe(input.buffer);
+    });
+  });
+
+  it('tells plain records from arrays, bytes and null', () => {
+    expect(isRecord({})).toBe(true);
+    expect(isRecord({ a: 1 })).toBe(true);
+    for (const other of [null, undefined, [], new Uint8Array(1), 'x', 1, true]) expect(isRecord(other)).toBe(false);
   });
 });
