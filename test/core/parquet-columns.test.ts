@@ -196,6 +196,11 @@ describe('physical values', () => {
       width: 8,
       hex: 'ffffffffffffffff' + '0500000000010000' + '0300000000000000' + '0000000000ffffff',
     });
+    // At the ends of the safe range the high word's arithmetic must stay exact.
+    expect(fixed(prepared('int64', [Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER]))).toEqual({
+      width: 8,
+      hex: 'ffffffffffff1f00' + '010000000000e0ff',
+    });
     expect(fixed(prepared('timestamp', [1_700_000_000_000, -1]))).toEqual({
       width: 8,
       hex: '0068e5cf8b010000' + 'ffffffffffffffff',
@@ -265,10 +270,18 @@ describe('chunk statistics', () => {
   it('bounds row ids in unsigned byte order, listed or packed, as copies', () => {
     const id = (...head: number[]) => Uint8Array.from({ length: 16 }, (_, i) => head[i] ?? 0);
     const [low, mid, high] = [id(1, 0xff), id(0x80), id(0xff, 1)];
-    expect(bounds(prepared('rowid', [mid, high, low]).stats)).toEqual([low, high]);
-    const packed = new Uint8Array([...mid, ...low, ...high]);
-    const stats = prepared('rowid', { packed, width: 16 }).stats;
+    // Neither extreme first nor last, so that no order of visiting finds them by accident.
+    expect(bounds(prepared('rowid', [mid, high, low, mid]).stats)).toEqual([low, high]);
+    expect(bounds(prepared('rowid', [mid, low, high, mid]).stats)).toEqual([low, high]);
+    const packed = new Uint8Array([...mid, ...high, ...low, ...mid]);
+    const column = prepared('rowid', { packed, width: 16 });
+    expect(column.values).toEqual({ kind: 'fixed', width: 16, bytes: packed });
+    expect([column.rows, column.count]).toEqual([4, 4]);
+    const stats = column.stats;
     expect(bounds(stats)).toEqual([low, high]);
+    expect(
+      bounds(prepared('rowid', { packed: new Uint8Array([...mid, ...low, ...high, ...mid]), width: 16 }).stats),
+    ).toEqual([low, high]);
     packed.fill(0);
     expect(bounds(stats)).toEqual([low, high]);
     expect(bounds(prepared('rowid', { packed: new Uint8Array(0), width: 16 }).stats)).toEqual([undefined, undefined]);
