@@ -116,6 +116,18 @@ function chainVerdict(
   return undefined;
 }
 
+/** `refusal`, unless the event is logged already: then it is a duplicate. */
+function* unlessLogged(
+  tx: ReplicaTx,
+  signer: string,
+  seq: number,
+  eventId: string,
+  refusal: Admission,
+): Steps<Admission> {
+  const logged = (yield tx.hasEvent(signer, seq, eventId)) as boolean;
+  return logged ? { type: 'Duplicate' } : refusal;
+}
+
 /** An event at or below its chain's head: a duplicate when its id is logged, else a fork. */
 function* atOrBelowHead(tx: ReplicaTx, signer: string, seq: number, eventId: string): Steps<Admission> {
   const logged = (yield tx.hasEvent(signer, seq, eventId)) as boolean;
@@ -164,18 +176,28 @@ export function* admission(
     body.lane === undefined
       ? undefined
       : ((yield laneRefusal(tx, body.lane, privacy, body.table)) as PrivacyRefusal | undefined);
-  if (lane)
-    return slot ? { type: 'Duplicate' } : { type: 'Withheld', record: withheldRecord(outerId, lane, now), error: lane };
+  // A refusal below may meet an event logged already under another outer id (re-sealed, or sealed
+  // again for another generation) whose verdict has changed since: that is a duplicate, not a
+  // refusal. Asked only on these rare paths; the common one finds duplicates by its chain.
+  if (lane) {
+    if (slot) return { type: 'Duplicate' };
+    return yield* unlessLogged(tx, signer, body.seq, eventId, {
+      type: 'Withheld',
+      record: withheldRecord(outerId, lane, now),
+      error: lane,
+    });
+  }
   const verdict = yield* authorization(tx, body, trust);
   if (verdict.type === 'UnknownSigner') {
-    const logged = (yield tx.hasEvent(signer, body.seq, eventId)) as boolean;
-    if (logged) return { type: 'Duplicate' };
-    return { type: 'Parked', reason: 'UnknownSigner', detail: `signer ${signer.slice(0, 8)} not in the keyring` };
+    const detail = `signer ${signer.slice(0, 8)} not in the keyring`;
+    return yield* unlessLogged(tx, signer, body.seq, eventId, { type: 'Parked', reason: 'UnknownSigner', detail });
   }
   if (verdict.type === 'NotAuthorized') {
     const { reason, table } = verdict;
-    if (verdict.final) return { type: 'Rejected', error: { type: 'NotAuthorized', signer, table, reason } };
-    return { type: 'Parked', reason: 'NotAuthorized', detail: `${table}: ${reason}` };
+    const refusal: Admission = verdict.final
+      ? { type: 'Rejected', error: { type: 'NotAuthorized', signer, table, reason } }
+      : { type: 'Parked', reason: 'NotAuthorized', detail: `${table}: ${reason}` };
+    return yield* unlessLogged(tx, signer, body.seq, eventId, refusal);
   }
   // A slot this event already links keeps its place in the chain: it is filled, not re-linked.
   const linked = slot !== undefined && slot.chain !== '';

@@ -289,4 +289,33 @@ describe('admitting one event', () => {
     p.trusted = false;
     expect(await admit(opened, privacy, applied.pos)).toEqual({ type: 'Duplicate' });
   });
+
+  it('an envelope withheld by its lane is no link: taken in later, it is checked against its chain', async () => {
+    const { p, privacy } = policy();
+    const next = chainOf(admin);
+    await next('device_profiles', 'r', { name: 'one' }, { lane: 'trusted' });
+    const second = await next('device_profiles', 'r', { name: 'two' }, { lane: 'trusted' });
+    p.trusted = false;
+    const withheld = await admit(second, privacy);
+    if (withheld.type !== 'Withheld') throw new Error(withheld.type);
+    expect(withheld.record.chain).toBe('');
+    await inTx((tx) => tx.withhold(withheld.record));
+    p.trusted = true;
+    expect(await admit(second, privacy)).toEqual({
+      type: 'Parked',
+      reason: 'ChainGap',
+      detail: `waiting for seq 1 of ${ADMIN.slice(0, 8)}`,
+    });
+  });
+
+  it('a re-sealed copy of a logged event is a duplicate, also when its lane is no longer held here', async () => {
+    const { p, privacy } = policy();
+    const opened = await chainOf(admin)('device_profiles', 'r', { name: 't' }, { lane: 'trusted' });
+    expect((await admit(opened, privacy)).type).toBe('Applied');
+    const sealed = sealEvent(opened.event.bytes, 'GENERAL', 1, KEY, seededRandom('again'), 'trusted');
+    const copy: OpenedEnvelope = { sealed, bytes: encodeSealed(sealed), event: opened.event };
+    expect(envelopeId(copy.sealed)).not.toBe(envelopeId(opened.sealed));
+    p.trusted = false;
+    expect(await admit(copy, privacy)).toEqual({ type: 'Duplicate' });
+  });
 });

@@ -155,6 +155,58 @@ describe('a removal by an admin whose grant is undone', () => {
     if (!plain.ok) throw new Error('fixture');
     const resealed = encodeSealed(sealEvent(plain.value, 'GENERAL', 1, mesh.keys.GENERAL, seededRandom('reseal')));
     expect(await o.replica.ingest(c.id, [resealed], 5)).toMatchObject([{ type: 'Duplicate' }]);
+    // B is no admin here now, but its admission of C is logged: a re-sealed copy is a duplicate,
+    // not parked as NotAuthorized.
+    const ofB = decodeSealed((await ownOf(b))[0]!);
+    if (!ofB.ok) throw new Error('fixture');
+    const plainB = await b.keyring.envelopes(seededRandom('open')).open(ofB.value);
+    if (!plainB.ok) throw new Error('fixture');
+    const copyOfB = encodeSealed(sealEvent(plainB.value, 'CONTROL', 1, mesh.keys.CONTROL, seededRandom('again')));
+    expect(await o.replica.ingest(b.id, [copyOfB], 6)).toMatchObject([{ type: 'Duplicate' }]);
     expect(await o.store.parkedCount()).toBe(0);
+    expect(await o.store.rejections(10)).toEqual([]);
+  });
+
+  it('a control row that comes back when its writer is restored brings its signer’s events back, in turn', async () => {
+    const mesh = makeMesh('cascade-3');
+    const [a, d, e, x, o] = ['A', 'D', 'E', 'X', 'O'].map((n) => makeMachine(n, `cascade-3/${n}`, mesh)) as [
+      Machine,
+      Machine,
+      Machine,
+      Machine,
+      Machine,
+    ];
+    mesh.anchors.push(a.id);
+    for (const m of [d, e, o]) await mustWrite(a, 'keyring', m.id, { name: m.name, endpoint: m.id });
+    await mustWrite(a, 'roles', d.id, { role: 'admin' });
+    await mustWrite(a, 'roles', e.id, { role: 'admin' });
+    // D (admin by A) admits X; X writes a profile. E (admin by A) removes D before seeing any of D.
+    await d.replica.ingest(a.id, await ownOf(a), 99);
+    await mustWrite(d, 'keyring', x.id, { name: 'X', endpoint: x.id });
+    await x.replica.ingest(a.id, await ownOf(a), 99);
+    await x.replica.ingest(d.id, await ownOf(d), 99);
+    await mustWrite(x, 'device_profiles', 'p', { name: 'by X' });
+    await e.replica.ingest(a.id, await ownOf(a), 99);
+    expect((await e.replica.remove(d.id)).ok).toBe(true);
+
+    await o.replica.ingest(a.id, await ownOf(a), 1);
+    await o.replica.ingest(d.id, await ownOf(d), 1);
+    await o.replica.ingest(x.id, await ownOf(x), 1);
+    expect(await profiles(o)).toEqual({ p: { name: 'by X' } });
+    // E's removal of D takes D's admission of X with it, so X's row.
+    await o.replica.ingest(e.id, await ownOf(e), 1);
+    expect(await revokedOf(o, d.id)).toEqual([true]);
+    expect(await revokedOf(o, x.id)).toEqual([true]);
+    expect(await profiles(o)).toEqual({});
+    expect((await o.store.rows('keyring')).some((r) => r.row === x.id)).toBe(false);
+
+    // A removes E before E's removal: D is restored, X's keyring row comes back, and X's row with it.
+    expect((await a.replica.remove(e.id)).ok).toBe(true);
+    await o.replica.ingest(a.id, [(await ownOf(a)).at(-1)!], 2);
+    expect(await revokedOf(o, e.id)).toEqual([true]);
+    expect(await revokedOf(o, d.id)).toEqual([false]);
+    expect(await revokedOf(o, x.id)).toEqual([false]);
+    expect((await o.store.rows('keyring')).some((r) => r.row === x.id)).toBe(true);
+    expect(await profiles(o)).toEqual({ p: { name: 'by X' } });
   });
 });
