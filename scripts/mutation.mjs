@@ -6,7 +6,8 @@
 // the figure covers every file run so far (re-running a file replaces its results; Stryker's
 // incremental file skips mutants whose code and tests did not change). The per-file results
 // are kept in bench/results/mutation-mutants.json, committed, so batches run in different
-// sessions add up. `--report-only` skips Stryker and folds in its last report.
+// sessions add up. `--report-only FILE…` skips Stryker and folds those files in from its last
+// report (give the same --tests= its run had, if any).
 //
 // `--tests=FILE,…` scores the batch against those test files only (vitest.mutation.config.ts
 // reads them from SOV_MUTATION_TESTS). It is for modules every test touches (bytes, CBOR): with
@@ -25,7 +26,6 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const REPORT = join(ROOT, '.reports/mutation/mutation.json');
-const INCREMENTAL = join(ROOT, '.reports/mutation/incremental.json');
 const CUMULATIVE = join(ROOT, 'bench/results/mutation-mutants.json');
 const EQUIVALENT = join(ROOT, 'test/mutation/equivalent.json');
 const RESULT = join(ROOT, 'bench/results/mutation.json');
@@ -34,7 +34,7 @@ const reportOnly = process.argv.includes('--report-only');
 const testsArg = process.argv.find((a) => a.startsWith('--tests='));
 const tests = testsArg ? testsArg.slice('--tests='.length).split(',').filter(Boolean) : [];
 const files = process.argv.slice(2).filter((a) => a !== '--report-only' && a !== testsArg);
-if (testsArg && (tests.length === 0 || files.length === 0)) {
+if (testsArg && (tests.length === 0 || (files.length === 0 && !reportOnly))) {
   console.error('mutation: --tests=FILE,… needs test files and the files to mutate');
   process.exit(2);
 }
@@ -61,19 +61,19 @@ const report = JSON.parse(readFileSync(REPORT, 'utf8'));
 const cumulative = existsSync(CUMULATIVE) ? JSON.parse(readFileSync(CUMULATIVE, 'utf8')) : { files: {} };
 /** Files scored against --tests, with those tests; a Map, so a file rescored with the whole suite leaves it. */
 const narrowed = new Map(Object.entries(cumulative.tests ?? {}));
-// Stryker's incremental file holds the latest result of every file run on this machine, with
-// its source: it refreshes files of earlier batches (a mutant's column and original text).
-const incremental = existsSync(INCREMENTAL) ? JSON.parse(readFileSync(INCREMENTAL, 'utf8')).files : {};
-const latest = { ...Object.fromEntries(Object.entries(incremental).filter(([f]) => f in cumulative.files)) };
-Object.assign(latest, report.files);
+// Only the files this run mutated are replaced (with --report-only: the files named). Stryker's
+// report also carries other files' results from its incremental file, which may predate their
+// tests or come from a run against other tests.
+const latest = Object.fromEntries(
+  Object.entries(report.files).filter(([file]) => files.length === 0 || files.includes(file)),
+);
 // Only what the score needs, one mutant a line: where, which mutator, what it became, the code it
 // replaced, and how it ended.
 for (const [file, result] of Object.entries(latest)) {
-  // A file this run mutated was scored against --tests (or, without it, the whole suite).
-  if (!reportOnly && file in report.files) {
-    if (tests.length > 0) narrowed.set(file, tests);
-    else narrowed.delete(file);
-  }
+  // A file this run mutated was scored against --tests (or, without it, the whole suite); with
+  // --report-only, --tests= says what the folded report's run was narrowed to.
+  if (tests.length > 0) narrowed.set(file, tests);
+  else narrowed.delete(file);
   const lines = (result.source ?? '').split('\n');
   cumulative.files[file] = result.mutants.map((m) => ({
     location: { start: { line: m.location.start.line, column: m.location.start.column } },
