@@ -1,0 +1,406 @@
+/**
+ * The delivery engine (core/sync.ts) driven message by message, every frame it sends recorded:
+ * peers, online and offline, the exact re-offer pacing and ask-again cadence, which lanes reach
+ * which peer (and never a peer's own events), frames split at the byte bound, receiving
+ * (seen, contiguous, past a gap), acks, `want`, `sweep` and `resent` with the sweep's durable
+ * progress, and rejections counted by reason. Convergence over a network is tested elsewhere
+ * (replica.test.ts, sync-manifest.test.ts); this pins what one engine says and when.
+ */
+import { describe, expect, it } from 'vitest';
+import { encodeCbor } from '../../src/core/cbor.js';
+import type { PrivacyClass } from '../../src/core/sync-manifest.js';
+import { manifestPolicy } from '../../src/core/sync-manifest.js';
+import { SyncEngine, type DeliveryMessage, type SyncListener } from '../../src/core/sync.js';
+import { makeMachine, makeMesh, type Machine } from '../helpers/deterministic.js';
+
+const SWEEP_DONE = Number.MAX_SAFE_INTEGER;
+
+/**
+ * A founder machine and an engine recording what it sends. Its tables are public, or with
+ * `manifest`, follow the mesh's sync manifest (a table is local until the manifest names it).
+ */
+function setup(seed: string, listener: SyncListener = {}, manifest = false) {
+  const mesh = makeMesh(seed);
+  let self = '';
+  const trust = {
+    get self() {
+      return self;
+    },
+    anchors: () => mesh.anchors,
+  };
+  const privacy = manifestPolicy(trust, () => ({ narrowing: new Map<string, PrivacyClass>(), provisional: new Map() }));
+  const a = makeMachine('A', `${seed}/A`, mesh, { fastSignatures: true, ...(manifest ? { privacy } : {}) });
+  self = a.id;
+  mesh.anchors.push(a.id);
+  const sent: [string, DeliveryMessage][] = [];
+  const engine = new SyncEngine(a.replica, a.store, { send: async (peer, m) => void sent.push([peer, m]) }, listener);
+  return { mesh, a, sent, engine };
+}
+
+async function write(m: Machine, table: string, row: string, cols: Record<string, string | number | boolean>) {
+  const result = await m.replica.write(table, row, cols);
+  if (!result.ok) throw new Error(`write refused: ${result.error.type}`);
+}
+
+const eventsTo = (sent: [string, DeliveryMessage][], peer: string) =>
+  sent
+    .filter(([p, m]) => p === peer && m.t === 'events')
+    .map(([, m]) => m as Extract<DeliveryMessage, { t: 'events' }>);
+
+describe('peers and the connection', () => {
+  it('replaces its set of peers', () => {
+    const { engine } = setup('peers');
+    engine.setPeers(['p1', 'p2']);
+    expect(engine.peers).toEqual(['p1', 'p2']);
+    engine.setPeers(['p2', 'p3']);
+    expect([...engine.peers].sort()).toEqual(['p2', 'p3']);
+    engine.setPeers([]);
+    expect(engine.peers).toEqual([]);
+  });
+
+  it('offers nothing while offline, from the cursor once connected, and nothing after a disconnect', async () => {
+    const { a, sent, engine } = setup('online');
+    engine.setPeers(['p']);
+    await write(a, 'device_profiles', 'r1', { name: 'one' });
+    await engine.offerAll();
+    await engine.resend();
+    expect(sent).toEqual([]);
+    await engine.connected();
+    expect(eventsTo(sent, 'p').map((m) => [m.after, m.upto, m.events.length])).toEqual([[0, 1, 1]]);
+    engine.disconnected();
+    sent.length = 0;
+    await write(a, 'device_profiles', 'r2', { name: 'two' });
+    await engine.offerAll();
+    await engine.resend(true);
+    expect(sent).toEqual([]);
+    // Connected again: what was in flight is forgotten, so everything unacknowledged is offered.
+    await engine.connected();
+    expect(eventsTo(sent, 'p').map((m) => [m.after, m.upto, m.events.length])).toEqual([[0, 2, 2]]);
+  });
+
+  it('offers only what is new in realtime, and tops up after an ack', async () => {
+    const { a, sent, engine } = setup('realtime');
+    engine.setPeers(['p']);
+    await engine.connected();
+    await write(a, 'device_profiles', 'r1', { name: 'one' });
+    await engine.offerAll();
+    await write(a, 'device_profiles', 'r2', { name: 'two' });
+    await engine.offerAll();
+    expect(eventsTo(sent, 'p').map((m) => [m.after, m.upto])).toEqual([
+      [0, 1],
+      [1, 2],
+    ]);
+    expect(await a.store.cursor('p')).toBe(0);
+    await engine.receive('p', { t: 'ack', upto: 2 });
+    expect(await a.store.cursor('p')).toBe(2);
+    // An ack from a machine that is not a peer moves its cursor but offers it nothing.
+    sent.length = 0;
+    await write(a, 'device_profiles', 'r3', { name: 'three' });
+    await engine.receive('stranger', { t: 'ack', upto: 1 });
+    expect(await a.store.cursor('stranger')).toBe(1);
+    expect(eventsTo(sent, 'stranger')).toEqual([]);
+  });
+});
+
+describe('the batch cycle', () => {
+  it('re-offers to a silent peer 1, 2, 4 … 32 cycles apart, and to every peer at once when forced', async () => {
+    const { a, sent, engine } = setup('pacing');
+    engine.setPeers(['p']);
+    await write(a, 'device_profiles', 'r1', { name: 'x' });
+    await engine.connected();
+    const offeredAt: number[] = [];
+    for (let cycle = 1; cycle <= 70; cycle++) {
+      sent.length = 0;
+      await engine.resend();
+      if (eventsTo(sent, 'p').length > 0) offeredAt.push(cycle);
+    }
+    expect(offeredAt).toEqual([1, 2, 4, 8, 16, 32, 64]);
+    sent.length = 0;
+    await engine.resend(true);
+    expect(eventsTo(sent, 'p')).toHaveLength(1);
+  });
+
+  it('re-offers every cycle while the peer moves, and not at all to a peer that has everything', async () => {
+    const { a, sent, engine } = setup('moving');
+    engine.setPeers(['p']);
+    await engine.connected();
+    for (let i = 1; i <= 4; i++) {
+      await write(a, 'device_profiles', `r${i}`, { name: 'x' });
+      await engine.receive('p', { t: 'ack', upto: i - 1 });
+      sent.length = 0;
+      await engine.resend();
+      expect(eventsTo(sent, 'p').map((m) => m.after)).toEqual([i - 1]);
+    }
+    await engine.receive('p', { t: 'ack', upto: 4 });
+    sent.length = 0;
+    for (let i = 0; i < 3; i++) await engine.resend();
+    expect(eventsTo(sent, 'p')).toEqual([]);
+  });
+
+  it('asks again on connect, every fourth cycle and when forced; only when online with peers', async () => {
+    const { sent, engine } = setup('ask', { trustGrant: () => Promise.resolve('grant-1') });
+    const sweeps = () => sent.filter(([, m]) => m.t === 'sweep').map(([p, m]) => [p, m]);
+    await engine.askAgain();
+    engine.setPeers(['p', 'q']);
+    await engine.askAgain();
+    expect(sent).toEqual([]);
+    await engine.connected();
+    expect(sweeps()).toEqual([
+      ['p', { t: 'sweep', after: 0 }],
+      ['q', { t: 'sweep', after: 0 }],
+    ]);
+    const askedAt: number[] = [];
+    for (let cycle = 1; cycle <= 12; cycle++) {
+      sent.length = 0;
+      await engine.resend();
+      if (sweeps().length > 0) askedAt.push(cycle);
+    }
+    expect(askedAt).toEqual([4, 8, 12]);
+    sent.length = 0;
+    await engine.resend(true);
+    expect(sweeps()).toHaveLength(2);
+    engine.setPeers([]);
+    sent.length = 0;
+    await engine.askAgain();
+    expect(sent).toEqual([]);
+  });
+});
+
+describe('what each peer is offered', () => {
+  async function lanes() {
+    const trusted = new Set(['t']);
+    const s = setup(
+      'lanes',
+      { trusted: (peer) => trusted.has(peer), signerOf: (peer) => (peer === 'self' ? s.a.id : undefined) },
+      true,
+    );
+    const { a, engine } = s;
+    await write(a, 'sync_manifest', 'device_profiles', { class: 'trusted' });
+    await write(a, 'device_profiles', 'secret', { name: 'TRUSTED' });
+    await write(a, 'settings', 'vouch_k', { value: 4 });
+    engine.setPeers(['p', 't', 'self']);
+    await engine.connected();
+    return s;
+  }
+
+  it('a trusted-lane entry only to a trusted peer; every position covered either way', async () => {
+    const { a, sent } = await lanes();
+    const last = await a.store.lastPos();
+    const [toP] = eventsTo(sent, 'p');
+    const [toT] = eventsTo(sent, 't');
+    expect([toP!.after, toP!.upto, toT!.after, toT!.upto]).toEqual([0, last, 0, last]);
+    expect(toT!.events).toHaveLength(last);
+    expect(toP!.events).toHaveLength(last - 1);
+    const trustedEntry = (await a.store.entriesAfter(0, 100)).find((e) => e.lane === 'trusted')!;
+    expect(toP!.events.some((e) => encodeCbor(e).join() === encodeCbor(trustedEntry.sealed).join())).toBe(false);
+    expect(toT!.events.some((e) => encodeCbor(e).join() === encodeCbor(trustedEntry.sealed).join())).toBe(true);
+  });
+
+  it('never a peer’s own events: a frame without envelopes passes its watermark over them', async () => {
+    const { a, sent } = await lanes();
+    expect(eventsTo(sent, 'self').map((m) => [m.after, m.upto, m.events.length])).toEqual([
+      [0, await a.store.lastPos(), 0],
+    ]);
+  });
+
+  it('never a local-lane entry, not even to a trusted peer', async () => {
+    const { a, sent, engine } = await lanes();
+    await write(a, 'sync_manifest', 'device_profiles', { class: 'local' });
+    await write(a, 'device_profiles', 'here', { name: 'LOCAL' });
+    const last = await a.store.lastPos();
+    const local = (await a.store.entriesAfter(0, 100)).find((e) => e.lane === 'local')!;
+    expect(local.pos).toBe(last);
+    sent.length = 0;
+    await engine.offerAll();
+    const [toT] = eventsTo(sent, 't');
+    expect(toT!.upto).toBe(last);
+    expect(toT!.events).toHaveLength(1); // the manifest change, not the local row
+  });
+
+  it('splits frames at the byte bound, never leaving one empty', async () => {
+    const { a, sent, engine } = setup('bytes');
+    engine.setPeers(['p']);
+    // Events near the 64 KiB body bound: four columns of 15,000 characters each.
+    const big = 'x'.repeat(15_000);
+    for (let i = 0; i < 15; i++) {
+      await write(a, 'device_profiles', `r${i}`, { name: big, location: big, schedule: big, notes: big.slice(i) });
+    }
+    await engine.connected();
+    const sizes = (await a.store.entriesAfter(0, 100)).map((e) => e.sealed.length);
+    // The expected split: as many entries as fit in 768 KiB, then the rest.
+    const frames: number[] = [];
+    let count = 0;
+    let bytes = 0;
+    for (const size of sizes) {
+      if (count > 0 && bytes + size > 768 * 1024) {
+        frames.push(count);
+        count = 0;
+        bytes = 0;
+      }
+      count++;
+      bytes += size;
+    }
+    frames.push(count);
+    expect(frames.length).toBeGreaterThan(1);
+    const batches = eventsTo(sent, 'p');
+    expect(batches.map((m) => m.events.length)).toEqual(frames);
+    expect(batches.map((m) => m.upto)).toEqual(frames.map((_, i) => frames.slice(0, i + 1).reduce((x, y) => x + y)));
+    expect(batches.every((m) => m.events.reduce((n, e) => n + e.length, 0) <= 768 * 1024)).toBe(true);
+  });
+});
+
+describe('receiving', () => {
+  it('applies a batch once, acks what is durable, and a batch past a gap only once the gap fills', async () => {
+    const s = setup('receive-a');
+    const r = setup('receive-b');
+    await write(s.a, 'device_profiles', 'r1', { name: 'one' });
+    await write(s.a, 'device_profiles', 'r2', { name: 'two' });
+    const [first, second] = (await s.a.store.entriesAfter(0, 10)).map((e) => e.sealed);
+    const applied: number[] = [];
+    const receiver = new SyncEngine(
+      r.a.replica,
+      r.a.store,
+      { send: async (p, m) => void r.sent.push([p, m]) },
+      {
+        onApplied: (outcomes) => applied.push(outcomes.length),
+      },
+    );
+    const acks = () => r.sent.filter(([, m]) => m.t === 'ack').map(([, m]) => (m as { upto: number }).upto);
+    await receiver.receive(s.a.id, { t: 'events', after: 1, upto: 2, events: [second!] });
+    expect(acks()).toEqual([0]);
+    await receiver.receive(s.a.id, { t: 'events', after: 0, upto: 1, events: [first!] });
+    expect(acks()).toEqual([0, 2]);
+    // The same batch again: already covered, nothing ingested, the same ack.
+    await receiver.receive(s.a.id, { t: 'events', after: 0, upto: 1, events: [first!] });
+    expect(acks()).toEqual([0, 2, 2]);
+    expect(applied).toEqual([1, 1, 0]);
+  });
+
+  it('counts rejections by reason and tells the listener', async () => {
+    const s = setup('reject-a');
+    const r = setup('reject-b');
+    await write(s.a, 'device_profiles', 'r1', { name: 'one' });
+    const [sealed] = (await s.a.store.entriesAfter(0, 10)).map((e) => e.sealed);
+    const tamper = (at: number) => {
+      const copy = sealed!.slice();
+      copy[at]! ^= 1;
+      return copy;
+    };
+    const rejected: [string, string][] = [];
+    const outcomes: string[] = [];
+    const receiver = new SyncEngine(
+      r.a.replica,
+      r.a.store,
+      { send: async () => undefined },
+      {
+        onRejected: (peer, error) => rejected.push([peer, error.type]),
+        onApplied: (all) => outcomes.push(...all.map((o) => o.type)),
+      },
+    );
+    const bad = [tamper(sealed!.length - 1), tamper(sealed!.length - 2), tamper(sealed!.length - 3)];
+    await receiver.receive('x', { t: 'events', after: 0, upto: 3, events: bad });
+    const rejections = outcomes.filter((o) => o === 'Rejected').length;
+    expect(rejections).toBeGreaterThanOrEqual(1);
+    expect(rejected).toHaveLength(rejections);
+    expect(rejected.every(([p]) => p === 'x')).toBe(true);
+    const byType = new Map<string, number>();
+    for (const [, type] of rejected) byType.set(type, (byType.get(type) ?? 0) + 1);
+    expect(new Map(receiver.rejections)).toEqual(byType);
+  });
+});
+
+describe('asking again', () => {
+  it('answers `want` with the envelopes the peer may hold', async () => {
+    const trusted = new Set<string>();
+    const { a, sent, engine } = setup('want', { trusted: (p) => trusted.has(p) }, true);
+    await write(a, 'sync_manifest', 'device_profiles', { class: 'trusted' });
+    await write(a, 'device_profiles', 'secret', { name: 'TRUSTED' });
+    const entries = await a.store.entriesAfter(0, 10);
+    const ids = entries.map((e) => e.outerId);
+    await engine.receive('p', { t: 'want', ids });
+    expect(sent).toEqual([['p', { t: 'resent', events: [entries[0]!.sealed], sweep: false, next: 0, done: true }]]);
+    trusted.add('p');
+    sent.length = 0;
+    await engine.receive('p', { t: 'want', ids });
+    expect(sent).toEqual([
+      ['p', { t: 'resent', events: entries.map((e) => e.sealed), sweep: false, next: 0, done: true }],
+    ]);
+    sent.length = 0;
+    await engine.receive('p', { t: 'want', ids: ['0'.repeat(64)] });
+    expect(sent).toEqual([]);
+  });
+
+  it('answers `sweep` with the trusted lane, only to a peer trusted here', async () => {
+    const trusted = new Set<string>();
+    const { a, sent, engine } = setup('sweep', { trusted: (p) => trusted.has(p) }, true);
+    await write(a, 'sync_manifest', 'device_profiles', { class: 'trusted' });
+    await write(a, 'device_profiles', 's1', { name: 'one' });
+    await write(a, 'settings', 'vouch_k', { value: 4 });
+    await write(a, 'device_profiles', 's2', { name: 'two' });
+    const lane = (await a.store.entriesAfter(0, 10)).filter((e) => e.lane === 'trusted');
+    const last = await a.store.lastPos();
+    await engine.receive('p', { t: 'sweep', after: 1 });
+    expect(sent).toEqual([['p', { t: 'resent', events: [], sweep: true, next: 1, done: false }]]);
+    trusted.add('p');
+    sent.length = 0;
+    await engine.receive('p', { t: 'sweep', after: 0 });
+    expect(sent).toEqual([
+      ['p', { t: 'resent', events: lane.map((e) => e.sealed), sweep: true, next: last, done: true }],
+    ]);
+    sent.length = 0;
+    await engine.receive('p', { t: 'sweep', after: lane[0]!.pos });
+    expect(sent).toEqual([['p', { t: 'resent', events: [lane[1]!.sealed], sweep: true, next: last, done: true }]]);
+  });
+
+  it('cuts a sweep page at the byte bound, and says where the next one starts', async () => {
+    const { a, sent, engine } = setup('sweep-bytes', { trusted: () => true }, true);
+    await write(a, 'sync_manifest', 'device_profiles', { class: 'trusted' });
+    const big = 'x'.repeat(15_000);
+    for (let i = 0; i < 15; i++) {
+      await write(a, 'device_profiles', `r${i}`, { name: big, location: big, schedule: big, notes: big.slice(i) });
+    }
+    const lane = (await a.store.entriesAfter(0, 100)).filter((e) => e.lane === 'trusted');
+    let fit = 0;
+    let bytes = 0;
+    while (fit < lane.length && (fit === 0 || bytes + lane[fit]!.sealed.length <= 768 * 1024)) {
+      bytes += lane[fit]!.sealed.length;
+      fit++;
+    }
+    expect(fit).toBeLessThan(lane.length);
+    await engine.receive('p', { t: 'sweep', after: 0 });
+    const [[, page]] = sent as [[string, Extract<DeliveryMessage, { t: 'resent' }>]];
+    expect(page.events).toEqual(lane.slice(0, fit).map((e) => e.sealed));
+    expect([page.next, page.done]).toEqual([lane[fit - 1]!.pos, false]);
+  });
+
+  it('keeps a sweep’s progress per grant and peer, durably, and carries on while it moves', async () => {
+    let grant: string | undefined = 'g1';
+    const { a, sent, engine } = setup('progress', { trustGrant: () => Promise.resolve(grant) });
+    const resent = (next: number, done: boolean) => ({ t: 'resent', events: [], sweep: true, next, done }) as const;
+    await engine.receive('p', resent(10, false));
+    expect(await a.store.watermark('sweep/g1/p')).toBe(10);
+    expect(sent).toEqual([['p', { t: 'sweep', after: 10 }]]);
+    // No progress: not asked again now (later, by the batch cycle).
+    sent.length = 0;
+    await engine.receive('p', resent(10, false));
+    expect(sent).toEqual([]);
+    await engine.receive('p', resent(20, true));
+    expect(await a.store.watermark('sweep/g1/p')).toBe(SWEEP_DONE);
+    expect(sent).toEqual([]);
+    // A finished sweep is not asked for again; a new grant starts a new one.
+    engine.setPeers(['p']);
+    await engine.connected();
+    expect(sent.filter(([, m]) => m.t === 'sweep')).toEqual([]);
+    grant = 'g2';
+    await engine.askAgain();
+    expect(sent.filter(([, m]) => m.t === 'sweep')).toEqual([['p', { t: 'sweep', after: 0 }]]);
+    // Not trusted any more: a sweep page records nothing.
+    grant = undefined;
+    await engine.receive('p', resent(30, false));
+    expect(await a.store.watermark('sweep/g2/p')).toBe(0);
+    // A `want` answer is no sweep: no progress recorded under any grant.
+    grant = 'g3';
+    await engine.receive('p', { t: 'resent', events: [], sweep: false, next: 0, done: true });
+    expect(await a.store.watermark('sweep/g3/p')).toBe(0);
+  });
+});
