@@ -318,4 +318,16 @@ describe('admitting one event', () => {
     p.trusted = false;
     expect(await admit(copy, privacy)).toEqual({ type: 'Duplicate' });
   });
+
+  it('an envelope logged opaque (held before its key arrived) is a duplicate unless it fills its slot', async () => {
+    const { privacy } = policy();
+    const opened = await chainOf(admin)('device_profiles', 'r', { name: 'x' });
+    const outerId = envelopeId(opened.sealed);
+    const pos = await inTx((tx) => tx.append({ outerId, domain: 'GENERAL', sealed: opened.bytes }));
+    expect(await admit(opened, privacy)).toEqual({ type: 'Duplicate' });
+    expect(await nameOf('r')).toBeUndefined();
+    expect(await admit(opened, privacy, pos)).toMatchObject({ type: 'Applied', pos });
+    expect(await admit(opened, privacy, pos)).toEqual({ type: 'Duplicate' });
+    expect(await nameOf('r')).toBe('x');
+  });
 });
