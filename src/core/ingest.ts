@@ -54,7 +54,8 @@ export type Admission =
       readonly revoked: boolean;
       readonly resurrections: readonly Resurrection[];
     }
-  | { readonly type: 'Duplicate' }
+  /** `withheld`: the copy of an envelope still withheld here, which must be taken when it may be held. */
+  | { readonly type: 'Duplicate'; readonly withheld?: true }
   | { readonly type: 'Parked'; readonly reason: ParkReason; readonly detail: string }
   | { readonly type: 'Rejected'; readonly error: FinalRejection }
   | { readonly type: 'Withheld'; readonly record: WithheldRecord; readonly error: PrivacyRefusal };
@@ -180,7 +181,7 @@ export function* admission(
   // again for another generation) whose verdict has changed since: that is a duplicate, not a
   // refusal. Asked only on these rare paths; the common one finds duplicates by its chain.
   if (lane) {
-    if (slot) return { type: 'Duplicate' };
+    if (slot) return { type: 'Duplicate', withheld: true };
     return yield* unlessLogged(tx, signer, body.seq, eventId, {
       type: 'Withheld',
       record: withheldRecord(outerId, lane, now),
@@ -213,7 +214,7 @@ export function* admission(
     const chain = chainKey(signer, body.lane, body.domain);
     const type = held === 'local' ? 'NotSyncable' : 'NotEligible';
     const error: PrivacyRefusal = { type, table: body.table, lane: body.lane ?? 'public' };
-    if (linked) return { type: 'Duplicate' };
+    if (linked) return { type: 'Duplicate', withheld: true };
     // Not taken in, but a link of its chain all the same.
     yield tx.setHead(chain, { seq: body.seq, eventId });
     return { type: 'Withheld', record: withheldRecord(outerId, error, now, { eventId, chain, seq: body.seq }), error };

@@ -88,7 +88,11 @@ export type IngestOutcome =
       readonly resurrections: readonly Resurrection[];
     }
   | { readonly type: 'StoredOpaque'; readonly outerId: string }
-  | { readonly type: 'Duplicate'; readonly outerId: string }
+  /**
+   * Held already. `withheld`: a copy of an envelope this machine withholds (its identity only);
+   * unlike other duplicates it is not remembered as held, so a copy sent once it may hold it is taken.
+   */
+  | { readonly type: 'Duplicate'; readonly outerId: string; readonly withheld?: true }
   | { readonly type: 'Parked'; readonly outerId: string; readonly reason: ParkReason; readonly detail: string }
   | { readonly type: 'Rejected'; readonly outerId: string; readonly error: Rejection }
   | { readonly type: 'Withheld'; readonly outerId: string; readonly error: PrivacyRefusal }
@@ -287,7 +291,7 @@ export class Replica {
         const refusal = (yield laneRefusal(tx, item.sealed.lane, this.#deps.privacy)) as PrivacyRefusal | undefined;
         const slot = known.withheld;
         if (refusal) {
-          if (slot) return { type: 'Duplicate', outerId };
+          if (slot) return { type: 'Duplicate', outerId, withheld: true };
           yield tx.withhold(withheldRecord(outerId, refusal, this.#deps.clock.now()));
           return { type: 'Withheld', outerId, error: refusal };
         }
@@ -314,7 +318,7 @@ export class Replica {
             return { type: 'Applied', outerId, body, revoked, resurrections };
           }
           case 'Duplicate':
-            return { type: 'Duplicate', outerId };
+            return { type: 'Duplicate', outerId, ...(verdict.withheld ? { withheld: true } : {}) };
           case 'Parked':
             return yield* this.#park(tx, item, verdict.reason, verdict.detail, fill);
           case 'Rejected':
@@ -386,7 +390,11 @@ export class Replica {
 
   /** Outer ids admission found held (logged, parked or refused), for `#openNew`. */
   #remember(outcomes: readonly IngestOutcome[]): void {
-    for (const o of outcomes) if (o.type !== 'Withheld' && o.type !== 'Deferred') this.#held.add(o.outerId);
+    for (const o of outcomes) {
+      // Not what this machine withholds: a copy sent again once it may hold it must be opened.
+      if (o.type === 'Withheld' || o.type === 'Deferred' || (o.type === 'Duplicate' && o.withheld)) continue;
+      this.#held.add(o.outerId);
+    }
     // Two generations, each up to half the bound: forgetting the older whole costs nothing per
     // id (deleting a Set's oldest entries one by one left it holes to walk on every trim).
     if (this.#held.size < MAX_REMEMBERED / 2) return;

@@ -248,7 +248,7 @@ describe('admitting one event', () => {
     expect(withheld.type).toBe('Withheld');
     if (withheld.type !== 'Withheld') return;
     await inTx((tx) => tx.withhold(withheld.record));
-    expect(await admit(opened, privacy)).toEqual({ type: 'Duplicate' });
+    expect(await admit(opened, privacy)).toEqual({ type: 'Duplicate', withheld: true });
     p.classes = {};
     expect(await admit(opened, privacy)).toMatchObject({ type: 'Applied', revoked: false });
     expect(await store.transact((tx) => tx.withheldRecord(envelopeId(opened.sealed)))).toBeUndefined();
@@ -262,7 +262,7 @@ describe('admitting one event', () => {
     const withheld = await admit(opened, privacy);
     if (withheld.type !== 'Withheld') throw new Error(withheld.type);
     await inTx((tx) => tx.withhold(withheld.record));
-    expect(await admit(opened, privacy)).toEqual({ type: 'Duplicate' });
+    expect(await admit(opened, privacy)).toEqual({ type: 'Duplicate', withheld: true });
   });
 
   it('taking in a withheld link later leaves its chain head where later links moved it', async () => {
