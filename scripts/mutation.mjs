@@ -34,6 +34,11 @@ const reportOnly = process.argv.includes('--report-only');
 const testsArg = process.argv.find((a) => a.startsWith('--tests='));
 const tests = testsArg ? testsArg.slice('--tests='.length).split(',').filter(Boolean) : [];
 const files = process.argv.slice(2).filter((a) => a !== '--report-only' && a !== testsArg);
+if (reportOnly && files.length === 0) {
+  // The report also carries other files' results from Stryker's incremental file: fold in only those named.
+  console.error('mutation: --report-only needs the files its run mutated');
+  process.exit(2);
+}
 if (testsArg && (tests.length === 0 || (files.length === 0 && !reportOnly))) {
   console.error('mutation: --tests=FILE,… needs test files and the files to mutate');
   process.exit(2);

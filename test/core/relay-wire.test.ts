@@ -77,6 +77,7 @@ describe('endpoint → relay', () => {
     ['send of a text body', { t: 'send', to: b(32), body: 'x' }, 'send: field types'],
     ['send over the frame bound', { t: 'send', to: b(32), body: b(MAX_FRAME_BODY + 1) }, 'send: body exceeds limit'],
     ['ack of one id', { t: 'ack', ids: 1 }, 'ack: ids'],
+    ['ack with a field renamed', { t: 'ack', idz: [] }, 'ack: fields'],
     ['ack with an extra field', { t: 'ack', ids: [], x: 1 }, 'ack: fields'],
     ['ack of a negative id', { t: 'ack', ids: [1, -1] }, 'ack: ids'],
     ['ack of a fraction', { t: 'ack', ids: [1.5] }, 'ack: ids'],
@@ -192,6 +193,11 @@ describe('relay → endpoint', () => {
   ])('refuses %s', (_name, message, reason) => {
     const clean = Object.fromEntries(Object.entries(message).filter(([, v]) => v !== undefined));
     expect(toEndpoint(clean)).toEqual(malformed(reason));
+  });
+
+  it('refuses what is not CBOR with the decoder’s reason', () => {
+    expect(decodeRelayMessage(Uint8Array.of(0x01, 0x01))).toEqual(malformed('cbor: 1 trailing bytes at byte 1'));
+    expect(decodeRelayMessage(encodeCbor('challenge'))).toEqual(malformed('not a tagged map'));
   });
 
   it('accepts a full commit page', () => {
