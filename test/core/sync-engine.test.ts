@@ -93,6 +93,11 @@ describe('peers and the connection', () => {
     expect(await a.store.cursor('p')).toBe(0);
     await engine.receive('p', { t: 'ack', upto: 2 });
     expect(await a.store.cursor('p')).toBe(2);
+    // An ack frees room in the window: what was written since is offered at once.
+    sent.length = 0;
+    await write(a, 'device_profiles', 'r2b', { name: 'two b' });
+    await engine.receive('p', { t: 'ack', upto: 2 });
+    expect(eventsTo(sent, 'p').map((m) => [m.after, m.upto])).toEqual([[2, 3]]);
     // An ack from a machine that is not a peer moves its cursor but offers it nothing.
     sent.length = 0;
     await write(a, 'device_profiles', 'r3', { name: 'three' });
@@ -274,6 +279,52 @@ describe('receiving', () => {
     await receiver.receive(s.a.id, { t: 'events', after: 0, upto: 1, events: [first!] });
     expect(acks()).toEqual([0, 2, 2]);
     expect(applied).toEqual([1, 1, 0]);
+  });
+
+  it('passes batches applied ahead once the gap before them fills, and no further', async () => {
+    const s = setup('ahead-a');
+    const r = setup('ahead-b');
+    for (let i = 1; i <= 6; i++) await write(s.a, 'device_profiles', `r${i}`, { name: `n${i}` });
+    const sealed = (await s.a.store.entriesAfter(0, 10)).map((e) => e.sealed);
+    const batch = (after: number, upto: number) =>
+      ({ t: 'events', after, upto, events: sealed.slice(after, upto) }) as const;
+    const receiver = new SyncEngine(r.a.replica, r.a.store, { send: async (p, m) => void r.sent.push([p, m]) });
+    const acks = () => r.sent.filter(([, m]) => m.t === 'ack').map(([, m]) => (m as { upto: number }).upto);
+    await receiver.receive(s.a.id, batch(2, 3));
+    await receiver.receive(s.a.id, batch(3, 4));
+    await receiver.receive(s.a.id, batch(5, 6));
+    expect(acks()).toEqual([0, 0, 0]);
+    await receiver.receive(s.a.id, batch(0, 2));
+    expect(acks()).toEqual([0, 0, 0, 4]);
+    await receiver.receive(s.a.id, batch(4, 5));
+    expect(acks()).toEqual([0, 0, 0, 4, 6]);
+    expect(await r.a.store.watermark(s.a.id)).toBe(6);
+  });
+
+  it('remembers no batch ahead that parking could not take: the watermark waits for it', async () => {
+    const s = setup('deferred');
+    const r = makeMachine('R', 'deferred/R', s.mesh, { fastSignatures: true, maxParked: 0 });
+    for (let i = 1; i <= 3; i++) await write(s.a, 'device_profiles', `r${i}`, { name: `n${i}` });
+    const sealed = (await s.a.store.entriesAfter(0, 10)).map((e) => e.sealed);
+    const acks: number[] = [];
+    const outcomes: string[] = [];
+    const receiver = new SyncEngine(
+      r.replica,
+      r.store,
+      {
+        send: async (_p, m) => {
+          if (m.t === 'ack') acks.push(m.upto);
+        },
+      },
+      { onApplied: (all) => outcomes.push(...all.map((o) => o.type)) },
+    );
+    // Past a gap the event would park (its chain waits for seq 2), and parking is full: deferred.
+    await receiver.receive(s.a.id, { t: 'events', after: 2, upto: 3, events: [sealed[2]!] });
+    await receiver.receive(s.a.id, { t: 'events', after: 0, upto: 2, events: sealed.slice(0, 2) });
+    expect(outcomes).toEqual(['Deferred', 'Applied', 'Applied']);
+    // The gap filled, but the deferred batch was not applied: the watermark stops before it.
+    expect(acks).toEqual([0, 2]);
+    expect(await r.store.watermark(s.a.id)).toBe(2);
   });
 
   it('counts rejections by reason and tells the listener', async () => {
