@@ -10,7 +10,14 @@ import { describe, expect, it } from 'vitest';
 import { encodeCbor } from '../../src/core/cbor.js';
 import type { PrivacyClass } from '../../src/core/sync-manifest.js';
 import { manifestPolicy } from '../../src/core/sync-manifest.js';
-import { SyncEngine, type DeliveryMessage, type SyncListener } from '../../src/core/sync.js';
+import {
+  isDeliveryMessage,
+  joinEvents,
+  SyncEngine,
+  type DeliveryMessage,
+  type SyncListener,
+} from '../../src/core/sync.js';
+import type { PeerMessage } from '../../src/core/peer-wire.js';
 import { makeMachine, makeMesh, type Machine } from '../helpers/deterministic.js';
 
 const SWEEP_DONE = Number.MAX_SAFE_INTEGER;
@@ -138,8 +145,12 @@ describe('the batch cycle', () => {
     }
     await engine.receive('p', { t: 'ack', upto: 4 });
     sent.length = 0;
-    for (let i = 0; i < 3; i++) await engine.resend();
+    for (let i = 0; i < 4; i++) await engine.resend();
     expect(eventsTo(sent, 'p')).toEqual([]);
+    // Idle cycles are no silence: something new is offered on the very next cycle.
+    await write(a, 'device_profiles', 'r5', { name: 'x' });
+    await engine.resend();
+    expect(eventsTo(sent, 'p').map((m) => [m.after, m.upto])).toEqual([[4, 5]]);
   });
 
   it('asks again on connect, every fourth cycle and when forced; only when online with peers', async () => {
@@ -453,5 +464,147 @@ describe('asking again', () => {
     grant = 'g3';
     await engine.receive('p', { t: 'resent', events: [], sweep: false, next: 0, done: true });
     expect(await a.store.watermark('sweep/g3/p')).toBe(0);
+  });
+});
+
+describe('by example', () => {
+  it('tells delivery messages from the pairing and MLS ones beside them', () => {
+    for (const t of ['events', 'ack', 'want', 'sweep', 'resent']) {
+      expect(isDeliveryMessage({ t } as PeerMessage)).toBe(true);
+    }
+    for (const t of ['join-request', 'join-refused', 'mls-welcome', 'mls-heads']) {
+      expect(isDeliveryMessage({ t } as PeerMessage)).toBe(false);
+    }
+  });
+
+  it('joins two batches into one events message', () => {
+    const one = Uint8Array.of(1);
+    const two = Uint8Array.of(2);
+    expect(
+      joinEvents({ t: 'events', after: 3, upto: 5, events: [one] }, { t: 'events', after: 4, upto: 7, events: [two] }),
+    ).toEqual({ t: 'events', after: 3, upto: 7, events: [one, two] });
+  });
+
+  it('offers envelopes it cannot read like any other, also to a peer it cannot name', async () => {
+    const s = setup('opaque');
+    const mesh = s.mesh;
+    const r = makeMachine('R', 'opaque/R', mesh, { fastSignatures: true, domains: ['CONTROL'] });
+    await write(s.a, 'device_profiles', 'p', { name: 'pump' });
+    const [entry] = await s.a.store.entriesAfter(0, 10);
+    expect(await r.replica.ingest(s.a.id, [entry!.sealed])).toMatchObject([{ type: 'StoredOpaque' }]);
+    const sent: [string, DeliveryMessage][] = [];
+    const engine = new SyncEngine(r.replica, r.store, { send: async (p, m) => void sent.push([p, m]) });
+    engine.setPeers(['p']);
+    await engine.connected();
+    expect(eventsTo(sent, 'p').map((m) => m.events)).toEqual([[entry!.sealed]]);
+  });
+
+  it('never resends a peer its own events when it asks for them', async () => {
+    const { a, sent, engine } = setup('want-own', { signerOf: (p) => (p === 'self' ? a.id : undefined) });
+    await write(a, 'device_profiles', 'r', { name: 'x' });
+    const [entry] = await a.store.entriesAfter(0, 10);
+    await engine.receive('self', { t: 'want', ids: [entry!.outerId] });
+    expect(sent).toEqual([]);
+    await engine.receive('other', { t: 'want', ids: [entry!.outerId] });
+    expect(sent).toHaveLength(1);
+  });
+
+  it('asks its peers for withheld envelopes it may hold now', async () => {
+    const { a, sent, engine } = setup('want-ask');
+    const record = {
+      outerId: 'f'.repeat(64) + '.GENERAL.1',
+      eventId: '',
+      chain: '',
+      seq: 0,
+      table: 'device_profiles',
+      lane: 'public' as const,
+      reason: 'NotSyncable' as const,
+      at: 1,
+    };
+    await a.store.transact(async (tx) => tx.withhold(record));
+    engine.setPeers(['p', 'q']);
+    await engine.connected();
+    expect(sent.filter(([, m]) => m.t === 'want')).toEqual([
+      ['p', { t: 'want', ids: [record.outerId] }],
+      ['q', { t: 'want', ids: [record.outerId] }],
+    ]);
+  });
+
+  it('works with a listener that names no trust, no signers and no grant', async () => {
+    const { a, sent, engine } = setup('bare', {}, true);
+    await write(a, 'sync_manifest', 'device_profiles', { class: 'trusted' });
+    await write(a, 'device_profiles', 'secret', { name: 'T' });
+    engine.setPeers(['p']);
+    await engine.connected();
+    expect(eventsTo(sent, 'p').map((m) => m.events.length)).toEqual([1]);
+    sent.length = 0;
+    await engine.receive('p', { t: 'sweep', after: 0 });
+    expect(sent).toEqual([['p', { t: 'resent', events: [], sweep: true, next: 0, done: false }]]);
+    await engine.receive('p', { t: 'resent', events: [], sweep: true, next: 5, done: false });
+    expect(await a.store.watermark('sweep/undefined/p')).toBe(0);
+  });
+
+  it('reports an empty resent page as no outcomes, and records no progress for a grant it lacks', async () => {
+    const applied: unknown[][] = [];
+    const { a, engine } = setup('empty-page', {
+      onApplied: (o) => applied.push([...o]),
+      trustGrant: () => Promise.resolve(undefined),
+    });
+    await engine.receive('p', { t: 'resent', events: [], sweep: true, next: 5, done: false });
+    expect(applied).toEqual([[]]);
+    expect(await a.store.watermark('sweep/undefined/p')).toBe(0);
+  });
+
+  it('does not pass a sweep page whose envelopes could not all be taken in', async () => {
+    const s = setup('sweep-deferred');
+    const r = makeMachine('R', 'sweep-deferred/R', s.mesh, { fastSignatures: true, maxParked: 0 });
+    for (let i = 1; i <= 2; i++) await write(s.a, 'device_profiles', `r${i}`, { name: `n${i}` });
+    const [, second] = await s.a.store.entriesAfter(0, 10);
+    const sent: DeliveryMessage[] = [];
+    const engine = new SyncEngine(
+      r.replica,
+      r.store,
+      { send: async (_p, m) => void sent.push(m) },
+      { trustGrant: () => Promise.resolve('g') },
+    );
+    await engine.receive('p', { t: 'resent', events: [second!.sealed], sweep: true, next: 9, done: false });
+    expect(await r.store.watermark('sweep/g/p')).toBe(0);
+    expect(sent).toEqual([]);
+  });
+
+  it('a batch ending exactly at the watermark was seen: nothing is taken in again', async () => {
+    const s = setup('seen-a');
+    const r = setup('seen-b');
+    await write(s.a, 'device_profiles', 'r1', { name: 'one' });
+    const sealed = (await s.a.store.entriesAfter(0, 10)).map((e) => e.sealed);
+    const applied: number[] = [];
+    const receiver = new SyncEngine(
+      r.a.replica,
+      r.a.store,
+      { send: async () => undefined },
+      { onApplied: (o) => applied.push(o.length) },
+    );
+    await receiver.receive(s.a.id, { t: 'events', after: 0, upto: 1, events: sealed });
+    await receiver.receive(s.a.id, { t: 'events', after: 0, upto: 1, events: sealed });
+    expect(applied).toEqual([1, 0]);
+  });
+
+  it('remembers at most 1,024 batches applied ahead of a gap, forgetting the oldest', async () => {
+    for (const [count, ack] of [
+      [1024, 1025],
+      [1025, 1],
+    ] as const) {
+      const s = setup(`window-${count}`);
+      const acks: number[] = [];
+      const receiver = new SyncEngine(s.a.replica, s.a.store, {
+        send: async (_p, m) => {
+          if (m.t === 'ack') acks.push(m.upto);
+        },
+      });
+      // Empty batches past a gap at (0, 1]: nothing to take in, each remembered as applied ahead.
+      for (let i = 1; i <= count; i++) await receiver.receive('x', { t: 'events', after: i, upto: i + 1, events: [] });
+      await receiver.receive('x', { t: 'events', after: 0, upto: 1, events: [] });
+      expect(acks.at(-1)).toBe(ack);
+    }
   });
 });
