@@ -12,7 +12,7 @@ import { isAlive, rowValues, type RowState } from '../../src/core/merge.js';
 import type { IngestOutcome } from '../../src/core/replica.js';
 import { TABLES, type ColumnValue } from '../../src/core/schema.js';
 import { decodeSealed, encodeSealed, sealEvent } from '../../src/core/seal.js';
-import { makeMachine, makeMesh, seededRandom, type Machine } from '../helpers/deterministic.js';
+import { makeMachine, makeMesh, seededRandom, type Machine, type Mesh } from '../helpers/deterministic.js';
 
 async function mustWrite(m: Machine, table: string, row: string, cols: Record<string, ColumnValue>): Promise<string> {
   const result = await m.replica.write(table, row, cols);
@@ -45,18 +45,39 @@ const stateOf = async (m: Machine): Promise<string> => {
 const revokedOf = async (m: Machine, signer: string) =>
   (await m.store.entriesAfter(0, 10_000)).filter((e) => e.signer === signer).map((e) => e.revoked === true);
 
+/** A mesh of five machines, the first its admin anchor. */
+function meshOfFive(seed: string, names: readonly [string, string, string, string, string]) {
+  const mesh = makeMesh(seed);
+  const machines = names.map((n) => makeMachine(n, `${seed}/${n}`, mesh)) as [
+    Machine,
+    Machine,
+    Machine,
+    Machine,
+    Machine,
+  ];
+  mesh.anchors.push(machines[0].id);
+  return { mesh, machines };
+}
+
+/** `admin` puts each machine in the keyring. */
+async function admit(admin: Machine, ...machines: Machine[]): Promise<void> {
+  for (const m of machines) await mustWrite(admin, 'keyring', m.id, { name: m.name, endpoint: m.id });
+}
+
+/** The first envelope `m` wrote, its event sealed again (a new outer id). */
+async function firstResealed(m: Machine, mesh: Mesh, domain: 'CONTROL' | 'GENERAL'): Promise<Uint8Array> {
+  const sealed = decodeSealed((await ownOf(m))[0]!);
+  if (!sealed.ok) throw new Error('fixture');
+  const plain = await m.keyring.envelopes(seededRandom('open')).open(sealed.value);
+  if (!plain.ok) throw new Error('fixture');
+  return encodeSealed(sealEvent(plain.value, domain, 1, mesh.keys[domain], seededRandom(`reseal/${m.name}`)));
+}
+
 describe('a removal by an admin whose grant is undone', () => {
   it('stops counting: what it revoked is restored, rows rebuilt, a revived pair reported once', async () => {
-    const mesh = makeMesh('cascade');
-    const [a, d, b, o, p] = ['A', 'D', 'B', 'O', 'P'].map((n) => makeMachine(n, `cascade/${n}`, mesh)) as [
-      Machine,
-      Machine,
-      Machine,
-      Machine,
-      Machine,
-    ];
-    mesh.anchors.push(a.id);
-    for (const m of [d, b, o, p]) await mustWrite(a, 'keyring', m.id, { name: m.name, endpoint: m.id });
+    const { machines } = meshOfFive('cascade', ['A', 'D', 'B', 'O', 'P']);
+    const [a, d, b, o, p] = machines;
+    await admit(a, d, b, o, p);
     await mustWrite(a, 'roles', d.id, { role: 'admin' });
     await mustWrite(a, 'device_profiles', 'r', { name: 'one' });
     a.clock.advance(5);
@@ -106,16 +127,9 @@ describe('a removal by an admin whose grant is undone', () => {
   });
 
   it('a grant undone takes the grantee’s later control writes with it, in turn', async () => {
-    const mesh = makeMesh('cascade-2');
-    const [a, d, b, c, o] = ['A', 'D', 'B', 'C', 'O'].map((n) => makeMachine(n, `cascade-2/${n}`, mesh)) as [
-      Machine,
-      Machine,
-      Machine,
-      Machine,
-      Machine,
-    ];
-    mesh.anchors.push(a.id);
-    for (const m of [d, b, o]) await mustWrite(a, 'keyring', m.id, { name: m.name, endpoint: m.id });
+    const { mesh, machines } = meshOfFive('cascade-2', ['A', 'D', 'B', 'C', 'O']);
+    const [a, d, b, c, o] = machines;
+    await admit(a, d, b, o);
     await mustWrite(a, 'roles', d.id, { role: 'admin' });
     // D (admin by A) makes B an admin: only a role, B was admitted by A. B admits C; C writes a profile.
     await d.replica.ingest(a.id, await ownOf(a), 99);
@@ -149,35 +163,20 @@ describe('a removal by an admin whose grant is undone', () => {
     expect((await o.store.rows('keyring')).map((r) => r.row).sort()).toEqual([b.id, d.id, o.id].sort());
 
     // C is unknown here now, but its event is logged: a re-sealed copy (new outer id) is a duplicate.
-    const sealed = decodeSealed((await ownOf(c))[0]!);
-    if (!sealed.ok) throw new Error('fixture');
-    const plain = await c.keyring.envelopes(seededRandom('open')).open(sealed.value);
-    if (!plain.ok) throw new Error('fixture');
-    const resealed = encodeSealed(sealEvent(plain.value, 'GENERAL', 1, mesh.keys.GENERAL, seededRandom('reseal')));
+    const resealed = await firstResealed(c, mesh, 'GENERAL');
     expect(await o.replica.ingest(c.id, [resealed], 5)).toMatchObject([{ type: 'Duplicate' }]);
     // B is no admin here now, but its admission of C is logged: a re-sealed copy is a duplicate,
     // not parked as NotAuthorized.
-    const ofB = decodeSealed((await ownOf(b))[0]!);
-    if (!ofB.ok) throw new Error('fixture');
-    const plainB = await b.keyring.envelopes(seededRandom('open')).open(ofB.value);
-    if (!plainB.ok) throw new Error('fixture');
-    const copyOfB = encodeSealed(sealEvent(plainB.value, 'CONTROL', 1, mesh.keys.CONTROL, seededRandom('again')));
+    const copyOfB = await firstResealed(b, mesh, 'CONTROL');
     expect(await o.replica.ingest(b.id, [copyOfB], 6)).toMatchObject([{ type: 'Duplicate' }]);
     expect(await o.store.parkedCount()).toBe(0);
     expect(await o.store.rejections(10)).toEqual([]);
   });
 
   it('a control row that comes back when its writer is restored brings its signer’s events back, in turn', async () => {
-    const mesh = makeMesh('cascade-3');
-    const [a, d, e, x, o] = ['A', 'D', 'E', 'X', 'O'].map((n) => makeMachine(n, `cascade-3/${n}`, mesh)) as [
-      Machine,
-      Machine,
-      Machine,
-      Machine,
-      Machine,
-    ];
-    mesh.anchors.push(a.id);
-    for (const m of [d, e, o]) await mustWrite(a, 'keyring', m.id, { name: m.name, endpoint: m.id });
+    const { machines } = meshOfFive('cascade-3', ['A', 'D', 'E', 'X', 'O']);
+    const [a, d, e, x, o] = machines;
+    await admit(a, d, e, o);
     await mustWrite(a, 'roles', d.id, { role: 'admin' });
     await mustWrite(a, 'roles', e.id, { role: 'admin' });
     // D (admin by A) admits X; X writes a profile. E (admin by A) removes D before seeing any of D.

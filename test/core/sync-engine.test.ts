@@ -132,6 +132,34 @@ describe('the batch cycle', () => {
     expect(eventsTo(sent, 'p')).toHaveLength(1);
   });
 
+  it('sends at most 16 frames per offer; the next offer goes on from there', async () => {
+    const { a, sent, engine } = setup('window');
+    engine.setPeers(['p']);
+    // 17 frames' worth of events (256 per frame).
+    for (let i = 0; i < 17 * 256; i++) await write(a, 'device_profiles', `r${i}`, { name: `${i}` });
+    await engine.connected();
+    const first = eventsTo(sent, 'p');
+    expect(first.map((m) => m.events.length)).toEqual(new Array(16).fill(256));
+    expect(first.at(-1)!.upto).toBe(16 * 256);
+    sent.length = 0;
+    await engine.offerAll();
+    expect(eventsTo(sent, 'p').map((m) => [m.after, m.upto])).toEqual([[16 * 256, 17 * 256]]);
+  });
+
+  it('keeps at most 16,384 events in flight to a peer until it acknowledges some', async () => {
+    const { a, sent, engine } = setup('in-flight');
+    engine.setPeers(['p']);
+    for (let i = 0; i < 16_384 + 256; i++) await write(a, 'device_profiles', `r${i}`, { name: `${i}` });
+    await engine.connected();
+    for (let i = 0; i < 4; i++) await engine.offerAll();
+    expect(eventsTo(sent, 'p').at(-1)!.upto).toBe(16_384);
+    sent.length = 0;
+    await engine.offerAll();
+    expect(sent).toEqual([]);
+    await engine.receive('p', { t: 'ack', upto: 256 });
+    expect(eventsTo(sent, 'p').map((m) => [m.after, m.upto])).toEqual([[16_384, 16_640]]);
+  });
+
   it('re-offers every cycle while the peer moves, and not at all to a peer that has everything', async () => {
     const { a, sent, engine } = setup('moving');
     engine.setPeers(['p']);
@@ -433,6 +461,24 @@ describe('asking again', () => {
     const [[, page]] = sent as [[string, Extract<DeliveryMessage, { t: 'resent' }>]];
     expect(page.events).toEqual(lane.slice(0, fit).map((e) => e.sealed));
     expect([page.next, page.done]).toEqual([lane[fit - 1]!.pos, false]);
+  });
+
+  it('answers a long `want` and a long sweep in frames of 256, a sweep page saying where it stopped', async () => {
+    const { a, sent, engine } = setup('long', { trusted: () => true }, true);
+    await write(a, 'sync_manifest', 'device_profiles', { class: 'trusted' });
+    for (let i = 0; i < 300; i++) await write(a, 'device_profiles', `r${i}`, { name: `${i}` });
+    const lane = (await a.store.entriesAfter(0, 400)).filter((e) => e.lane === 'trusted');
+    expect(lane).toHaveLength(300);
+    await engine.receive('p', { t: 'want', ids: lane.map((e) => e.outerId) });
+    expect(sent.map(([, m]) => (m as { readonly events: readonly Uint8Array[] }).events.length)).toEqual([256, 44]);
+    expect(sent.flatMap(([, m]) => (m as { readonly events: readonly Uint8Array[] }).events)).toEqual(
+      lane.map((e) => e.sealed),
+    );
+    sent.length = 0;
+    await engine.receive('p', { t: 'sweep', after: 0 });
+    const [[, page]] = sent as [[string, Extract<DeliveryMessage, { t: 'resent' }>]];
+    expect(page.events).toEqual(lane.slice(0, 256).map((e) => e.sealed));
+    expect([page.next, page.done]).toEqual([lane[255]!.pos, false]);
   });
 
   it('keeps a sweep’s progress per grant and peer, durably, and carries on while it moves', async () => {
