@@ -85,6 +85,8 @@ describe('code point order of strings', () => {
     // Both start with a lone high surrogate: the next code point decides, whole.
     expect(compareStrings('\ud800\u{10000}', '\ud800\ue000')).toBeGreaterThan(0);
     expect(compareStrings('\ud800a', '\ud800b')).toBeLessThan(0);
+    // A lone low surrogate after an ordinary character pairs with nothing: U+DC00 < U+E000.
+    expect(compareStrings('a\udc00', 'a\ue000')).toBeLessThan(0);
     // The same at the top of the surrogate range: U+10FFFF against a lone U+DBFF and U+E000.
     expect(compareStrings('\u{10ffff}', '\udbff\ue000')).toBeGreaterThan(0);
     expect(compareStrings('\u{10000}', '\ud800\udbff')).toBeGreaterThan(0);

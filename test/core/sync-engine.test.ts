@@ -18,6 +18,8 @@ import {
   type SyncListener,
 } from '../../src/core/sync.js';
 import type { PeerMessage } from '../../src/core/peer-wire.js';
+import type { LogEntry } from '../../src/core/store.js';
+import { MemoryReplicaStore } from '../../src/storage/memory-store.js';
 import { makeMachine, makeMesh, type Machine } from '../helpers/deterministic.js';
 
 const SWEEP_DONE = Number.MAX_SAFE_INTEGER;
@@ -47,6 +49,37 @@ function setup(seed: string, listener: SyncListener = {}, manifest = false) {
 async function write(m: Machine, table: string, row: string, cols: Record<string, string | number | boolean>) {
   const result = await m.replica.write(table, row, cols);
   if (!result.ok) throw new Error(`write refused: ${result.error.type}`);
+}
+
+/**
+ * A store whose log holds stand-in envelopes of exactly these sizes (the engine forwards
+ * envelopes unread, so their bytes do not matter), for the byte bound's exact edge.
+ */
+class SizedLog extends MemoryReplicaStore {
+  readonly #entries: LogEntry[];
+
+  constructor(sizes: readonly number[], lane?: 'trusted') {
+    super();
+    this.#entries = sizes.map((n, i) => ({
+      pos: i + 1,
+      outerId: `stand-in-${i + 1}`,
+      domain: 'GENERAL',
+      sealed: new Uint8Array(n).fill(i + 1),
+      ...(lane ? { lane } : {}),
+    }));
+  }
+
+  override async sealedAfter(after: number, through: number, limit: number): Promise<LogEntry[]> {
+    return this.#entries.filter((e) => e.pos > after && e.pos <= through).slice(0, limit);
+  }
+
+  override async laneAfter(lane: 'trusted' | 'local', after: number, through: number, limit: number) {
+    return (await this.sealedAfter(after, through, limit)).filter((e) => e.lane === lane);
+  }
+
+  override async lastPos(): Promise<number> {
+    return this.#entries.length;
+  }
 }
 
 const eventsTo = (sent: [string, DeliveryMessage][], peer: string) =>
@@ -340,6 +373,40 @@ describe('receiving', () => {
     expect(await r.a.store.watermark(s.a.id)).toBe(6);
   });
 
+  it('passes batches applied ahead that arrived out of order, each one reaching the next', async () => {
+    const s = setup('ahead-order-a');
+    const r = setup('ahead-order-b');
+    for (let i = 1; i <= 4; i++) await write(s.a, 'device_profiles', `r${i}`, { name: `n${i}` });
+    const sealed = (await s.a.store.entriesAfter(0, 10)).map((e) => e.sealed);
+    const batch = (after: number, upto: number) =>
+      ({ t: 'events', after, upto, events: sealed.slice(after, upto) }) as const;
+    const receiver = new SyncEngine(r.a.replica, r.a.store, { send: async (p, m) => void r.sent.push([p, m]) });
+    await receiver.receive(s.a.id, batch(3, 4));
+    await receiver.receive(s.a.id, batch(2, 3));
+    await receiver.receive(s.a.id, batch(0, 2));
+    expect(await r.a.store.watermark(s.a.id)).toBe(4);
+  });
+
+  it('forgets the batches it passed: they take no room from those still ahead of a gap', async () => {
+    const s = setup('ahead-forget');
+    const acks: number[] = [];
+    const receiver = new SyncEngine(s.a.replica, s.a.store, {
+      send: async (_p, m) => {
+        if (m.t === 'ack') acks.push(m.upto);
+      },
+    });
+    const empty = (after: number, upto: number) => ({ t: 'events', after, upto, events: [] }) as const;
+    // (5, 6] waits behind a gap; (1, 2] is passed once (0, 1] arrives, and forgotten.
+    await receiver.receive('x', empty(5, 6));
+    await receiver.receive('x', empty(1, 2));
+    await receiver.receive('x', empty(0, 1));
+    expect(acks.at(-1)).toBe(2);
+    // 1,023 more batches ahead fill the 1,024 remembered with (5, 6] still among them.
+    for (let i = 6; i < 6 + 1023; i++) await receiver.receive('x', empty(i, i + 1));
+    await receiver.receive('x', empty(2, 5));
+    expect(acks.at(-1)).toBe(6 + 1023);
+  });
+
   it('remembers no batch ahead that parking could not take: the watermark waits for it', async () => {
     const s = setup('deferred');
     const r = makeMachine('R', 'deferred/R', s.mesh, { fastSignatures: true, maxParked: 0 });
@@ -461,6 +528,33 @@ describe('asking again', () => {
     const [[, page]] = sent as [[string, Extract<DeliveryMessage, { t: 'resent' }>]];
     expect(page.events).toEqual(lane.slice(0, fit).map((e) => e.sealed));
     expect([page.next, page.done]).toEqual([lane[fit - 1]!.pos, false]);
+  });
+
+  it('fills a frame and a sweep page to exactly 768 KiB, and not one byte more', async () => {
+    const KiB = 1024;
+    for (const [sizes, frames] of [
+      [
+        [512 * KiB, 256 * KiB, 1],
+        [2, 1],
+      ],
+      [
+        [512 * KiB, 256 * KiB + 1, 1],
+        [1, 2],
+      ],
+    ] as const) {
+      const sent: [string, DeliveryMessage][] = [];
+      const replica = setup('edge').a.replica;
+      const channel = { send: async (peer: string, m: DeliveryMessage) => void sent.push([peer, m]) };
+      const sender = new SyncEngine(replica, new SizedLog(sizes), channel);
+      sender.setPeers(['p']);
+      await sender.connected();
+      expect(eventsTo(sent, 'p').map((m) => m.events.length)).toEqual(frames);
+      sent.length = 0;
+      const sweeper = new SyncEngine(replica, new SizedLog(sizes, 'trusted'), channel, { trusted: () => true });
+      await sweeper.receive('p', { t: 'sweep', after: 0 });
+      const [[, page]] = sent as [[string, Extract<DeliveryMessage, { t: 'resent' }>]];
+      expect([page.events.length, page.next]).toEqual([frames[0], frames[0]]);
+    }
   });
 
   it('answers a long `want` and a long sweep in frames of 256, a sweep page saying where it stopped', async () => {
