@@ -34,6 +34,15 @@ export function sequencerSuite(name: string, makeStore: () => SequencerStore): v
       expect(!ahead.ok && ahead.error).toMatchObject({ type: 'EpochAhead', epoch: 5, next: 2 });
     });
 
+    it('refuses an epoch before the first it sequenced for a group, with that first epoch', async () => {
+      const s = sequencer();
+      expect((await s.submit(topic, alice, fakeBundle(group, 5, alice))).ok).toBe(true);
+      const behind = await s.submit(topic, bob, fakeBundle(group, 3, bob));
+      expect(!behind.ok && behind.error).toEqual({ type: 'EpochBehind', epoch: 3, first: 5 });
+      // The group goes on from its head.
+      expect((await s.submit(topic, bob, fakeBundle(group, 6, bob))).ok).toBe(true);
+    });
+
     it('lets exactly one of two concurrent commits for one epoch win; the loser gets the winner', async () => {
       const s = sequencer();
       await s.submit(topic, alice, fakeBundle(group, 0, alice));

@@ -6,59 +6,14 @@
  * its removal; two admins racing for one epoch — exactly one wins, the other
  * processes the winner and retries cleanly; non-admin key packages refused.
  */
-import { ed25519 } from '@noble/curves/ed25519.js';
 import { describe, expect, it } from 'vitest';
 import { toHex, utf8 } from '../../src/core/bytes.js';
-import { DomainMember, offerToJoin, type DomainDeps } from '../../src/core/mls/domain.js';
-import { leafAuthenticator } from '../../src/core/mls/leaf-binding.js';
-import { BlindSequencer, MemorySequencerStore } from '../../src/core/mls/sequencer.js';
-import type { Signer } from '../../src/core/ports.js';
-import { TsMlsProvider } from '../../src/runtime/mls/ts-mls-provider.js';
-import { seededRandom } from '../helpers/deterministic.js';
+import { DomainMember, offerToJoin } from '../../src/core/mls/domain.js';
+import { domainMesh } from '../helpers/mls-domains.js';
 
 const TOPIC = new Uint8Array(32).fill(3);
 
-function signer(seed: number): Signer {
-  const secret = new Uint8Array(32).fill(seed);
-  return { publicKey: ed25519.getPublicKey(secret), sign: (m) => Promise.resolve(ed25519.sign(m, secret)) };
-}
-
-/** A tiny mesh: machines, a keyring of admins and members, and a relay that sequences and fans out. */
-async function mesh() {
-  const admins = new Set<string>();
-  const keyring = new Set<string>();
-  const sequencer = new BlindSequencer({
-    store: new MemorySequencerStore(),
-    secretKey: ed25519.utils.randomSecretKey(),
-    now: () => 1,
-  });
-  const accepted: Uint8Array[] = [];
-  const provider = await TsMlsProvider.create(leafAuthenticator(async (m) => keyring.has(toHex(m))));
-  const machine = (seed: number, role: 'admin' | 'member') => {
-    const key = signer(seed);
-    keyring.add(toHex(key.publicKey));
-    if (role === 'admin') admins.add(toHex(key.publicKey));
-    const endpoint = new Uint8Array(32).fill(seed + 100);
-    const deps: DomainDeps = {
-      provider,
-      machine: key,
-      endpoint,
-      random: seededRandom(`domains-${seed}`),
-      isAdmin: async (m) => admins.has(toHex(m)),
-      sequence: async (bundle) => {
-        const verdict = await sequencer.submit(TOPIC, endpoint, bundle);
-        if (verdict.ok) accepted.push(bundle);
-        return verdict;
-      },
-    };
-    return { key, deps };
-  };
-  /** Delivers every accepted bundle to every member, in order (receive is idempotent). */
-  const deliver = async (members: DomainMember[]) => {
-    for (const m of members) for (const bundle of accepted) await m.receive(bundle);
-  };
-  return { machine, deliver, accepted, keyring };
-}
+const mesh = () => domainMesh({ topic: TOPIC, label: 'domains' });
 
 const gens = (m: DomainMember) => m.generations().map((g) => g.gen);
 

@@ -11,7 +11,9 @@
  *     epoch the last accepted commit created);
  *   - an epoch already taken is refused with the winner (EpochTaken), so the
  *     loser processes it and retries on the new epoch; an epoch beyond the next
- *     is refused too (EpochAhead: the poster is ahead of what was sequenced).
+ *     is refused too (EpochAhead: the poster is ahead of what was sequenced),
+ *     and one before the group's first sequenced epoch, which has no winner to
+ *     hand back (EpochBehind: the poster is behind what this relay has seen).
  * Each accepted bundle is stored with its receipt (core/mls/receipt.ts), seq =
  * head.seq + 1, prev = head's hash. Uniqueness is the store's: `insert` refuses
  * a second row for one (topic, group, epoch) atomically, which is what a
@@ -45,7 +47,8 @@ export type SequencerRejection =
   /** Refused by the relay before sequencing: the poster is not a steward of the admission list. */
   | { readonly type: 'NotASteward'; readonly reason: string }
   | { readonly type: 'EpochTaken'; readonly epoch: number; readonly winner: SequencedCommit }
-  | { readonly type: 'EpochAhead'; readonly epoch: number; readonly next: number };
+  | { readonly type: 'EpochAhead'; readonly epoch: number; readonly next: number }
+  | { readonly type: 'EpochBehind'; readonly epoch: number; readonly first: number };
 
 export type SequencerOptions = {
   readonly store: SequencerStore;
@@ -102,9 +105,13 @@ export class BlindSequencer {
   }
 
   async #taken(topic: Uint8Array, group: Uint8Array, epoch: number): Promise<Result<never, SequencerRejection>> {
-    const winner = await this.#opts.store.at(topic, group, epoch);
-    if (!winner) throw new Error('sequencer: an epoch at or below the head has no accepted commit');
-    return err({ type: 'EpochTaken', epoch, winner });
+    const { store } = this.#opts;
+    const winner = await store.at(topic, group, epoch);
+    if (winner) return err({ type: 'EpochTaken', epoch, winner });
+    // The group was first seen here at a later epoch: nothing was sequenced at this one.
+    const [first] = await store.since(topic, group, 0, 1);
+    if (first && epoch < first.epoch) return err({ type: 'EpochBehind', epoch, first: first.epoch });
+    throw new Error('sequencer: an epoch at or below the head has no accepted commit');
   }
 }
 
