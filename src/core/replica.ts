@@ -219,6 +219,8 @@ export class Replica {
                 }
                 // Anything else but a clean apply leaves the entry held, as it was.
                 if (verdict.type !== 'Applied') throw new KeepHeld();
+                // Parked on an earlier pass (the chain held in reverse log order): applied now, not again.
+                if (await tx.isParked(entry.outerId)) await tx.unpark(entry.outerId);
                 const { body, revoked, resurrections } = verdict;
                 return { type: 'Applied' as const, outerId: entry.outerId, body, revoked, resurrections };
               })
@@ -236,13 +238,18 @@ export class Replica {
       if (outcomes.length > 0) {
         outcomes.push(...(await store.transact((tx) => run(this.#retryParked(tx, 'local')))));
       }
+      this.#remember(outcomes);
       return outcomes;
     });
   }
 
   /** Re-evaluates parked envelopes locally (the clock moved on, or control records arrived). */
-  reevaluate(): Promise<IngestOutcome[]> {
-    return this.#exclusive(() => this.#deps.store.transact((tx) => run(this.#retryParked(tx, 'local'))));
+  async reevaluate(): Promise<IngestOutcome[]> {
+    const outcomes = await this.#exclusive(() =>
+      this.#deps.store.transact((tx) => run(this.#retryParked(tx, 'local'))),
+    );
+    this.#remember(outcomes);
+    return outcomes;
   }
 
   /** A batch's admission and the watermark it moves, as steps: without a pause where the store answers at once. */
@@ -391,8 +398,13 @@ export class Replica {
   /** Outer ids admission found held (logged, parked or refused), for `#openNew`. */
   #remember(outcomes: readonly IngestOutcome[]): void {
     for (const o of outcomes) {
-      // Not what this machine withholds: a copy sent again once it may hold it must be opened.
-      if (o.type === 'Withheld' || o.type === 'Deferred' || (o.type === 'Duplicate' && o.withheld)) continue;
+      if (o.type === 'Withheld' || o.type === 'Deferred' || (o.type === 'Duplicate' && o.withheld)) {
+        // Not what this machine withholds: a copy sent again once it may hold it must be opened.
+        // Also one remembered while parked and withheld since (its retry met a narrower class).
+        this.#held.delete(o.outerId);
+        this.#heldBefore.delete(o.outerId);
+        continue;
+      }
       this.#held.add(o.outerId);
     }
     // Two generations, each up to half the bound: forgetting the older whole costs nothing per

@@ -5,6 +5,7 @@
  * outcome when parking is full.
  */
 import { describe, expect, it } from 'vitest';
+import { rowValues } from '../../src/core/merge.js';
 import { decodeSealed, encodeSealed, sealEvent, type SealLane } from '../../src/core/seal.js';
 import type { PrivacyPolicy } from '../../src/core/sync-manifest.js';
 import { makeMachine, makeMesh, seededRandom, type Machine, type Mesh } from '../helpers/deterministic.js';
@@ -96,6 +97,33 @@ describe('parked envelopes delivered again', () => {
     s.clock.advance(5000);
     expect(await s.replica.reevaluate()).toMatchObject([{ type: 'Applied' }]);
     expect(await s.replica.ingest('a', [entry!.sealed])).toMatchObject([{ type: 'Duplicate' }]);
+  });
+
+  it('parked, then withheld on a retry: forgotten as held, so a copy sent once it may hold it is taken in', async () => {
+    const mesh = makeMesh('parked-withheld');
+    const a = makeMachine('A', 'parked-withheld/A', mesh);
+    const classes = { device_profiles: 'public' as 'public' | 'local' };
+    const privacy: PrivacyPolicy = {
+      classOf: (_tx, table) => (table === 'device_profiles' ? classes.device_profiles : 'public'),
+      selfTrusted: () => false,
+    };
+    const s = makeMachine('S', 'parked-withheld/S', mesh, { privacy });
+    mesh.anchors.push(a.id);
+    await write(a, 'r', 'one');
+    await write(a, 'r', 'two');
+    const [first, second] = await ownOf(a);
+    expect(await s.replica.ingest('a', [second!.sealed])).toMatchObject([{ type: 'Parked', reason: 'ChainGap' }]);
+    // S narrows the table to local: the first is withheld, and the parked second with it on retry.
+    classes.device_profiles = 'local';
+    expect(await s.replica.ingest('a', [first!.sealed])).toMatchObject([{ type: 'Withheld' }]);
+    await s.replica.reevaluate();
+    expect(await s.store.parkedCount()).toBe(0);
+    // The narrowing lifted, both are asked for again and both are taken in.
+    classes.device_profiles = 'public';
+    expect(await s.replica.wanted(10)).toHaveLength(2);
+    const again = await s.replica.ingest('a', [first!.sealed, second!.sealed]);
+    expect(again.map((o) => o.type)).toEqual(['Applied', 'Applied']);
+    expect((await s.store.rows('device_profiles')).map((r) => rowValues(r)['name'])).toEqual(['two']);
   });
 
   it('defers with ParkingFull when parking is full, remembering nothing', async () => {
