@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { toHex, utf8 } from '../../src/core/bytes.js';
-import { blake3, blake3Reference, hashReady } from '../../src/core/hash.js';
+import { blake3, blake3Reference, blake3Stream, deriveKey, hashReady } from '../../src/core/hash.js';
 
 /** The lengths of the official BLAKE3 test_vectors.json cases. */
 const VECTOR_LENGTHS = [
@@ -40,5 +40,21 @@ describe('blake3', () => {
     const big = vectorInput(5000);
     const view = big.subarray(17, 4017);
     expect(toHex(blake3(view))).toBe(toHex(blake3Reference(view.slice())));
+  });
+
+  it('hashes in pieces as it hashes whole, with a WASM instance of its own', async () => {
+    const input = vectorInput(102400);
+    const stream = await blake3Stream();
+    for (let at = 0; at < input.length; at += 7000) stream.update(input.subarray(at, at + 7000));
+    // Another hash in between does not disturb the stream's own state.
+    expect(toHex(blake3(utf8('abc')))).toBe('6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85');
+    expect(toHex(stream.digest())).toBe(toHex(blake3Reference(input)));
+  });
+});
+
+describe('deriveKey', () => {
+  it('is HKDF-SHA-256: RFC 5869 test case 3 (no salt, empty info)', () => {
+    const okm = deriveKey(new Uint8Array(22).fill(0x0b), '', 42);
+    expect(toHex(okm)).toBe('8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d9d201395faa4b61a96c8');
   });
 });
