@@ -77,6 +77,7 @@ const garbage = (n: number): Uint8Array =>
 /** An in-memory store that records what batches ask it to prefetch and how often parked envelopes are read. */
 class ObservedStore extends MemoryReplicaStore {
   readonly lookups: Lookup[] = [];
+  readonly watermarks: [string, number][] = [];
   passes = 0;
 
   override transact<T>(fn: (tx: ReplicaTx) => Awaitable<T>): Promise<T> {
@@ -85,6 +86,7 @@ class ObservedStore extends MemoryReplicaStore {
         ...tx,
         prefetch: (batch) => void this.lookups.push(batch),
         parkedAll: () => (this.passes++, tx.parkedAll()),
+        setWatermark: (peer, upto) => (this.watermarks.push([peer, upto]), tx.setWatermark(peer, upto)),
       }),
     );
   }
@@ -111,24 +113,59 @@ describe('a replica', () => {
     expect(s.replica.self).toBe(toHex(s.signer.publicKey));
   });
 
-  it('refuses an opener that answers for a different number of envelopes, taking nothing in', async () => {
+  /** A replica over a fresh memory store, of a mesh that has no anchor yet, with `deps` added. */
+  const bare = (seed: string, deps: Partial<ConstructorParameters<typeof Replica>[0]> = {}) => {
     const store = new MemoryReplicaStore();
-    const signer = unsafeTestingFastSigner('opener');
+    const signer = unsafeTestingFastSigner(seed);
     const replica = new Replica({
       store,
       signer,
       verifier: unsafeTestingFastVerifier,
-      envelopes: new DomainKeyring().envelopes(seededRandom('opener')),
-      opener: { open: () => Promise.resolve([]) },
+      envelopes: new DomainKeyring().envelopes(seededRandom(seed)),
       trust: { self: toHex(signer.publicKey), anchors: () => [] },
       privacy: everyTablePublic,
       clock: testClock(),
+      ...deps,
     });
+    return { store, replica };
+  };
+
+  it('refuses an opener that answers for a different number of envelopes, taking nothing in', async () => {
+    const { store, replica } = bare('opener', { opener: { open: () => Promise.resolve([]) } });
     await expect(replica.ingest('p', [garbage(1)], 1)).rejects.toThrow(
       /^replica: opener returned the wrong number of results$/,
     );
     expect(await store.rejections(10)).toEqual([]);
     expect(await store.watermark('p')).toBe(0);
+  });
+
+  it('runs each batch inside the lock it is given (the Web Lock across tabs), and answers what ran', async () => {
+    const held: string[] = [];
+    const withLock = async <T>(fn: () => Promise<T>): Promise<T> => {
+      held.push('lock');
+      return fn();
+    };
+    const { replica } = bare('locked', { withLock });
+    expect(await replica.ingest('p', [garbage(2)], 1)).toMatchObject([{ type: 'Rejected' }]);
+    expect(await replica.reevaluate()).toEqual([]);
+    expect(held).toEqual(['lock', 'lock']);
+  });
+
+  it('moves a peer’s watermark only for a batch that names one', async () => {
+    const store = new ObservedStore();
+    const { mesh, a } = pair('watermark');
+    const s = makeMachine('S', 'watermark/S', mesh, { wrapStore: () => store });
+    await s.replica.ingest('a', [await put(a, 'r', 'one')], 1);
+    await s.replica.ingest('a', [await put(a, 'r', 'two')]);
+    expect(store.watermarks).toEqual([['a', 1]]);
+    expect(await s.store.watermark('a')).toBe(1);
+  });
+
+  it('lists a table’s rows as the store holds them', async () => {
+    const { a } = pair('rows');
+    await put(a, 'r', 'one');
+    expect(await a.replica.rows('device_profiles')).toEqual(await a.store.rows('device_profiles'));
+    expect(await a.replica.rows('device_profiles')).toHaveLength(1);
   });
 });
 
@@ -326,6 +363,24 @@ describe('a restarted replica', () => {
     const third = restarted(s, 'restart-skew/S', mesh, { maxSkewMs: 1000 });
     expect(await third.replica.ingest('a', [early])).toEqual([{ type: 'Duplicate', outerId: idOf(early) }]);
     expect(await s.store.parkedCount()).toBe(0);
+  });
+
+  it('answers an envelope it holds unread as a duplicate, holding it once', async () => {
+    const { mesh, a, s } = pair('restart-opaque', { domains: ['CONTROL'] });
+    const unread = await put(a, 'r', 'one');
+    expect(types(await s.replica.ingest('a', [unread]))).toEqual([['StoredOpaque', idOf(unread)]]);
+    const again = restarted(s, 'restart-opaque/S', mesh, { domains: ['CONTROL'] });
+    expect(await again.replica.ingest('a', [unread])).toEqual([{ type: 'Duplicate', outerId: idOf(unread) }]);
+    expect(await s.store.lastPos()).toBe(1);
+  });
+
+  it('answers an event it withholds, delivered again, as a withheld duplicate', async () => {
+    const privacy: PrivacyPolicy = { classOf: () => 'local', selfTrusted: () => true };
+    const { a, s } = pair('withheld-again', { privacy });
+    const kept = await put(a, 'r', 'one');
+    expect(types(await s.replica.ingest('a', [kept]))).toEqual([['Withheld', idOf(kept)]]);
+    expect(await s.replica.ingest('a', [kept])).toEqual([{ type: 'Duplicate', outerId: idOf(kept), withheld: true }]);
+    expect((await s.store.withheld(10)).map((w) => w.outerId)).toEqual([idOf(kept)]);
   });
 
   it('answers an envelope parked for a chain gap as a duplicate, parking nothing again', async () => {

@@ -21,6 +21,8 @@ describe('row keys, by example', () => {
   it('a key of another split is not spelt, even when both ends match', () => {
     // rowKeyOf('ab', 'c') = "ab\0c": it starts with "a" and ends with "\0c", at the right length.
     expect(spellsRowKey(rowKeyOf('ab', 'c'), 'a', '\u0000c')).toBe(false);
+    // The separator where it belongs, the table before it and the row at the end, but more between.
+    expect(spellsRowKey('a\u0000xb', 'a', 'b')).toBe(false);
     expect(spellsRowKey(rowKeyOf('ab', 'c'), 'ab', 'c')).toBe(true);
     expect(spellsRowKey(rowKeyOf('ab', 'c'), 'ab', 'cc')).toBe(false);
   });
