@@ -153,15 +153,40 @@ describe('the streams of a page, where hyparquet reads them', () => {
   it('bounds dictionary indices of a v1 page by the values its definition levels leave', () => {
     const levels = encoded([1, 0, 1, 1, 0, 1], 1); // four present
     const fits = Uint8Array.from([...withLength(levels), 2, ...encoded([3, 2, 1, 0], 2)]);
-    expect(checkPageStreams(fits, v1(6, 'RLE_DICTIONARY'), leaf('OPTIONAL'), 'INT32', 'x')).toBeUndefined();
+    expect(checkPageStreams(fits, v1(6, 'RLE_DICTIONARY'), leaf('OPTIONAL'), 'INT32', 'x', 4)).toBeUndefined();
     const over = Uint8Array.from([...withLength(levels), 2, ...varint(5 << 1), 3]);
-    expect(checkPageStreams(over, v1(6, 'RLE_DICTIONARY'), leaf('OPTIONAL'), 'INT32', 'x')).toEqual({
+    expect(checkPageStreams(over, v1(6, 'RLE_DICTIONARY'), leaf('OPTIONAL'), 'INT32', 'x', 4)).toEqual({
       type: 'Malformed',
       detail: 'x dictionary indices: a run of 5 values, 4 left',
     });
-    // A width of 0 is all zeros on a v1 page: no stream is read.
+    // A width of 0 is all zeros on a v1 page: no stream is read, but index 0 needs a dictionary.
     const zero = Uint8Array.from([...withLength(levels), 0, ...varint(2 ** 30)]);
-    expect(checkPageStreams(zero, v1(6, 'RLE_DICTIONARY'), leaf('OPTIONAL'), 'INT32', 'x')).toBeUndefined();
+    expect(checkPageStreams(zero, v1(6, 'RLE_DICTIONARY'), leaf('OPTIONAL'), 'INT32', 'x', 1)).toBeUndefined();
+    expect(checkPageStreams(zero, v1(6, 'RLE_DICTIONARY'), leaf('OPTIONAL'), 'INT32', 'x', 0)).toEqual({
+      type: 'Malformed',
+      detail: 'x dictionary indices: index 0 past a dictionary of 0',
+    });
+  });
+
+  it('refuses a dictionary index past the dictionary, packed or in a run', () => {
+    const levels = encoded([1, 0, 1, 1, 0, 1], 1); // four present
+    const packed = Uint8Array.from([...withLength(levels), 2, ...encoded([3, 2, 1, 0], 2)]);
+    expect(checkPageStreams(packed, v1(6, 'RLE_DICTIONARY'), leaf('OPTIONAL'), 'INT32', 'x', 3)).toEqual({
+      type: 'Malformed',
+      detail: 'x dictionary indices: index 3 past a dictionary of 3',
+    });
+    const run = Uint8Array.from([...withLength(levels), 2, ...varint(4 << 1), 2]);
+    expect(checkPageStreams(run, v1(6, 'RLE_DICTIONARY'), leaf('OPTIONAL'), 'INT32', 'x', 3)).toBeUndefined();
+    expect(checkPageStreams(run, v1(6, 'RLE_DICTIONARY'), leaf('OPTIONAL'), 'INT32', 'x', 2)).toEqual({
+      type: 'Malformed',
+      detail: 'x dictionary indices: index 2 past a dictionary of 2',
+    });
+    // 32 bits wide: an index with its top bit set is a large index, not a negative one.
+    const wide = Uint8Array.from([...withLength(levels), 32, ...varint(4 << 1), 0, 0, 0, 0x80]);
+    expect(checkPageStreams(wide, v1(6, 'RLE_DICTIONARY'), leaf('OPTIONAL'), 'INT32', 'x', 3)).toEqual({
+      type: 'Malformed',
+      detail: 'x dictionary indices: index 2147483648 past a dictionary of 3',
+    });
   });
 
   it('reads a v1 BOOLEAN page of RLE values as a length-prefixed stream of width 1', () => {
@@ -208,7 +233,7 @@ describe('the streams of a page, where hyparquet reads them', () => {
     // Valid levels of both kinds pass, and the values after them are checked next.
     const levels = [...withLength(encoded([0, 1, 1, 0], 1)), ...withLength(encoded([2, 2, 1, 2], 2))];
     const fine = Uint8Array.from([...levels, 1, ...encoded([1, 0, 1], 1)]);
-    expect(checkPageStreams(fine, v1(4, 'RLE_DICTIONARY'), listed, 'INT32', 'xs')).toBeUndefined();
+    expect(checkPageStreams(fine, v1(4, 'RLE_DICTIONARY'), listed, 'INT32', 'xs', 2)).toBeUndefined();
     expect(checkPageStreams(Uint8Array.from(levels), v1(4, 'RLE_DICTIONARY'), listed, 'INT32', 'xs')).toEqual({
       type: 'Malformed',
       detail: 'xs: no bit width before the dictionary indices',

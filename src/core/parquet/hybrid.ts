@@ -28,7 +28,9 @@ const widthOf = (value: number): number => 32 - Math.clz32(value);
  * Walks one hybrid stream of `values` values and `width` bits each, starting at `start` in
  * `page`: `length` bytes long, or (when undefined) prefixed by its length as a 4-byte
  * integer. Gives how many of its values equal `target` (definition levels: the values that
- * are not null), or why hyparquet could not decode it into `values` elements.
+ * are not null), or why hyparquet could not decode it into `values` elements. With `bound`,
+ * every value must be below it (dictionary indices: the dictionary's size; hyparquet would
+ * read an index past it as `undefined`, a value that is neither the column's nor null).
  */
 export function checkHybrid(
   page: Uint8Array,
@@ -38,6 +40,7 @@ export function checkHybrid(
   values: number,
   what: string,
   target = -1,
+  bound = Number.POSITIVE_INFINITY,
 ): Result<number, ParquetError> {
   if (width > MAX_WIDTH) return err(malformed(`${what}: values ${width} bits wide`));
   let at = start;
@@ -67,7 +70,11 @@ export function checkHybrid(
         return err(malformed(`${what}: a packed run of ${count} values, ${left} left`));
       const bytes = (count / 8) * width;
       if (at + bytes > end) return err(malformed(`${what}: a packed run past the stream's end`));
-      if (target >= 0) matches += packedMatches(page, at, width, Math.min(count, left), target);
+      if (target >= 0 || bound !== Number.POSITIVE_INFINITY) {
+        const scan = packedScan(page, at, width, Math.min(count, left), target);
+        if (scan.max >= bound) return err(beyond(what, scan.max, bound));
+        matches += scan.matches;
+      }
       at += bytes;
       seen += Math.min(count, left);
     } else {
@@ -77,6 +84,8 @@ export function checkHybrid(
       if (at + bytes > end) return err(malformed(`${what}: a run past the stream's end`));
       let value = 0;
       for (let i = 0; i < bytes; i++) value |= page[at + i]! << (i * 8);
+      value >>>= 0;
+      if (count > 0 && value >= bound) return err(beyond(what, value, bound));
       if (value === target) matches += count;
       at += bytes;
       seen += count;
@@ -85,18 +94,34 @@ export function checkHybrid(
   return ok(matches);
 }
 
-/** How many of the first `count` values packed `width` bits each (least significant bit first) equal `target`. */
-function packedMatches(page: Uint8Array, at: number, width: number, count: number, target: number): number {
+const beyond = (what: string, value: number, bound: number): ParquetError =>
+  malformed(`${what}: index ${value} past a dictionary of ${bound}`);
+
+/**
+ * Of the first `count` values packed `width` bits each (least significant bit first): how
+ * many equal `target`, and the largest.
+ */
+function packedScan(
+  page: Uint8Array,
+  at: number,
+  width: number,
+  count: number,
+  target: number,
+): { matches: number; max: number } {
   let matches = 0;
+  let max = 0;
   for (let i = 0; i < count; i++) {
     let value = 0;
     for (let bit = 0; bit < width; bit++) {
       const position = i * width + bit;
       value |= ((page[at + (position >> 3)]! >> (position & 7)) & 1) << bit;
     }
+    // Unsigned: a 32-bit value with its top bit set is not negative.
+    value >>>= 0;
     if (value === target) matches++;
+    if (value > max) max = value;
   }
-  return matches;
+  return { matches, max };
 }
 
 /**
@@ -110,6 +135,8 @@ export function checkPageStreams(
   schemaPath: readonly SchemaTree[],
   type: string,
   what: string,
+  /** Values in the chunk's dictionary (0 without one): what dictionary indices must stay below. */
+  dictionarySize = 0,
 ): ParquetError | undefined {
   const maxRepetition = getMaxRepetitionLevel(schemaPath as SchemaTree[]);
   const maxDefinition = getMaxDefinitionLevel(schemaPath as SchemaTree[]);
@@ -168,9 +195,11 @@ export function checkPageStreams(
   else if (hybrid) {
     if (at >= page.length) return malformed(`${what}: no bit width before the dictionary indices`);
     const width = page[at]!;
+    const indices = `${what} dictionary indices`;
     // hyparquet's v1 reader takes a width of 0 as all zeros and reads no stream.
-    if (width === 0 && v1) return undefined;
-    stream = checkHybrid(page, at + 1, page.length - at - 1, width, present, `${what} dictionary indices`);
+    if (width === 0 && v1) return present > 0 && dictionarySize === 0 ? beyond(indices, 0, 0) : undefined;
+    const bound = encoding === 'RLE' ? Number.POSITIVE_INFINITY : dictionarySize;
+    stream = checkHybrid(page, at + 1, page.length - at - 1, width, present, indices, -1, bound);
   }
   return stream.ok ? undefined : stream.error;
 }
@@ -189,6 +218,8 @@ export function checkedPage(
   body: Uint8Array,
   decoder: ColumnDecoder,
   what: string,
+  /** Values in the chunk's dictionary page, 0 without one. */
+  dictionarySize = 0,
 ): Result<CheckedPage, ParquetError> {
   const { codec, compressors } = decoder;
   let page: CheckedPage = { header: { ...header, compressed_page_size: body.length }, body, decoder };
@@ -215,6 +246,6 @@ export function checkedPage(
       decoder,
     };
   }
-  const invalid = checkPageStreams(page.body, page.header, decoder.schemaPath, decoder.type, what);
+  const invalid = checkPageStreams(page.body, page.header, decoder.schemaPath, decoder.type, what, dictionarySize);
   return invalid ? err(invalid) : ok(page);
 }

@@ -302,7 +302,7 @@ export class ParquetFile {
       // A page of no values is valid (some writers close a chunk with one); each page moves `at` on.
       seen += BigInt(header.data_page_header?.num_values ?? header.data_page_header_v2?.num_values ?? 0);
       dataPages++;
-      const checked = checkedPage(header, body, decoder, `${leaf.path} page`);
+      const checked = checkedPage(header, body, decoder, `${leaf.path} page`, dictionary?.length ?? 0);
       if (!checked.ok) return checked;
       const { header: plainHeader, body: plain, decoder: plainDecoder } = checked.value;
       const plainReader = { view: new DataView(plain.buffer, plain.byteOffset, plain.byteLength), offset: 0 };
