@@ -411,8 +411,12 @@ export class EncryptedParquetWriter {
     if (!firstColumn) return err({ type: 'InvalidValue', column: first, row: 0, detail: 'column missing' });
     const rows = cellCount(firstColumn);
     if (rows === 0) {
-      const filled = this.#columns.find((spec) => cellCount(cells[spec.name] ?? []) !== 0);
-      if (filled) return err({ type: 'InvalidValue', column: filled.name, row: 0, detail: 'expected 0 values' });
+      for (const { name } of this.#columns) {
+        const column = cells[name];
+        if (!column) return err({ type: 'InvalidValue', column: name, row: 0, detail: 'column missing' });
+        if (cellCount(column) !== 0)
+          return err({ type: 'InvalidValue', column: name, row: 0, detail: 'expected 0 values' });
+      }
       return ok(undefined);
     }
     if (this.#rowGroups.length >= MAX_ROW_GROUPS) return err({ type: 'TooLarge', detail: 'too many row groups' });
