@@ -117,7 +117,9 @@ const isEquivalent = (file, m) =>
       e.file === file &&
       e.line === m.location.start.line &&
       (e.column === undefined || e.column === m.location.start.column) &&
-      e.replacement === m.replacement,
+      e.replacement === m.replacement &&
+      // Two mutants of one place can become the same text; `original` says which one is meant.
+      (e.original === undefined || e.original === m.original),
   );
 
 const counts = { killed: 0, timeout: 0, survived: 0, no_coverage: 0, equivalent: 0, errors: 0, ignored: 0 };
