@@ -755,7 +755,7 @@ describe('reading columns and rows', () => {
     );
   });
 
-  it('refuses a nested column it cannot find once assembled (a group without a name)', async () => {
+  it('refuses a schema with a field without a name, a group or a column', async () => {
     const { bytes } = await build({
       schema: [
         root(1),
@@ -767,7 +767,20 @@ describe('reading columns and rows', () => {
       ],
       rowGroups: [{ rows: 1, chunks: [{ path: ['a'], values: 1, pages: [dataPage(int32s(1), 1)] }] }],
     });
-    expectRefused(await read(bytes), 'Malformed', /: nested column not assembled$/);
+    expect(await read(bytes)).toEqual(refused({ type: 'Malformed', detail: 'schema: a field without a name' }));
+    const leafless = await build({
+      schema: [
+        root(1),
+        [
+          [1, T.I32, TYPE.INT32],
+          [3, T.I32, 0],
+        ],
+      ],
+      rowGroups: [{ rows: 1, chunks: [{ path: [''], values: 1, pages: [dataPage(int32s(1), 1)] }] }],
+    });
+    expect(await read(leafless.bytes)).toEqual(
+      refused({ type: 'Malformed', detail: 'schema: a field without a name' }),
+    );
   });
 
   const threeGroups = async () =>

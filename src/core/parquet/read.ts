@@ -142,6 +142,9 @@ export class ParquetFile {
     if (!metadata.ok) return metadata;
     const tree = guarded('schema', () => parquetSchema(metadata.value));
     if (!tree.ok) return tree;
+    // Every field is named (SchemaElement.name is required): a column is found by its name.
+    const nameless = (node: SchemaTree): boolean => node.children.some((c) => !c.element.name || nameless(c));
+    if (nameless(tree.value)) return err(malformed('schema: a field without a name'));
     const leaves: Leaf[] = [];
     const visit = (node: SchemaTree, path: SchemaTree[]): void => {
       if (node.children.length === 0) {
