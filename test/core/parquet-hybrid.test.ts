@@ -16,7 +16,7 @@ import type { PageHeader, SchemaTree } from 'hyparquet/src/types.js';
 import { ByteWriter } from 'hyparquet-writer/src/bytewriter.js';
 import { writeRleBitPackedHybrid } from 'hyparquet-writer/src/encoding.js';
 import { describe, expect, it } from 'vitest';
-import { checkHybrid, checkPageStreams } from '../../src/core/parquet/hybrid.js';
+import { checkHybrid, checkPageStreams, packedScan } from '../../src/core/parquet/hybrid.js';
 import { openParquet } from '../../src/core/parquet/read.js';
 import { webPmeCipher } from '../../src/runtime/pme-cipher.js';
 import { runs } from '../helpers/runs.js';
@@ -62,6 +62,36 @@ describe('hybrid streams as hyparquet decodes them', () => {
         },
       ),
       { numRuns: runs(300) },
+    );
+  });
+
+  it('scans packed values of every width 0–32 as a bit-by-bit reading would', () => {
+    // The oracle reads value i's bit b from bit i·width + b of the bytes, least significant first.
+    const byBit = (bytes: Uint8Array, width: number, count: number, target: number) => {
+      const values = Array.from({ length: count }, (_, i) => {
+        let value = 0;
+        for (let b = 0; b < width; b++) value += ((bytes[(i * width + b) >> 3]! >> ((i * width + b) & 7)) & 1) * 2 ** b;
+        return value;
+      });
+      return { matches: values.filter((v) => v === target).length, max: Math.max(0, ...values) };
+    };
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 32 }),
+        fc.integer({ min: 0, max: 70 }),
+        fc.uint8Array({ minLength: 300, maxLength: 300 }),
+        fc.integer({ min: -1, max: 3 }),
+        fc.nat(4),
+        (width, count, bytes, pick, start) => {
+          // A target that occurs (one of the values), or -1, 0, 1, 2, 3.
+          const shifted = bytes.subarray(start);
+          const some = byBit(shifted, width, count, -1);
+          const target = pick === 3 && count > 0 ? byBit(shifted, width, 1, -1).max : pick;
+          expect(packedScan(bytes, start, width, count, target)).toEqual(byBit(shifted, width, count, target));
+          expect(packedScan(bytes, start, width, count, -1).max).toBe(some.max);
+        },
+      ),
+      { numRuns: runs(2000) },
     );
   });
 

@@ -594,6 +594,20 @@ describe('pages', () => {
     expect(await read((await enumBy()).bytes)).toEqual({ ok: true, value: { x: ['red', 'green', 'blue'].map(utf8) } });
   });
 
+  it('refuses a column annotated LIST or MAP (converted or logical type): only a group may be', async () => {
+    const annotated = async (...annotation: Field[]) =>
+      read((await xFile({}, { schema: [root(1), leaf('x', TYPE.INT32, ...annotation)] })).bytes);
+    const refusedAs = (annotation: string) =>
+      refused({ type: 'Malformed', detail: `schema: x: a column annotated ${annotation}, which only a group may be` });
+    expect(await annotated([6, T.I32, 3])).toEqual(refusedAs('LIST'));
+    expect(await annotated([6, T.I32, 1])).toEqual(refusedAs('MAP'));
+    expect(await annotated([6, T.I32, 2])).toEqual(refusedAs('MAP_KEY_VALUE'));
+    expect(await annotated([10, T.STRUCT, [[3, T.STRUCT, []]]])).toEqual(refusedAs('LIST'));
+    expect(await annotated([10, T.STRUCT, [[2, T.STRUCT, []]]])).toEqual(refusedAs('MAP'));
+    // Any other annotation on a column is read as before.
+    expect(await annotated([6, T.I32, 17])).toEqual(X_READ);
+  });
+
   it('refuses a dictionary page hyparquet cannot read, or whose values a date cannot hold', async () => {
     const wrongSize = await xFile({ pages: [dictionaryPage(int32s(1, 2), 2, [[2, T.I32, 9]]), indexPage(0, 1, 0)] });
     expect(await read(wrongSize.bytes)).toEqual(

@@ -97,11 +97,21 @@ export function checkHybrid(
 const beyond = (what: string, value: number, bound: number): ParquetError =>
   malformed(`${what}: index ${value} past a dictionary of ${bound}`);
 
+/** How many bits are set in each byte value. */
+const ONES = Uint8Array.from({ length: 256 }, (_, byte) => {
+  let ones = 0;
+  for (let bits = byte; bits > 0; bits >>= 1) ones += bits & 1;
+  return ones;
+});
+
 /**
  * Of the first `count` values packed `width` bits each (least significant bit first): how
- * many equal `target`, and the largest.
+ * many equal `target`, and the largest. Runs over every dictionary index and definition level
+ * of a page on the read path, so values up to 24 bits wide (every level; dictionaries of up
+ * to 16 million entries) are taken from a 32-bit accumulator a byte at a time, as hyparquet's
+ * own readBitPacked does; wider ones bit by bit.
  */
-function packedScan(
+export function packedScan(
   page: Uint8Array,
   at: number,
   width: number,
@@ -110,6 +120,34 @@ function packedScan(
 ): { matches: number; max: number } {
   let matches = 0;
   let max = 0;
+  if (width === 1) {
+    // Definition levels of a flat optional column: count the ones a byte at a time.
+    let ones = 0;
+    const whole = count >> 3;
+    for (let i = 0; i < whole; i++) ones += ONES[page[at + i]!]!;
+    if (count & 7) ones += ONES[page[at + whole]! & ((1 << (count & 7)) - 1)]!;
+    matches = target === 1 ? ones : target === 0 ? count - ones : 0;
+    return { matches, max: ones > 0 ? 1 : 0 };
+  }
+  if (width <= 24) {
+    const mask = (1 << width) - 1;
+    let buffer = 0;
+    let bits = 0;
+    let next = at;
+    for (let i = 0; i < count; i++) {
+      // Fewer than `width` ≤ 24 bits left, plus 8 a byte: never past the accumulator's 32.
+      while (bits < width) {
+        buffer |= page[next++]! << bits;
+        bits += 8;
+      }
+      const value = buffer & mask;
+      buffer >>>= width;
+      bits -= width;
+      if (value === target) matches++;
+      if (value > max) max = value;
+    }
+    return { matches, max };
+  }
   for (let i = 0; i < count; i++) {
     let value = 0;
     for (let bit = 0; bit < width; bit++) {

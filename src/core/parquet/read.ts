@@ -87,6 +87,28 @@ export type ColumnInfo = {
 type Leaf = ColumnInfo & { readonly ordinal: number; readonly schemaPath: SchemaTree[]; readonly top: SchemaTree };
 
 /** An opened Parquet file: footer checked and decoded, columns read on demand. */
+/**
+ * What makes a schema unreadable before any page is: a field without a name (SchemaElement.name
+ * is required, and a column is found by its name), or a column annotated LIST or MAP. Those
+ * annotations belong to the group around a repeated field; on a column they describe nothing
+ * to assemble, and hyparquet's assembly fails on them.
+ */
+function schemaFault(node: SchemaTree): string | undefined {
+  for (const child of node.children) {
+    const { name, converted_type: converted, logical_type: logical } = child.element;
+    if (!name) return 'a field without a name';
+    const annotation = [converted, logical?.type].find((a) => a !== undefined && GROUP_ONLY.has(a));
+    if (child.children.length === 0 && annotation)
+      return `${name}: a column annotated ${annotation}, which only a group may be`;
+    const fault = schemaFault(child);
+    if (fault) return fault;
+  }
+  return undefined;
+}
+
+/** The annotations only a group may carry. */
+const GROUP_ONLY: ReadonlySet<string> = new Set(['LIST', 'MAP', 'MAP_KEY_VALUE']);
+
 export class ParquetFile {
   readonly metadata: FileMetaData;
   readonly mode: FooterMode;
@@ -142,9 +164,8 @@ export class ParquetFile {
     if (!metadata.ok) return metadata;
     const tree = guarded('schema', () => parquetSchema(metadata.value));
     if (!tree.ok) return tree;
-    // Every field is named (SchemaElement.name is required): a column is found by its name.
-    const nameless = (node: SchemaTree): boolean => node.children.some((c) => !c.element.name || nameless(c));
-    if (nameless(tree.value)) return err(malformed('schema: a field without a name'));
+    const fault = schemaFault(tree.value);
+    if (fault) return err(malformed(`schema: ${fault}`));
     const leaves: Leaf[] = [];
     const visit = (node: SchemaTree, path: SchemaTree[]): void => {
       if (node.children.length === 0) {
