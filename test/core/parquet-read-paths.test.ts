@@ -606,6 +606,37 @@ describe('pages', () => {
     expect(await annotated([10, T.STRUCT, [[2, T.STRUCT, []]]])).toEqual(refusedAs('MAP'));
     // Any other annotation on a column is read as before.
     expect(await annotated([6, T.I32, 17])).toEqual(X_READ);
+    // Inside a group, and after a group that has no fault.
+    const nested = async (...fields: Field[][]) =>
+      read(
+        (
+          await build({
+            schema: [root(2), ...fields],
+            rowGroups: [
+              {
+                rows: 1,
+                chunks: [
+                  { path: ['s', 'a'], values: 1, pages: [dataPage(int32s(1), 1)] },
+                  { path: ['x'], values: 1, pages: [dataPage(int32s(2), 1)] },
+                ],
+              },
+            ],
+          })
+        ).bytes,
+      );
+    const group = (a: Field[]): Field[][] => [
+      [
+        [3, T.I32, 0],
+        [4, T.BINARY, 's'],
+        [5, T.I32, 1],
+      ],
+      a,
+    ];
+    expect(await nested(...group(leaf('a')), leaf('x'))).toEqual({ ok: true, value: { s: [{ a: 1 }], x: [2] } });
+    expect(await nested(...group(leaf('a', TYPE.INT32, [6, T.I32, 3])), leaf('x'))).toEqual(
+      refused({ type: 'Malformed', detail: 'schema: a: a column annotated LIST, which only a group may be' }),
+    );
+    expect(await nested(...group(leaf('a')), leaf('x', TYPE.INT32, [6, T.I32, 1]))).toEqual(refusedAs('MAP'));
   });
 
   it('refuses a dictionary page hyparquet cannot read, or whose values a date cannot hold', async () => {

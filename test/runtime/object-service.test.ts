@@ -134,25 +134,46 @@ describe('object service', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  let general: Publication;
-  let restricted: Publication;
+  // What every test below reads is formed once, here, so that each test stands alone (a
+  // mutation run starts single tests): a GENERAL sample of 12,000 rows and a RESTRICTED CSV
+  // import, both published; what was seen along the way is asserted by the first two tests.
   let sample: PendingObject;
+  let phases: string[];
+  let pendingBefore: string[];
+  let general: Publication;
+  let pendingAfter: PendingObject[];
+  let csvFormed: PendingObject;
+  let restricted: Publication;
+
+  beforeAll(async () => {
+    const seen = new Set<string>();
+    sample = value(await W.objects.importSample({ domain: 'GENERAL', rows: 12_000 }, (_, phase) => seen.add(phase)));
+    phases = [...seen];
+    pendingBefore = (await W.objects.pending()).map((p) => p.id);
+    general = value(await W.objects.publication(sample.id));
+    await W.objects.published(sample.id);
+    pendingAfter = await W.objects.pending();
+    const csv = [
+      'time,probe,depth_m,ok,note',
+      '2026-12-01T00:00:00Z,7,1.5,true,"Über, quoted"',
+      '2026-12-01T01:00:00Z,8,,false,',
+    ];
+    const file = new File([csv.join('\n') + '\n'], 'Drill Cores.csv', { type: 'text/csv' });
+    csvFormed = value(await W.objects.importCsv(file, { domain: 'RESTRICTED' }));
+    restricted = value(await W.objects.publication(csvFormed.id));
+    await W.objects.published(csvFormed.id);
+  });
 
   it('forms an object that waits, readable by its producer, until it is published under the current generation', async () => {
-    const phases = new Set<string>();
-    sample = value(await W.objects.importSample({ domain: 'GENERAL', rows: 12_000 }, (_, phase) => phases.add(phase)));
-    expect([...phases]).toEqual(['writing', 'storing']);
+    expect(phases).toEqual(['writing', 'storing']);
     expect(sample.manifest?.rows).toBe(12_000);
     expect(sample.manifest?.table).toBe('measurements');
     expect(sample.manifest?.time?.column).toBe('time');
     expect(sample.manifest?.columns.find((c) => c.name === 'pressure')?.nulls).toBeGreaterThan(0);
-    expect((await W.objects.pending()).map((p) => p.id)).toEqual([sample.id]);
-
-    general = value(await W.objects.publication(sample.id));
+    expect(pendingBefore).toEqual([sample.id]);
     expect(general.gen).toBe(1);
     expect(general.wrapped).toHaveLength(60);
-    await W.objects.published(sample.id);
-    expect(await W.objects.pending()).toEqual([]);
+    expect(pendingAfter).toEqual([]);
     // The local secret is gone: what opens it now is the access record.
     const view = value(await W.objects.openManifest(entryOf(general, W.signer)));
     expect(view).toEqual(sample.manifest);
@@ -199,23 +220,14 @@ describe('object service', () => {
   });
 
   it('imports a CSV file by streaming it, types inferred, table named after the file', async () => {
-    const csv = [
-      'time,probe,depth_m,ok,note',
-      '2026-12-01T00:00:00Z,7,1.5,true,"Über, quoted"',
-      '2026-12-01T01:00:00Z,8,,false,',
-    ];
-    const file = new File([csv.join('\n') + '\n'], 'Drill Cores.csv', { type: 'text/csv' });
-    const formed = value(await W.objects.importCsv(file, { domain: 'RESTRICTED' }));
-    expect(formed.table).toBe('drill_cores');
-    expect(formed.manifest?.schema.map((c) => `${c.name}:${c.type}`)).toEqual([
+    expect(csvFormed.table).toBe('drill_cores');
+    expect(csvFormed.manifest?.schema.map((c) => `${c.name}:${c.type}`)).toEqual([
       'time:timestamp',
       'probe:int32',
       'depth_m:double',
       'ok:boolean',
       'note:string',
     ]);
-    restricted = value(await W.objects.publication(formed.id));
-    await W.objects.published(formed.id);
     const exported = value(await W.objects.export(entryOf(restricted, W.signer), 'csv'));
     const lines = new TextDecoder().decode(exported).trimEnd().split('\n');
     expect(lines[0]).toBe('time,probe,depth_m,ok,note,_row_id');
@@ -293,6 +305,7 @@ describe('object service', () => {
   });
 
   it('fetches on demand, verifying the bytes against the storage id', async () => {
+    value(await W.objects.uploadPending()); // whether or not the test before uploaded them
     const R = await machine();
     await R.objects.reload(relay.wsUrl);
     // R holds no group secret: it is not in the mesh and cannot even ask the relay.

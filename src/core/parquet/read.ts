@@ -97,7 +97,7 @@ function schemaFault(node: SchemaTree): string | undefined {
   for (const child of node.children) {
     const { name, converted_type: converted, logical_type: logical } = child.element;
     if (!name) return 'a field without a name';
-    const annotation = [converted, logical?.type].find((a) => a !== undefined && GROUP_ONLY.has(a));
+    const annotation = [converted, logical?.type].find((a) => GROUP_ONLY.has(a));
     if (child.children.length === 0 && annotation)
       return `${name}: a column annotated ${annotation}, which only a group may be`;
     const fault = schemaFault(child);
@@ -107,7 +107,7 @@ function schemaFault(node: SchemaTree): string | undefined {
 }
 
 /** The annotations only a group may carry. */
-const GROUP_ONLY: ReadonlySet<string> = new Set(['LIST', 'MAP', 'MAP_KEY_VALUE']);
+const GROUP_ONLY: ReadonlySet<string | undefined> = new Set(['LIST', 'MAP', 'MAP_KEY_VALUE']);
 
 export class ParquetFile {
   readonly metadata: FileMetaData;
