@@ -68,14 +68,19 @@ export function checkHybrid(
       const count = (header >> 1) << 3;
       if (count < 0 || count - 8 >= left)
         return err(malformed(`${what}: a packed run of ${count} values, ${left} left`));
+      // hyparquet's readBitPacked reads a first byte before any value: a run of no groups, or
+      // of width 0, still moves it one byte on. When more runs follow, its next header is
+      // read after that byte, and so it is here (otherwise the two walks part: a stream
+      // accepted here could make hyparquet read a run of 2^30 values into a page of one).
       const bytes = (count / 8) * width;
-      if (at + bytes > end) return err(malformed(`${what}: a packed run past the stream's end`));
+      const moved = bytes === 0 && count < left ? 1 : bytes;
+      if (at + moved > end) return err(malformed(`${what}: a packed run past the stream's end`));
       if (target >= 0 || bound !== Number.POSITIVE_INFINITY) {
         const scan = packedScan(page, at, width, Math.min(count, left), target);
         if (scan.max >= bound) return err(beyond(what, scan.max, bound));
         matches += scan.matches;
       }
-      at += bytes;
+      at += moved;
       seen += Math.min(count, left);
     } else {
       const count = header >>> 1;
