@@ -5,6 +5,8 @@
  */
 import { proxy, transfer, wrap } from 'comlink';
 import { saveFile } from './save.js';
+import { toHex } from '../core/bytes.js';
+import { decodeTicket } from '../core/ticket.js';
 import { missingFeatures, missingFeaturesMessage } from './features.ts';
 import type { CryptoWorkerApi } from '../../workers/crypto.worker.ts';
 import type { ParquetWorkerApi } from '../../workers/parquet.worker.ts';
@@ -16,6 +18,8 @@ import type { ColumnValue } from '../core/schema.js';
 import type { Refusal, RefusalKind } from '../core/store.js';
 import type { PrivacyClass } from '../core/sync-manifest.js';
 
+const SETUP_NOTICE = 'sov.setupNotice';
+
 export class NodeStore {
   snapshot = $state<NodeSnapshot | undefined>(undefined);
   /** Grows whenever rows change (before the snapshot that says so): paged views ask again. */
@@ -24,6 +28,19 @@ export class NodeStore {
   persisted = $state<boolean | undefined>(undefined);
   /** The import in progress: rows written so far and the phase, or undefined. */
   importing = $state<{ rows: number; phase: string; of: number | undefined } | undefined>(undefined);
+  /**
+   * The invitation an admin is showing, kept here so that it outlives a visit to another
+   * view; cleared once a machine uses it (a one-time ticket admits nobody else).
+   */
+  invitation = $state<{ readonly ticket: string; readonly inv: string } | undefined>(undefined);
+  /**
+   * What the first screen says about the pairing that ended there (declined here, or
+   * cancelled). Ending a join reloads every tab of the machine, so it is kept in this tab's
+   * session storage until the next mesh is created or joined.
+   */
+  setupNotice = $state(sessionStorage.getItem(SETUP_NOTICE) ?? '');
+  /** Who used the last invitation shown, once a machine did. */
+  invitationUsedBy = $state('');
   #node: MeshNode | undefined;
   #queryId: string | undefined;
 
@@ -65,7 +82,14 @@ export class NodeStore {
         mls: wrap<MlsService>(mlsWorker),
         objects,
       });
-      this.#node.subscribe((s) => (this.snapshot = s));
+      this.#node.subscribe((s) => {
+        this.snapshot = s;
+        const used = this.invitation && s.pairings.find((p) => p.inv === this.invitation?.inv);
+        if (used) {
+          this.invitation = undefined;
+          this.invitationUsedBy = used.name || 'a machine';
+        }
+      });
       this.#node.onRowsChanged((version) => (this.rowsVersion = version));
       this.persisted = 'storage' in navigator ? await navigator.storage.persist().catch(() => false) : false;
     } catch (e) {
@@ -80,10 +104,12 @@ export class NodeStore {
   }
 
   async createMesh(name: string): Promise<void> {
+    this.#sayOnSetup('');
     await this.#guard(() => this.#require().pairing.found(name, defaultRelayUrl(location)));
   }
 
   async join(ticket: string, name: string): Promise<void> {
+    this.#sayOnSetup('');
     await this.#guard(async () => {
       const joined = await this.#require().pairing.join(ticket, name);
       if (!joined.ok) throw new Error(describe(joined.error));
@@ -91,13 +117,29 @@ export class NodeStore {
   }
 
   async cancelJoin(): Promise<void> {
+    this.#sayOnSetup('Pairing cancelled: nothing was trusted. Paste a ticket again when you are ready.');
     await this.#guard(() => this.#require().pairing.cancelJoin());
   }
 
-  async invite(): Promise<string> {
-    let ticket = '';
-    await this.#guard(async () => void (ticket = await this.#require().pairing.invite()));
-    return ticket;
+  /** A fresh one-time ticket, shown until it is used or hidden; the previous one is hidden at once. */
+  async invite(): Promise<void> {
+    this.hideInvitation();
+    await this.#guard(async () => {
+      const ticket = await this.#require().pairing.invite();
+      const decoded = decodeTicket(ticket);
+      if (decoded.ok) this.invitation = { ticket, inv: toHex(decoded.value.inv) };
+    });
+  }
+
+  #sayOnSetup(text: string): void {
+    this.setupNotice = text;
+    if (text) sessionStorage.setItem(SETUP_NOTICE, text);
+    else sessionStorage.removeItem(SETUP_NOTICE);
+  }
+
+  hideInvitation(): void {
+    this.invitation = undefined;
+    this.invitationUsedBy = '';
   }
 
   async answerPairing(inv: string, confirmed: boolean, by: 'code' | 'vouches' = 'code'): Promise<void> {
@@ -113,6 +155,13 @@ export class NodeStore {
   }
 
   async answerJoin(confirmed: boolean): Promise<void> {
+    // Said before the answer goes: the first screen comes back while the inviting machine is told.
+    if (!confirmed) {
+      this.#sayOnSetup(
+        'You stopped the pairing because the codes differed: nothing was trusted on either side. ' +
+          'Ask the inviting machine for a new ticket, and compare the codes again.',
+      );
+    }
     await this.#guard(() => this.#require().pairing.answerJoin(confirmed));
   }
 
@@ -131,8 +180,27 @@ export class NodeStore {
     return this.#write(() => this.#require().editProfile(row, cols));
   }
 
-  deleteProfile(row: string): Promise<boolean> {
-    return this.#write(() => this.#require().deleteProfile(row));
+  /** The profile deleted last on this screen, until it is restored or another is deleted. */
+  // Raw: its values go to the worker as they are (a deep state proxy cannot be cloned).
+  lastDeleted = $state.raw<{
+    readonly row: string;
+    readonly name: string;
+    readonly values: Record<string, ColumnValue>;
+  }>();
+
+  async deleteProfile(row: string, name: string, values: Record<string, ColumnValue>): Promise<boolean> {
+    const deleted = await this.#write(() => this.#require().deleteProfile(row));
+    if (deleted) this.lastDeleted = { row, name, values };
+    return deleted;
+  }
+
+  /** Undoes the last delete: an edit that writes the row's values again brings it back everywhere. */
+  async undoDelete(): Promise<boolean> {
+    const deleted = this.lastDeleted;
+    if (!deleted) return false;
+    const restored = await this.saveProfile(deleted.row, deleted.values);
+    if (restored) this.lastDeleted = undefined;
+    return restored;
   }
 
   removeMachine(signer: string): Promise<boolean> {

@@ -8,7 +8,7 @@
  * opens what it held in the meantime.
  */
 import type { Page } from '@playwright/test';
-import { expect, pair, pairAnother, profile, test } from './relay-process.ts';
+import { expect, expectMachines, pair, pairAnother, profile, test, view } from './relay-process.ts';
 
 const domain = (page: Page, name: string) => page.locator(`[data-testid="domain"][data-domain="${name}"]`);
 const note = (page: Page, text: string) => page.getByTestId('note').filter({ hasText: text });
@@ -28,12 +28,14 @@ test('RESTRICTED is read by workstation and collector only; the server stores it
   const [ws, col, srv] = [await open(), await open(), await open()];
   await pair(relay, ws, col);
   await pairAnother(relay, ws, srv, 'server');
-  for (const page of [ws, col, srv]) await expect(page.getByTestId('machine')).toHaveCount(3);
+  await expectMachines([ws, col, srv], 3);
 
   // Positive control: the server reads GENERAL.
   await ws.getByTestId('new-profile-name').fill('Pump 1');
   await ws.getByTestId('add-profile').click();
   await expect(profile(srv, 'Pump 1')).toBeVisible();
+  // Domains and their notes are one view; every machine stays on it from here.
+  for (const page of [ws, col, srv]) await view(page, 'domains');
   await expect(domain(srv, 'GENERAL')).toHaveAttribute('data-member', 'yes');
 
   // A built-in or ill-formed name is refused with a typed error, and nothing is created.

@@ -25,11 +25,18 @@ import { expect, test, type RelayProcess } from './relay-process.ts';
 
 const profileCard = (name: string): string => `[data-testid="profile"][data-name="${name}"]`;
 
+/** Opens one of the app's views through its navigation and waits until it is shown. */
+async function showView(m: EnginePage, id: string): Promise<void> {
+  await m.click(tid(`nav-${id}`));
+  await expectCount(m, `main[data-view="${id}"]`, 1);
+}
+
 async function foundMesh(relay: RelayProcess, m: EnginePage, name: string): Promise<string> {
   await m.goto(relay.url);
   await m.fill(tid('machine-name'), name);
   await m.click(tid('create-mesh'));
   await expectText(m, tid('relay-state'), 'ready');
+  await showView(m, 'machines');
   await m.click(tid('invite'));
   return expectValue(m, tid('ticket'), /^sov1\./);
 }
@@ -52,11 +59,15 @@ async function confirmPairing(inviter: EnginePage, joiner: EnginePage): Promise<
   await inviter.click(tid('pairing-confirm'));
   await expectCount(joiner, tid('new-profile-name'), 1);
   await expectText(joiner, tid('relay-state'), 'ready');
-  await expectCount(inviter, tid('machine'), 2);
-  await expectCount(joiner, tid('machine'), 2);
+  for (const m of [inviter, joiner]) {
+    await showView(m, 'machines');
+    await expectCount(m, tid('machine'), 2);
+    await showView(m, 'profiles');
+  }
 }
 
 async function addProfile(m: EnginePage, name: string, location: string): Promise<void> {
+  await showView(m, 'profiles');
   await m.fill(tid('new-profile-name'), name);
   await m.fill(tid('new-profile-location'), location);
   await m.click(tid('add-profile'));
@@ -92,6 +103,7 @@ async function noErrorShown(m: EnginePage): Promise<void> {
  * fetch it (the answer it posts back is the proof the fetch ran).
  */
 async function syncsWhilePageOpen(m: EnginePage): Promise<void> {
+  await showView(m, 'sync');
   await expectCount(m, `${tid('background-sync')}[data-support="page-open"]`, 1);
   await m.evaluate(() => {
     const seen: unknown[] = [];
@@ -202,11 +214,13 @@ for (const engine of ENGINES) {
     test('turns a sample into an object, queries it hourly and draws the chart', async ({ relay }) => {
       const m = await open();
       await foundMesh(relay, m, `${engine} workstation`);
+      await showView(m, 'objects');
       // The reference zstd, built to WebAssembly, starts in this engine's worker.
       await expectText(m, tid('object-compression'), 'Objects formed here: ZSTD pages.');
       await m.fill(tid('sample-rows'), '600');
       await m.click(tid('object-sample'));
       await expectCount(m, '[data-testid="object"][data-state="published"]', 1, 60_000);
+      await showView(m, 'query');
       await selectOption(m, tid('query-fn'), 'avg');
       await selectOption(m, tid('query-measure'), 'temperature');
       await selectOption(m, tid('query-bucket'), '1 hour');

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Page } from '@playwright/test';
-import { expect, foundMesh, test } from './relay-process.ts';
+import { expect, foundMesh, test, view } from './relay-process.ts';
 
 /** A running `sov node`, its output kept line by line. */
 class HeadlessNode {
@@ -97,11 +97,13 @@ test('a headless server pairs, stores the objects it is placed, and reads only w
     // The ticket is never echoed.
     expect(node.lines.join('\n')).not.toContain(ticket.slice(5, 40));
 
+    await view(ws, 'domains');
     await ws.getByTestId('domain-name').fill('RESTRICTED');
     await ws.getByTestId('domain-purpose').fill('not for the server');
     await ws.locator('[data-testid="domain-exclude"][data-name="server"]').check();
     await ws.getByTestId('domain-create-submit').click();
     await expect(ws.locator('[data-testid="domain"][data-domain="RESTRICTED"]')).toHaveAttribute('data-member', 'yes');
+    await view(ws, 'objects');
     await ws.locator('[data-testid="placement"][data-name="server"]').getByTestId('placement-select').selectOption('*');
 
     await ws.getByTestId('object-domain').selectOption('RESTRICTED');

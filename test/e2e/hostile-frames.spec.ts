@@ -18,7 +18,7 @@ import { systemClock } from '../../src/runtime/clock.ts';
 import { FrameChannel, generateFrameKey } from '../../src/runtime/frame-channel.ts';
 import { webRandom } from '../../src/runtime/webcrypto.ts';
 import { decodeRelayMessage, encodeRelayMessage, MAX_FRAME_BODY, relayAuthPayload } from '../../src/core/relay-wire.ts';
-import { expect, foundMesh, test } from './relay-process.ts';
+import { expect, foundMesh, test, view } from './relay-process.ts';
 
 async function hostileSession(wsUrl: string, topic: Uint8Array, invite?: Uint8Array) {
   const secret = ed25519.utils.randomSecretKey();
@@ -58,6 +58,7 @@ test('frames from a stranger are rejected before import and counted', async ({ b
   const topic = fromHex((await badge.getAttribute('data-topic'))!)!;
   const target = fromHex((await badge.getAttribute('data-endpoint'))!)!;
   const targetFrame = fromHex((await badge.getAttribute('data-frame'))!)!;
+  await view(page, 'sync');
   const logBefore = await page.getByTestId('sync-panel').textContent();
 
   const wsUrl = relay.url.replace('http', 'ws') + '/ws';

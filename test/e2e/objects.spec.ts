@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import type { Page } from '@playwright/test';
 import { openParquet } from '../../src/core/parquet/read.ts';
 import { webPmeCipher } from '../../src/runtime/pme-cipher.ts';
-import { expect, pair, pairAnother, test } from './relay-process.ts';
+import { expect, expectMachines, pair, pairAnother, test, view } from './relay-process.ts';
 
 const object = (page: Page, table: string) => page.locator(`[data-testid="object"][data-table="${table}"]`);
 const byId = (page: Page, id: string) => page.locator(`[data-testid="object"][data-id="${id}"]`);
@@ -57,7 +57,8 @@ test('a CSV imported on the collector reaches the workstation readable and the s
   const [ws, col, srv] = [await open(), await open(), await open()];
   await pair(relay, ws, col);
   await pairAnother(relay, ws, srv, 'server');
-  for (const page of [ws, col, srv]) await expect(page.getByTestId('machine')).toHaveCount(3);
+  await expectMachines([ws, col], 3, 'domains');
+  await expectMachines([srv], 3, 'objects');
 
   await ws.getByTestId('domain-name').fill('RESTRICTED');
   await ws.getByTestId('domain-purpose').fill('drill cores before publication');
@@ -65,10 +66,12 @@ test('a CSV imported on the collector reaches the workstation readable and the s
   await ws.getByTestId('domain-create-submit').click();
   await expect(col.locator('[data-testid="domain"][data-domain="RESTRICTED"]')).toHaveAttribute('data-member', 'yes');
   // The admin places every domain's objects on the server.
+  await view(ws, 'objects');
   await ws.locator('[data-testid="placement"][data-name="server"]').getByTestId('placement-select').selectOption('*');
   await expect(srv.getByTestId('own-placement')).toContainText('every domain');
 
   // The collector imports the CSV into RESTRICTED: it is formed (ZSTD pages), then published.
+  await view(col, 'objects');
   await expect(col.getByTestId('object-compression')).toHaveText('Objects formed here: ZSTD pages.');
   await col.getByTestId('object-domain').selectOption('RESTRICTED');
   await col

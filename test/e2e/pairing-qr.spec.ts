@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import playwrightConfig from '../../playwright.config.ts';
 import { displayedPixels, writeY4m } from './fake-camera.ts';
-import { confirmCodes, expect, foundMesh, profile, test } from './relay-process.ts';
+import { confirmCodes, expect, foundMesh, profile, test, view } from './relay-process.ts';
 
 test('pair by scanning the QR code through a fake camera, with the code confirmed on both sides', async ({
   browser,
@@ -44,6 +44,7 @@ test('pair by scanning the QR code through a fake camera, with the code confirme
     await expect(a.getByTestId('machine')).toHaveCount(2);
     await b.getByTestId('new-profile-name').fill('Scanned in');
     await b.getByTestId('add-profile').click();
+    await view(a, 'profiles');
     await expect(profile(a, 'Scanned in')).toBeVisible();
   } finally {
     await scanner.close();

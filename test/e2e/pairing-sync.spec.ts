@@ -5,7 +5,7 @@
  * the relay restarts with frames stored for B, and both machines converge.
  */
 import type { Page } from '@playwright/test';
-import { expect, pair, profile, RELAY_SEES_DISCONNECT, test } from './relay-process.ts';
+import { expect, expectMachines, pair, profile, RELAY_SEES_DISCONNECT, test } from './relay-process.ts';
 
 async function identity(page: Page): Promise<{ endpoint: string; topic: string }> {
   const badge = page.getByTestId('fingerprint');
@@ -29,7 +29,7 @@ test('pair, sync both ways, survive offline, reload and a relay restart', async 
 
   // A founds the mesh and invites B; B joins with the pasted ticket.
   await pair(relay, a, b);
-  await expect(b.getByTestId('machine')).toHaveCount(2);
+  await expectMachines([b], 2);
 
   // An edit in A appears in B.
   await a.getByTestId('new-profile-name').fill('Pump 1');

@@ -6,11 +6,16 @@
  * clear error and no result.
  */
 import { readFileSync } from 'node:fs';
-import { expect, foundMesh, test } from './relay-process.ts';
+import { expect, foundMesh, test, view } from './relay-process.ts';
 
 test('a time-bucketed average draws a chart and explains what was pruned', async ({ browser, relay }) => {
   const page = await (await browser.newContext({ acceptDownloads: true })).newPage();
   await foundMesh(relay, page);
+  // Before any object exists, the Query view says what to do first.
+  await view(page, 'query');
+  await expect(page.getByTestId('query-empty')).toContainText('Nothing to query yet');
+  await page.getByTestId('query-empty').getByRole('link', { name: 'Objects' }).click();
+  await expect(page.locator('main[data-view="objects"]')).toBeVisible();
   for (const rows of ['3000', '600']) {
     await page.getByTestId('sample-rows').fill(rows);
     await page.getByTestId('object-sample').click();
@@ -19,6 +24,7 @@ test('a time-bucketed average draws a chart and explains what was pruned', async
   await expect(page.locator('[data-testid="object"][data-state="published"]')).toHaveCount(2);
 
   // The builder writes the SQL: hourly average temperature.
+  await view(page, 'query');
   await page.getByTestId('query-fn').selectOption('avg');
   await page.getByTestId('query-measure').selectOption('temperature');
   await page.getByTestId('query-bucket').selectOption('1 hour');

@@ -21,6 +21,7 @@ import {
   RELAY_SEES_DISCONNECT,
   type RelayProcess,
   test,
+  view,
 } from './relay-process.ts';
 
 const CANARY_VALUES = ['canary-Ωmega-7f3a north shed', 'canary-hourly-91c0', 'canary-filters-0b14 ✓'];
@@ -66,6 +67,7 @@ test('the relay never sees a plaintext canary, a schema name or the group secret
   await expect(b.getByTestId('new-profile-name')).toBeVisible();
 
   // Realtime: a profile whose name and values are canaries.
+  await view(a, 'profiles');
   await a.getByTestId('new-profile-name').fill(CANARY_VALUES[0]!);
   await a.getByTestId('add-profile').click();
   await expect(profile(b, CANARY_VALUES[0]!)).toBeVisible();

@@ -85,6 +85,31 @@ export const test = base.extend<{ relay: RelayProcess }>({
 });
 export { expect };
 
+/**
+ * Opens one of the app's views through its navigation (sidebar or tab bar), as a user
+ * does, and waits until it is the one shown.
+ */
+export async function view(
+  page: Page,
+  id: 'profiles' | 'machines' | 'domains' | 'objects' | 'query' | 'privacy' | 'sync',
+): Promise<void> {
+  await page.getByTestId(`nav-${id}`).click();
+  await expect(page.locator(`main[data-view="${id}"]`)).toBeVisible();
+}
+
+/** Each of `pages` lists `count` machines in its Machines view, then shows `then`. */
+export async function expectMachines(
+  pages: readonly Page[],
+  count: number,
+  then: Parameters<typeof view>[1] = 'profiles',
+): Promise<void> {
+  for (const page of pages) {
+    await view(page, 'machines');
+    await expect(page.getByTestId('machine')).toHaveCount(count);
+    await view(page, then);
+  }
+}
+
 /** A device-profile card by its name. */
 export const profile = (page: Page, name: string) => page.locator(`[data-testid="profile"][data-name="${name}"]`);
 
@@ -110,6 +135,7 @@ export async function foundMesh(relay: RelayProcess, page: Page, name = 'worksta
   await page.getByTestId('machine-name').fill(name);
   await page.getByTestId('create-mesh').click();
   await expect(page.getByTestId('relay-state')).toHaveText('ready');
+  await view(page, 'machines');
   await page.getByTestId('invite').click();
   const ticket = await page.getByTestId('ticket').inputValue();
   expect(ticket).toMatch(/^sov1\./);
@@ -127,13 +153,13 @@ export async function pair(relay: RelayProcess, a: Page, b: Page, path = ''): Pr
   await expect(b.getByTestId('new-profile-name')).toBeVisible();
   await expect(b.getByTestId('relay-state')).toHaveText('ready');
   await expect(a.getByTestId('machine')).toHaveCount(2);
+  await view(a, 'profiles');
 }
 
 /** An admin page `inviter` of a mesh admits a further machine `page` as `name` with a fresh ticket. */
 export async function pairAnother(relay: RelayProcess, inviter: Page, page: Page, name: string): Promise<void> {
-  const used = await inviter.getByTestId('ticket').inputValue();
+  await view(inviter, 'machines');
   await inviter.getByTestId('invite').click();
-  await expect(inviter.getByTestId('ticket')).not.toHaveValue(used);
   const ticket = await inviter.getByTestId('ticket').inputValue();
   await page.goto(relay.url);
   await page.getByTestId('machine-name').fill(name);
@@ -141,4 +167,5 @@ export async function pairAnother(relay: RelayProcess, inviter: Page, page: Page
   await page.getByTestId('join-mesh').click();
   await confirmCodes(inviter, page);
   await expect(page.getByTestId('new-profile-name')).toBeVisible();
+  await view(inviter, 'profiles');
 }

@@ -4,7 +4,7 @@
  * visible notice, and a removal that fails the removed machine closed.
  */
 import type { BrowserContext, Page } from '@playwright/test';
-import { expect, pair, profile, RELAY_SEES_DISCONNECT, type RelayProcess, test } from './relay-process.ts';
+import { expect, pair, profile, RELAY_SEES_DISCONNECT, type RelayProcess, test, view } from './relay-process.ts';
 
 /** What a machine the relay no longer serves shows each time it is turned away (relay/hub.ts, `#auth`). */
 const NOT_ADMITTED = "relay refused: relay: this endpoint is not on the group's admission list";
@@ -60,6 +60,7 @@ test('a delete overtaken by a later edit resurrects the row with a notice', asyn
 
   await goOffline(relay, cb, b);
   await profile(a, 'Tank').getByTestId('delete-profile').click();
+  await profile(a, 'Tank').getByTestId('confirm-delete').click();
   await expect(profile(a, 'Tank')).toHaveCount(0);
   await a.getByTestId('show-deleted').check();
   await expect(profile(a, 'Tank')).toHaveAttribute('data-alive', 'false');
@@ -75,6 +76,36 @@ test('a delete overtaken by a later edit resurrects the row with a notice', asyn
   await expect(profile(b, 'Tank')).toHaveAttribute('data-alive', 'true');
 });
 
+test('a delete asks first, and can be undone on every machine', async ({ browser, relay }) => {
+  const [a, b] = [await (await browser.newContext()).newPage(), await (await browser.newContext()).newPage()];
+  await pair(relay, a, b);
+  await a.getByTestId('new-profile-name').fill('Valve 9');
+  await a.getByTestId('new-profile-location').fill('east gate');
+  await a.getByTestId('add-profile').click();
+  await expect(profile(b, 'Valve 9')).toBeVisible();
+
+  // Keep: nothing is deleted.
+  await profile(a, 'Valve 9').getByTestId('delete-profile').click();
+  await expect(profile(a, 'Valve 9').getByTestId('delete-question')).toHaveText('Delete it on every machine?');
+  await profile(a, 'Valve 9').getByTestId('keep-profile').click();
+  await expect(profile(a, 'Valve 9').getByTestId('delete-profile')).toBeVisible();
+  await expect(profile(a, 'Valve 9')).toHaveAttribute('data-alive', 'true');
+
+  await profile(a, 'Valve 9').getByTestId('delete-profile').click();
+  await profile(a, 'Valve 9').getByTestId('confirm-delete').click();
+  await expect(profile(a, 'Valve 9')).toHaveCount(0);
+  await expect(a.getByTestId('deleted-notice')).toContainText('Deleted Valve 9 on every machine.');
+  await expect(profile(b, 'Valve 9')).toHaveCount(0);
+  await expect(b.getByTestId('profile-count')).toHaveText('0 profiles');
+
+  // Undo brings it back, with its values, here and on the other machine.
+  await a.getByTestId('undo-delete').click();
+  await expect(a.getByTestId('deleted-notice')).toHaveCount(0);
+  await expect(profile(a, 'Valve 9').getByTestId('value-location')).toHaveText('east gate');
+  await expect(profile(b, 'Valve 9').getByTestId('value-location')).toHaveText('east gate');
+  await expect(profile(b, 'Valve 9')).toHaveAttribute('data-alive', 'true');
+});
+
 test('a removed machine fails closed', async ({ browser, relay }) => {
   const [ca, cb] = [await browser.newContext(), await browser.newContext()];
   const [a, b] = [await ca.newPage(), await cb.newPage()];
@@ -85,14 +116,18 @@ test('a removed machine fails closed', async ({ browser, relay }) => {
 
   // B is away while it is removed, so nothing tells it: only the relay stands between its next write and A.
   await goOffline(relay, cb, b);
+  await view(a, 'machines');
   const collector = a.locator('[data-testid="machine"][data-name="collector"]');
   await collector.getByTestId('remove-machine').click();
   await collector.getByTestId('confirm-remove').click();
   await expect(collector).toHaveAttribute('data-removed', 'true');
+  await view(a, 'sync');
+  await expect(a.getByTestId('sync-panel')).toBeVisible();
   await expect(a.getByTestId('peer')).toHaveCount(0);
   // A pushes the new admission list, then removes B from each domain's group through the relay's sequencer
   // on the same session: the relay handles a session's messages in order, so B being gone from the readers
   // proves the relay took the list before B comes back.
+  await view(a, 'domains');
   const readers = a.locator('[data-testid="domain"][data-domain="GENERAL"]').getByTestId('domain-members');
   await expect(readers).toHaveText('Readers: workstation');
 
@@ -103,6 +138,7 @@ test('a removed machine fails closed', async ({ browser, relay }) => {
   await cb.setOffline(false);
   await expect(b.getByTestId('relay-state')).toHaveAttribute('title', NOT_ADMITTED);
   await expect(b.getByTestId('pending')).not.toHaveAttribute('data-count', '0');
+  await view(a, 'profiles');
   await expect(profile(a, 'After removal')).toHaveCount(0);
   await expect(profile(a, 'Before removal')).toBeVisible();
 });

@@ -9,7 +9,16 @@ import { chromium } from '@playwright/test';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { confirmCodes, expect, foundMesh as found, profile, test, type RelayProcess } from './relay-process.ts';
+import {
+  confirmCodes,
+  expect,
+  expectMachines,
+  foundMesh as found,
+  profile,
+  test,
+  view,
+  type RelayProcess,
+} from './relay-process.ts';
 
 async function sessions(relay: RelayProcess): Promise<number> {
   const health = (await (await fetch(`${relay.url}/api/health`)).json()) as { sessions: number };
@@ -33,7 +42,8 @@ test('two tabs of one machine share one relay session and one state', async ({ b
   await confirmCodes(first, b);
   await expect(b.getByTestId('new-profile-name')).toBeVisible();
   await expect(b.getByTestId('relay-state')).toHaveText('ready');
-  await expect(second.getByTestId('machine')).toHaveCount(2);
+  await expectMachines([second], 2);
+  await view(first, 'profiles');
 
   // An edit in the standby tab reaches the other machine through the leading tab.
   await second.getByTestId('new-profile-name').fill('Gate sensor');
@@ -49,6 +59,7 @@ test('two tabs of one machine share one relay session and one state', async ({ b
   await b.getByTestId('add-profile').click();
   await expect(profile(second, 'Pump 7')).toBeVisible();
   // The new leading tab took up the MLS state the first one kept: it changes membership.
+  for (const page of [second, b]) await view(page, 'domains');
   await second.getByTestId('domain-name').fill('FIELD');
   await second.getByTestId('domain-create-submit').click();
   const field = (page: typeof b) => page.locator('[data-testid="domain"][data-domain="FIELD"]');
@@ -85,9 +96,14 @@ test('bad tickets are refused and a used ticket admits nobody else', async ({ br
   // The invitation was used: the relay no longer serves its holder, so C never reaches A.
   await expect(c.getByTestId('joining')).toBeVisible();
   await expect(c.getByTestId('relay-state')).toHaveAttribute('title', /admission list/);
-  await expect(a.getByTestId('machine')).toHaveCount(2);
-  await c.getByTestId('cancel-join').click();
+  await expectMachines([a], 2);
+  // C is told so, and offered to paste another ticket: it never reaches A, so A cannot tell it.
+  await expect(c.getByTestId('ticket-unknown')).toContainText(
+    'already used by another machine, declined, or has expired',
+  );
+  await c.getByTestId('ticket-another').click();
   await expect(c.getByTestId('create-mesh')).toBeVisible();
+  await expect(c.getByTestId('ticket-input')).toHaveValue('');
 });
 
 test('pairing is default deny: a declined code trusts nothing, on either side', async ({ browser, relay }) => {
@@ -99,7 +115,14 @@ test('pairing is default deny: a declined code trusts nothing, on either side', 
   await b.goto(relay.url);
   await b.getByTestId('machine-name').fill('impostor');
   await b.getByTestId('ticket-input').fill(ticket);
+  // The admin is elsewhere in the app when the request comes: every view says who asks, and where to answer.
+  await view(a, 'profiles');
   await b.getByTestId('join-mesh').click();
+  await expect(a.getByTestId('asking-banner')).toContainText('impostor asks to join this mesh.');
+  await expect(a.getByTestId('nav-asking')).toContainText('1');
+  await a.getByTestId('asking-banner').getByRole('link').click();
+  await expect(a.locator('main[data-view="machines"]')).toBeVisible();
+  await expect(a.locator('[data-testid="pairing"][data-name="impostor"]')).toContainText('impostor asks to join');
   await expect(a.getByTestId('pairing-sas')).toHaveText(/^\d{3} \d{3}$/);
   await expect(b.getByTestId('join-sas')).toHaveText((await a.getByTestId('pairing-sas').textContent())!);
   await b.getByTestId('join-confirm').click();
@@ -112,8 +135,9 @@ test('pairing is default deny: a declined code trusts nothing, on either side', 
 
   // The joining human declines: the joiner gives up and the inviter admits nothing.
   await a.getByTestId('invite').click();
-  await expect(a.getByTestId('ticket')).not.toHaveValue(ticket);
+  await expect(a.getByTestId('ticket')).toHaveValue(/^sov1\./);
   const second = await a.getByTestId('ticket').inputValue();
+  expect(second).not.toBe(ticket);
   const c = await (await browser.newContext()).newPage();
   await c.goto(relay.url);
   await c.getByTestId('ticket-input').fill(second);
@@ -122,6 +146,7 @@ test('pairing is default deny: a declined code trusts nothing, on either side', 
   await a.getByTestId('pairing-confirm').click();
   await c.getByTestId('join-decline').click();
   await expect(c.getByTestId('create-mesh')).toBeVisible();
+  await expect(c.getByTestId('setup-notice')).toContainText('You stopped the pairing because the codes differed');
   await expect(a.getByTestId('pairing')).toHaveCount(0);
   await expect(a.getByTestId('machine')).toHaveCount(1);
 });

@@ -4,16 +4,22 @@
  * records that replicate like any other — and an administrator's human then
  * confirms. One vouch is not enough (k = 2 by default): default deny.
  */
-import { expect, pair, test } from './relay-process.ts';
+import { expect, pair, test, view } from './relay-process.ts';
 
 test('a third machine is vouched in by two members, then admitted by an admin', async ({ browser, relay }) => {
   const [a, b] = [await (await browser.newContext()).newPage(), await (await browser.newContext()).newPage()];
   await pair(relay, a, b);
+  for (const member of [a, b]) await view(member, 'machines');
 
-  const used = await a.getByTestId('ticket').inputValue();
+  // The ticket the collector used is gone from the admin's screen, and says who used it.
+  await expect(a.getByTestId('ticket-used')).toHaveText('collector used the ticket shown here: it admits nobody else.');
+  await expect(a.getByTestId('ticket')).toHaveCount(0);
   await a.getByTestId('invite').click();
-  await expect(a.getByTestId('ticket')).not.toHaveValue(used);
   const ticket = await a.getByTestId('ticket').inputValue();
+  // A ticket not yet used outlives a visit to another view.
+  await view(a, 'profiles');
+  await view(a, 'machines');
+  await expect(a.getByTestId('ticket')).toHaveValue(ticket);
   const c = await (await browser.newContext()).newPage();
   await c.goto(relay.url);
   await c.getByTestId('machine-name').fill('field tablet');
@@ -46,6 +52,7 @@ test('a third machine is vouched in by two members, then admitted by an admin', 
 test('a vouch for a malformed fingerprint is refused with a clear error', async ({ browser, relay }) => {
   const [a, b] = [await (await browser.newContext()).newPage(), await (await browser.newContext()).newPage()];
   await pair(relay, a, b);
+  await view(b, 'machines');
   await b.getByTestId('vouch-fingerprint').fill('not-a-fingerprint');
   await b.getByTestId('vouch').click();
   await expect(b.getByTestId('error')).toContainText('not a fingerprint');
