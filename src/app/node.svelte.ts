@@ -39,6 +39,8 @@ export class NodeStore {
    * session storage until the next mesh is created or joined.
    */
   setupNotice = $state(sessionStorage.getItem(SETUP_NOTICE) ?? '');
+  /** A new version of the app took over the service worker while this tab ran the old one. */
+  updateReady = $state(false);
   /** Who used the last invitation shown, once a machine did. */
   invitationUsedBy = $state('');
   #node: MeshNode | undefined;
