@@ -9,28 +9,10 @@
  */
 import { readRleBitPackedHybrid } from 'hyparquet/src/encoding.js';
 import type { ColumnDecoder, CompressionCodec, PageHeader, SchemaTree } from 'hyparquet/src/types.js';
-import { ByteWriter } from 'hyparquet-writer/src/bytewriter.js';
-import { writeRleBitPackedHybrid } from 'hyparquet-writer/src/encoding.js';
 import { describe, expect, it } from 'vitest';
 import { PARSERS } from '../../src/core/parquet/decoding.js';
 import { checkedPage, checkHybrid, checkPageStreams } from '../../src/core/parquet/hybrid.js';
-
-function encoded(values: readonly number[], width: number): Uint8Array {
-  const w = new ByteWriter();
-  writeRleBitPackedHybrid(w, Int32Array.from(values), width);
-  return w.getBytes();
-}
-
-/** A varint (LEB128) of a non-negative number below 2^35. */
-function varint(n: number): number[] {
-  const out: number[] = [];
-  for (;;) {
-    const low = n % 128;
-    n = Math.floor(n / 128);
-    if (n === 0) return [...out, low];
-    out.push(low | 0x80);
-  }
-}
+import { encoded, varint } from '../helpers/hybrid-streams.js';
 
 /** What hyparquet's own reader makes of a stream: `values` values of `width` bits. */
 function hyparquetReads(stream: Uint8Array, width: number, values: number): number[] {

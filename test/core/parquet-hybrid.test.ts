@@ -13,31 +13,13 @@ import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { readRleBitPackedHybrid } from 'hyparquet/src/encoding.js';
 import type { PageHeader, SchemaTree } from 'hyparquet/src/types.js';
-import { ByteWriter } from 'hyparquet-writer/src/bytewriter.js';
-import { writeRleBitPackedHybrid } from 'hyparquet-writer/src/encoding.js';
 import { describe, expect, it } from 'vitest';
 import { checkHybrid, checkPageStreams, packedScan } from '../../src/core/parquet/hybrid.js';
 import { openParquet } from '../../src/core/parquet/read.js';
 import { webPmeCipher } from '../../src/runtime/pme-cipher.js';
 import { runs } from '../helpers/runs.js';
 import { describeVectors, vectorPath } from '../helpers/vectors.js';
-
-function encoded(values: readonly number[], width: number): Uint8Array {
-  const w = new ByteWriter();
-  writeRleBitPackedHybrid(w, Int32Array.from(values), width);
-  return w.getBytes();
-}
-
-/** A varint (LEB128) of a non-negative number below 2^35. */
-function varint(n: number): number[] {
-  const out: number[] = [];
-  for (;;) {
-    const low = n % 128;
-    n = Math.floor(n / 128);
-    if (n === 0) return [...out, low];
-    out.push(low | 0x80);
-  }
-}
+import { encoded, varint } from '../helpers/hybrid-streams.js';
 
 const refusal = (r: ReturnType<typeof checkHybrid>): string =>
   r.ok ? 'accepted' : r.error.type === 'Malformed' ? r.error.detail : r.error.type;
