@@ -19,6 +19,19 @@ import type { Refusal, RefusalKind } from '../core/store.js';
 import type { PrivacyClass } from '../core/sync-manifest.js';
 
 const SETUP_NOTICE = 'sov.setupNotice';
+/** The notices this browser's person dismissed (their keys), kept across reloads. */
+const DISMISSED = 'sov.dismissedNotices';
+/** Dismissed keys remembered at most; the oldest are forgotten first. */
+const MAX_DISMISSED = 500;
+
+function readDismissed(): string[] {
+  try {
+    const kept: unknown = JSON.parse(localStorage.getItem(DISMISSED) ?? '[]');
+    return Array.isArray(kept) ? kept.filter((k): k is string => typeof k === 'string') : [];
+  } catch {
+    return [];
+  }
+}
 
 export class NodeStore {
   snapshot = $state<NodeSnapshot | undefined>(undefined);
@@ -39,6 +52,8 @@ export class NodeStore {
    * session storage until the next mesh is created or joined.
    */
   setupNotice = $state(sessionStorage.getItem(SETUP_NOTICE) ?? '');
+  /** Keys of the notices dismissed for good (see Notice.key). */
+  dismissedNotices = $state<string[]>(readDismissed());
   /** A new version of the app took over the service worker while this tab ran the old one. */
   updateReady = $state(false);
   /** Who used the last invitation shown, once a machine did. */
@@ -137,6 +152,12 @@ export class NodeStore {
     this.setupNotice = text;
     if (text) sessionStorage.setItem(SETUP_NOTICE, text);
     else sessionStorage.removeItem(SETUP_NOTICE);
+  }
+
+  /** Dismisses a notice for good, also after a reload. */
+  dismissNotice(key: string): void {
+    this.dismissedNotices = [...this.dismissedNotices.filter((k) => k !== key), key].slice(-MAX_DISMISSED);
+    localStorage.setItem(DISMISSED, JSON.stringify(this.dismissedNotices));
   }
 
   hideInvitation(): void {

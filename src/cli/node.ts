@@ -132,7 +132,8 @@ export async function nodeMain(argv: readonly string[]): Promise<number> {
     for (const n of [...s.notices].reverse()) {
       if (n.id <= lastNotice) continue;
       lastNotice = n.id;
-      say(`${n.kind}: ${n.text}`);
+      // Standing notices were printed when they happened, before this start.
+      if (!n.standing) say(`${n.kind}: ${n.text}`);
     }
   });
 

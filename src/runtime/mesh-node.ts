@@ -8,6 +8,7 @@
  */
 import { proxy } from 'comlink';
 import type { CryptoPort, MlsPort, StatePort } from './ports.js';
+import { ResurrectionNotices } from './resurrection-notices.js';
 import type { WriteError, WriteOutcome } from '../core/replica.js';
 import { err, type Result } from '../core/result.js';
 import type { ColumnValue, DomainName } from '../core/schema.js';
@@ -58,6 +59,7 @@ export class MeshNode {
   readonly #meta: MeshMetaKeeper;
   readonly #roster: MeshRoster;
   readonly #feed: NodeFeed;
+  readonly #resurrections: ResurrectionNotices;
   readonly #domains: MeshDomains;
   readonly #objects: MeshObjects | undefined;
   /** Founding a mesh, pairing machines into it, and vouching (mesh-pairing.ts). */
@@ -84,6 +86,7 @@ export class MeshNode {
     this.#identity = identity;
     this.#tabs = env.session(() => void this.#otherTabChanged());
     const feed = (this.#feed = new NodeFeed(() => buildSnapshot(this.#snapshotSources())));
+    this.#resurrections = new ResurrectionNotices(feed, state);
     const meta = (this.#meta = new MeshMetaKeeper(store, () => this.#configureState()));
     const roster = (this.#roster = new MeshRoster({
       store,
@@ -236,6 +239,7 @@ export class MeshNode {
       options.defaultPlacement,
     );
     const meta = await node.#meta.load();
+    if (meta?.status === 'member') await node.#resurrections.load();
     await state.attach(
       proxy({
         send: (peer: string, body: Uint8Array) => node.#relay.send(peer, body),
@@ -464,9 +468,7 @@ export class MeshNode {
   }
 
   #resurrected(resurrections: readonly Resurrection[]): void {
-    for (const r of resurrections) {
-      this.#feed.notice('resurrection', `row ${r.row} of ${r.table} came back: an edit was newer than its deletion`);
-    }
+    if (resurrections.length > 0) void this.#resurrections.announce(resurrections).then(() => this.#feed.publish());
   }
 
   async #manifest(): Promise<ManifestEntry[]> {

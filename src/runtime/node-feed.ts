@@ -56,8 +56,20 @@ export class NodeFeed {
     this.#counts[type] = (this.#counts[type] ?? 0) + 1;
   }
 
-  notice(kind: Notice['kind'], text: string): void {
-    this.#notices.unshift({ id: ++this.#noticeId, at: Date.now(), kind, text });
+  notice(
+    kind: Notice['kind'],
+    text: string,
+    about: { readonly key?: string; readonly at?: number; readonly standing?: boolean } = {},
+  ): void {
+    const { key, at = Date.now(), standing } = about;
+    this.#notices.unshift({
+      id: ++this.#noticeId,
+      at,
+      kind,
+      text,
+      ...(key !== undefined ? { key } : {}),
+      ...(standing ? { standing } : {}),
+    });
     this.#notices.length = Math.min(this.#notices.length, MAX_NOTICES);
   }
 

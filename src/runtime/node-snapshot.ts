@@ -28,6 +28,10 @@ export type Notice = {
   readonly at: number;
   readonly kind: 'info' | 'warning' | 'resurrection';
   readonly text: string;
+  /** What the notice is about, for notices a person dismisses for good (a resurrection: its delete's id). */
+  readonly key?: string;
+  /** Shown again at start from what was recorded before: not news (the headless node does not print it). */
+  readonly standing?: boolean;
 };
 
 export type NodeSnapshot = {

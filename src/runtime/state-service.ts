@@ -166,6 +166,17 @@ export class StateService {
     return this.#pages.page(query);
   }
 
+  /** The newest resurrections recorded, newest first. */
+  resurrections(limit: number): Promise<Resurrection[]> {
+    return this.#deps.store.resurrections(limit);
+  }
+
+  /** A row's name (its `name` column), when it has one that is text. */
+  async rowName(table: string, row: string): Promise<string | undefined> {
+    const name = (await this.#deps.store.row(table, row))?.cells['name']?.value;
+    return typeof name === 'string' && name !== '' ? name : undefined;
+  }
+
   /** Another context (a tab) wrote to the store: what was read of it may be stale. */
   invalidate(): void {
     this.#pages.invalidate();

@@ -71,9 +71,26 @@ test('a delete overtaken by a later edit resurrects the row with a notice', asyn
 
   await expect(profile(a, 'Tank')).toHaveAttribute('data-alive', 'true');
   await expect(profile(a, 'Tank').getByTestId('value-notes')).toHaveText('refilled');
-  await expect(a.locator('[data-testid="notice"][data-kind="resurrection"]')).toHaveCount(1);
-  await expect(b.locator('[data-testid="notice"][data-kind="resurrection"]')).toHaveCount(1);
+  const notice = (page: Page) => page.locator('[data-testid="notice"][data-kind="resurrection"]');
+  await expect(notice(a)).toHaveCount(1);
+  await expect(notice(b)).toHaveCount(1);
+  await expect(notice(a)).toContainText('The device profile “Tank” came back after it was deleted');
   await expect(profile(b, 'Tank')).toHaveAttribute('data-alive', 'true');
+
+  // Once per resurrection: a later edit of the row tells nothing new.
+  await edit(a, 'Tank', 'location', 'yard');
+  await expect(profile(b, 'Tank').getByTestId('value-location')).toHaveText('yard');
+  await expect(notice(a)).toHaveCount(1);
+  await expect(notice(b)).toHaveCount(1);
+  // Kept until dismissed, also across a reload; dismissed, it stays dismissed.
+  await a.reload();
+  await expect(notice(a)).toContainText('“Tank” came back');
+  await notice(a).getByTestId('dismiss-notice').click();
+  await expect(notice(a)).toHaveCount(0);
+  await a.reload();
+  await expect(profile(a, 'Tank')).toBeVisible();
+  await expect(notice(a)).toHaveCount(0);
+  await expect(notice(b)).toHaveCount(1);
 });
 
 test('a delete asks first, and can be undone on every machine', async ({ browser, relay }) => {
