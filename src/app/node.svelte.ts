@@ -18,6 +18,17 @@ import type { ColumnValue } from '../core/schema.js';
 import type { Refusal, RefusalKind } from '../core/store.js';
 import type { PrivacyClass } from '../core/sync-manifest.js';
 
+/** An import under way: rows written, its phase, the bytes of its file read in this phase, since when. */
+export type Importing = {
+  readonly rows: number;
+  readonly phase: string;
+  /** The rows a sample will have. */
+  readonly of: number | undefined;
+  readonly file: { readonly read: number; readonly size: number } | undefined;
+  /** When this phase began (ms). */
+  readonly since: number;
+};
+
 const SETUP_NOTICE = 'sov.setupNotice';
 /** The notices this browser's person dismissed (their keys), kept across reloads. */
 const DISMISSED = 'sov.dismissedNotices';
@@ -40,7 +51,7 @@ export class NodeStore {
   error = $state('');
   persisted = $state<boolean | undefined>(undefined);
   /** The import in progress: rows written so far and the phase, or undefined. */
-  importing = $state<{ rows: number; phase: string; of: number | undefined } | undefined>(undefined);
+  importing = $state<Importing | undefined>(undefined);
   /**
    * The invitation an admin is showing, kept here so that it outlives a visit to another
    * view; cleared once a machine uses it (a one-time ticket admits nobody else).
@@ -265,9 +276,19 @@ export class NodeStore {
   /** Forms an object of a CSV file (or, without one, of `rows` sample measurements) in `domain`. */
   async importObject(domain: string, source: File | number): Promise<string | undefined> {
     let id: string | undefined;
-    this.importing = { rows: 0, phase: 'reading', of: typeof source === 'number' ? source : undefined };
-    const progress = proxy((rows: number, phase: string) => {
-      if (this.importing) this.importing = { ...this.importing, rows, phase };
+    const started = Date.now();
+    this.importing = {
+      rows: 0,
+      phase: typeof source === 'number' ? 'writing' : 'reading',
+      of: typeof source === 'number' ? source : undefined,
+      file: typeof source === 'number' ? undefined : { read: 0, size: source.size },
+      since: started,
+    };
+    const progress = proxy((rows: number, phase: string, file?: { read: number; size: number }) => {
+      const was = this.importing;
+      if (!was) return;
+      const since = phase === was.phase ? was.since : Date.now();
+      this.importing = { ...was, rows, phase, since, ...(file ? { file } : {}) };
     });
     await this.#write(async () => {
       const node = this.#require();

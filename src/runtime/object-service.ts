@@ -110,7 +110,16 @@ export type PendingObject = {
   readonly manifest: ManifestView | undefined;
 };
 
-export type ImportProgress = (rows: number, phase: 'reading' | 'writing' | 'storing') => void;
+/**
+ * How an import goes: rows written so far, its phase, and for a file, the bytes of it read
+ * so far in this phase out of its size (a CSV file is read twice: once to infer its column
+ * types, once to write them).
+ */
+export type ImportProgress = (
+  rows: number,
+  phase: 'reading' | 'writing' | 'storing',
+  file?: { readonly read: number; readonly size: number },
+) => void;
 
 const SAMPLE_DEVICES = ['north-shed', 'south-field', 'pump-house', 'weir', 'orchard', 'ridge'];
 const SAMPLE_COLUMNS: readonly ColumnSpec[] = [
@@ -125,9 +134,25 @@ const SAMPLE_COLUMNS: readonly ColumnSpec[] = [
 const SAMPLE_GROUP_ROWS = 50_000;
 
 /** Reads a Blob's text in chunks (ReadableStream async iteration is not everywhere yet). */
-function blobText(blob: Blob): () => AsyncIterable<string> {
+/**
+ * The text of a blob, as often as it is asked for; `read` hears, on each pass, how many
+ * of its bytes that pass has read so far (and which pass it is, from 1).
+ */
+function blobText(blob: Blob, read?: (bytes: number, pass: number) => void): () => AsyncIterable<string> {
+  let passes = 0;
   return async function* () {
-    const reader = blob.stream().pipeThrough(new TextDecoderStream()).getReader();
+    const pass = ++passes;
+    let bytes = 0;
+    const counted = blob.stream().pipeThrough(
+      new TransformStream<Uint8Array<ArrayBuffer>, BufferSource>({
+        transform(chunk, out) {
+          bytes += chunk.byteLength;
+          read?.(bytes, pass);
+          out.enqueue(chunk);
+        },
+      }),
+    );
+    const reader = counted.pipeThrough(new TextDecoderStream()).getReader();
     try {
       for (;;) {
         const { done, value } = await reader.read();
@@ -256,9 +281,13 @@ export class ObjectService {
   ): Promise<Result<PendingObject, ObjectError>> {
     const ready = await this.#canForm(options.domain);
     if (!ready.ok) return ready;
-    const formed = await csvObject(blobText(file), {
+    let written = 0;
+    const text = blobText(file, (read, pass) =>
+      progress?.(written, pass === 1 ? 'reading' : 'writing', { read, size: file.size }),
+    );
+    const formed = await csvObject(text, {
       ...(await this.#formOptions(options.domain, options.table ?? tableName(file.name ?? 'imported'))),
-      progress: (rows) => progress?.(rows, 'writing'),
+      progress: (rows) => progress?.((written = rows), 'writing'),
     });
     if (!formed.ok) return formed;
     return this.#keep(formed.value, progress);

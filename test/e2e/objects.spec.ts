@@ -80,6 +80,8 @@ test('a CSV imported on the collector reaches the workstation readable and the s
   await col.getByTestId('object-import').click();
   const cores = object(col, 'drill_cores');
   await expect(cores).toHaveAttribute('data-state', 'published');
+  // The field no longer names the file it imported.
+  await expect(col.getByTestId('object-file')).toHaveValue('');
   await expect(cores.getByTestId('object-summary')).toContainText('500 rows · 5 columns · by collector');
   const id = (await cores.getAttribute('data-id'))!;
   expect(id).toMatch(/^[0-9a-f]{64}$/);
@@ -88,6 +90,9 @@ test('a CSV imported on the collector reaches the workstation readable and the s
   await col.getByTestId('sample-rows').fill('60000');
   await col.getByTestId('object-sample').click();
   await expect(col.getByTestId('import-progress')).toBeVisible();
+  await expect(col.getByTestId('import-progress-text')).toContainText(
+    /Writing · [\d,.\s\u202f]+ of 60[,.\s\u202f]000 rows/,
+  );
   const measurements = object(col, 'measurements');
   await expect(measurements).toHaveAttribute('data-state', 'published');
   const sampleId = (await measurements.getAttribute('data-id'))!;

@@ -143,6 +143,8 @@ describe('object service', () => {
   let general: Publication;
   let pendingAfter: PendingObject[];
   let csvFormed: PendingObject;
+  /** What the CSV import reported as it went. */
+  const csvProgress: [number, string, { read: number; size: number } | undefined][] = [];
   let restricted: Publication;
   /** What the first two uploads to the relay's blind store sent. */
   let uploads: { uploaded: number }[];
@@ -161,7 +163,11 @@ describe('object service', () => {
       '2026-12-01T01:00:00Z,8,,false,',
     ];
     const file = new File([csv.join('\n') + '\n'], 'Drill Cores.csv', { type: 'text/csv' });
-    csvFormed = value(await W.objects.importCsv(file, { domain: 'RESTRICTED' }));
+    csvFormed = value(
+      await W.objects.importCsv(file, { domain: 'RESTRICTED' }, (rows, phase, read) =>
+        csvProgress.push([rows, phase, read]),
+      ),
+    );
     restricted = value(await W.objects.publication(csvFormed.id));
     await W.objects.published(csvFormed.id);
     uploads = [value(await W.objects.uploadPending()), value(await W.objects.uploadPending())];
@@ -223,6 +229,20 @@ describe('object service', () => {
   });
 
   it('imports a CSV file by streaming it, types inferred, table named after the file', async () => {
+    // Read twice, all of its bytes each time (to infer, then to write), then its rows stored.
+    const size = csvProgress.find(([, , read]) => read)![2]!.size;
+    expect(size).toBeGreaterThan(0);
+    expect(csvProgress.filter(([, phase, read]) => phase === 'reading' && read).at(-1)).toEqual([
+      0,
+      'reading',
+      { read: size, size },
+    ]);
+    expect(csvProgress.filter(([, phase, read]) => phase === 'writing' && read).at(-1)).toEqual([
+      0,
+      'writing',
+      { read: size, size },
+    ]);
+    expect(csvProgress.at(-1)).toEqual([2, 'storing', undefined]);
     expect(csvFormed.table).toBe('drill_cores');
     expect(csvFormed.manifest?.schema.map((c) => `${c.name}:${c.type}`)).toEqual([
       'time:timestamp',
