@@ -274,7 +274,7 @@ export class NodeStore {
   }
 
   /** Forms an object of a CSV file (or, without one, of `rows` sample measurements) in `domain`. */
-  async importObject(domain: string, source: File | number): Promise<string | undefined> {
+  async importObject(domain: string, source: File | number, table?: string): Promise<string | undefined> {
     let id: string | undefined;
     const started = Date.now();
     this.importing = {
@@ -294,8 +294,8 @@ export class NodeStore {
       const node = this.#require();
       const formed =
         typeof source === 'number'
-          ? await node.objects.importSample(domain, source, progress)
-          : await node.objects.importCsv(source, domain, progress);
+          ? await node.objects.importSample(domain, source, progress, table)
+          : await node.objects.importCsv(source, domain, progress, table);
       if (formed.ok) id = formed.value.id;
       return formed;
     });

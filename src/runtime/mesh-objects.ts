@@ -15,6 +15,7 @@
  *   - the catalog view: every object this machine can read (manifest opened), formed,
  *     or merely stores (bytes only, unreadable here).
  */
+import { tableName } from '../core/object/csv-import.js';
 import { fromBase64Url, toBase64Url } from '../core/bytes.js';
 import type { WriteError, WriteOutcome } from '../core/replica.js';
 import { err, ok, type Result } from '../core/result.js';
@@ -163,21 +164,25 @@ export class MeshObjects {
     this.#failed.clear();
   }
 
+  /** Forms an object of a CSV file, in a table named `table` (by default after the file). */
   async importCsv(
     file: File,
     domain: DomainName,
     progress?: ImportProgress,
+    table?: string,
   ): Promise<Result<PendingObject, ObjectError>> {
-    const formed = await this.#deps.service.importCsv(file, { domain }, progress);
+    const formed = await this.#deps.service.importCsv(file, { domain, ...tableOption(table) }, progress);
     return this.#formed(formed);
   }
 
+  /** Forms an object of generated measurements, in a table named `table` (by default `measurements`). */
   async importSample(
     domain: DomainName,
     rows: number,
     progress?: ImportProgress,
+    table?: string,
   ): Promise<Result<PendingObject, ObjectError>> {
-    const formed = await this.#deps.service.importSample({ domain, rows }, progress);
+    const formed = await this.#deps.service.importSample({ domain, rows, ...tableOption(table) }, progress);
     return this.#formed(formed);
   }
 
@@ -393,4 +398,13 @@ export class MeshObjects {
     const access = entry?.access.map((a) => ({ ...a, domain: entry.domain })) ?? [];
     return this.#deps.service.tryEveryKey(id, access);
   }
+}
+
+/**
+ * A table name a person typed, made one as a file's name is (lower case, letters, digits
+ * and underscores, starting with a letter); none when nothing usable was typed.
+ */
+function tableOption(typed: string | undefined): { table?: string } {
+  const name = typed?.trim() ? tableName(`${typed.trim()}.csv`) : '';
+  return name && name !== 'imported' ? { table: name } : {};
 }

@@ -26,24 +26,29 @@ export class ObjectPlane {
     return this.#objects ? ok(this.#objects) : err({ type: 'NotReady', reason: 'this page runs no Parquet worker' });
   }
 
-  /** Forms one encrypted object of a CSV file in `domain`; it is published when the relay is reachable. */
+  /**
+   * Forms one encrypted object of a CSV file in `domain`, in table `table` (by default named
+   * after the file); it is published when the relay is reachable.
+   */
   async importCsv(
     file: File,
     domain: DomainName,
     progress?: ImportProgress,
+    table?: string,
   ): Promise<Result<PendingObject, ObjectError>> {
     const plane = this.#plane(domain);
-    return plane.ok ? plane.value.importCsv(file, domain, progress) : plane;
+    return plane.ok ? plane.value.importCsv(file, domain, progress, table) : plane;
   }
 
-  /** Forms an object of generated sample measurements in `domain`. */
+  /** Forms an object of generated sample measurements in `domain`, in table `table` (by default `measurements`). */
   async importSample(
     domain: DomainName,
     rows: number,
     progress?: ImportProgress,
+    table?: string,
   ): Promise<Result<PendingObject, ObjectError>> {
     const plane = this.#plane(domain);
-    return plane.ok ? plane.value.importSample(domain, rows, progress) : plane;
+    return plane.ok ? plane.value.importSample(domain, rows, progress, table) : plane;
   }
 
   /** The page compression of the objects this machine forms (ZSTD where WebAssembly runs). */

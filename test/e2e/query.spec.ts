@@ -126,3 +126,30 @@ test('a time-bucketed average draws a chart and explains what was pruned', async
   await expect(page.getByTestId('query-error')).toContainText('UnsupportedSql: OR');
   await expect(page.getByTestId('query-results')).toHaveCount(0);
 });
+
+test('a sample named by its person is a table of its own, listed with the domain it lives in', async ({
+  browser,
+  relay,
+}) => {
+  const page = await (await browser.newContext()).newPage();
+  await foundMesh(relay, page);
+  await view(page, 'objects');
+  await page.getByTestId('sample-rows').fill('600');
+  await page.getByTestId('object-table').fill('North field');
+  await page.getByTestId('object-sample').click();
+  await expect(page.locator('[data-testid="object"][data-table="north_field"]')).toHaveAttribute(
+    'data-state',
+    'published',
+  );
+  await page.getByTestId('object-table').fill('');
+  await page.getByTestId('object-sample').click();
+  await expect(page.locator('[data-testid="object"][data-table="measurements"]')).toHaveAttribute(
+    'data-state',
+    'published',
+  );
+  await view(page, 'query');
+  await expect(page.getByTestId('query-table').locator('option')).toHaveText([
+    'measurements (in GENERAL)',
+    'north_field (in GENERAL)',
+  ]);
+});

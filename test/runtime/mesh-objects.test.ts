@@ -94,6 +94,22 @@ describe('MeshObjects', () => {
     expect(new TextDecoder().decode(csv.value).trimEnd().split('\n')).toHaveLength(501);
   });
 
+  it('names the table as its person typed it, made a table name; blank or unusable names keep the default', async () => {
+    const tableOf = async (formed: ReturnType<typeof t.objects.importSample>) => {
+      const done = await formed;
+      if (!done.ok) throw new Error(done.error.type);
+      return done.value.manifest?.table;
+    };
+    expect(await tableOf(t.objects.importSample('GENERAL', 10, undefined, 'Field Trial 2'))).toBe('field_trial_2');
+    expect(await tableOf(t.objects.importSample('GENERAL', 10, undefined, ' weir.v2 '))).toBe('weir_v2');
+    expect(await tableOf(t.objects.importSample('GENERAL', 10, undefined, '   '))).toBe('measurements');
+    expect(await tableOf(t.objects.importSample('GENERAL', 10, undefined, '2024'))).toBe('measurements');
+    expect(await tableOf(t.objects.importSample('GENERAL', 10))).toBe('measurements');
+    const file = new File(['time,depth\n2026-12-01T00:00:00Z,1.5\n'], 'Drill Cores.csv', { type: 'text/csv' });
+    expect(await tableOf(t.objects.importCsv(file, 'GENERAL'))).toBe('drill_cores');
+    expect(await tableOf(t.objects.importCsv(file, 'GENERAL', undefined, 'cores north'))).toBe('cores_north');
+  });
+
   it('refuses for good what a removed machine formed and never published', async () => {
     const formed = await t.objects.importSample('GENERAL', 10);
     if (!formed.ok) throw new Error(formed.error.type);
