@@ -152,4 +152,20 @@ test('a sample named by its person is a table of its own, listed with the domain
     'measurements (in GENERAL)',
     'north_field (in GENERAL)',
   ]);
+
+  // A mean of about 10 and a count of about 60 an hour: an axis each, a colour each, one legend.
+  await page
+    .getByTestId('query-sql')
+    .fill(
+      "SELECT time_bucket(INTERVAL '1 hour', time) AS bucket, avg(temperature) AS mean, count(*) AS n FROM north_field GROUP BY bucket ORDER BY bucket",
+    );
+  await page.getByTestId('query-run').click();
+  const chart = page.getByTestId('query-chart');
+  await expect(chart.locator('canvas')).toHaveCount(1);
+  await expect(chart.locator('.u-axis')).toHaveCount(3);
+  await expect(chart.locator('.u-legend .u-series .u-label')).toHaveText(['Time', 'mean', 'n']);
+  const colours = await chart
+    .locator('.u-legend .u-series .u-marker')
+    .evaluateAll((markers) => markers.slice(1).map((m) => getComputedStyle(m).borderColor));
+  expect(new Set(colours).size).toBe(2);
 });
