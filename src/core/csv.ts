@@ -99,6 +99,8 @@ export class CsvParser {
     this.#endField();
     const last = this.#record;
     this.#record = [];
+    // Ended: a second end() with no text since finds no record (it found an empty one).
+    this.#started = false;
     return ok([last]);
   }
 
@@ -146,7 +148,7 @@ function fits(type: ColumnType, text: string): boolean {
     case 'boolean':
       return text === 'true' || text === 'false';
     case 'int32':
-      return INT.test(text) && Math.abs(Number(text)) <= 2 ** 31 - 1;
+      return INT.test(text) && Number(text) >= -(2 ** 31) && Number(text) <= 2 ** 31 - 1;
     case 'int64':
       return INT.test(text) && BigInt(text) >= -(2n ** 63n) && BigInt(text) <= 2n ** 63n - 1n;
     case 'double':
@@ -222,7 +224,10 @@ export function toCell(type: ColumnType, text: string): CellValue {
   }
 }
 
-/** Checks the header record: names usable as columns, none repeated. */
+/**
+ * The header record's names, trimmed, or why there is no header row. Whether the names are
+ * usable as columns and none repeats is checked with the schema (SchemaInference.schema).
+ */
 export function checkHeader(record: readonly string[] | undefined): Result<string[], CsvError> {
   if (!record || record.length === 0 || (record.length === 1 && record[0] === '')) {
     return err({ type: 'CsvHeader', detail: 'no header row' });
