@@ -102,25 +102,17 @@ describe('FileMetaData as hyparquet decodes it', () => {
     [4, T.BINARY, 'schema'],
     [5, T.I32, 1],
   ];
+  /** A FileMetaData of version 2 whose schema is the root and one `column`, then `rest` (rows, row groups, …). */
+  const fileMetaData = (column: Field[], ...rest: Field[]): Uint8Array =>
+    encodeStruct([[1, T.I32, 2], [2, T.LIST, { elem: T.STRUCT, items: [root, column] }], ...rest]);
 
   it('leaves a BYTE_ARRAY column plain bytes though GeoParquet metadata names it a geometry', () => {
     const geo = JSON.stringify({ version: '1.1.0', primary_column: 'g', columns: { g: { encoding: 'WKB' } } });
-    const footer = encodeStruct([
-      [1, T.I32, 2],
+    const footer = fileMetaData(
       [
-        2,
-        T.LIST,
-        {
-          elem: T.STRUCT,
-          items: [
-            root,
-            [
-              [1, T.I32, 6], // BYTE_ARRAY
-              [3, T.I32, 1], // OPTIONAL
-              [4, T.BINARY, 'g'],
-            ],
-          ],
-        },
+        [1, T.I32, 6], // BYTE_ARRAY
+        [3, T.I32, 1], // OPTIONAL
+        [4, T.BINARY, 'g'],
       ],
       [3, T.I64, 0],
       [4, T.LIST, { elem: T.STRUCT, items: [] }],
@@ -137,7 +129,7 @@ describe('FileMetaData as hyparquet decodes it', () => {
           ],
         },
       ],
-    ]);
+    );
     const read = asMetadata(footer);
     const framed = Uint8Array.from([...footer, ...le32(footer.length), ...PAR1]);
     expect(read).toEqual({ ok: true, value: parquetMetadata(framed, { parsers: PARSERS, geoparquet: false }) });
@@ -159,23 +151,12 @@ describe('FileMetaData as hyparquet decodes it', () => {
 
   it('gives a TIMESTAMP_MILLIS column’s statistics as milliseconds, as the values are read, not as Dates', () => {
     const ms = (n: number) => Uint8Array.from([...le32(n), 0, 0, 0, 0]);
-    const footer = encodeStruct([
-      [1, T.I32, 2],
+    const footer = fileMetaData(
       [
-        2,
-        T.LIST,
-        {
-          elem: T.STRUCT,
-          items: [
-            root,
-            [
-              [1, T.I32, 2], // INT64
-              [3, T.I32, 0], // REQUIRED
-              [4, T.BINARY, 't'],
-              [6, T.I32, 9], // TIMESTAMP_MILLIS
-            ],
-          ],
-        },
+        [1, T.I32, 2], // INT64
+        [3, T.I32, 0], // REQUIRED
+        [4, T.BINARY, 't'],
+        [6, T.I32, 9], // TIMESTAMP_MILLIS
       ],
       [3, T.I64, 1],
       [
@@ -225,7 +206,7 @@ describe('FileMetaData as hyparquet decodes it', () => {
           ],
         },
       ],
-    ]);
+    );
     const read = asMetadata(footer);
     if (!read.ok) throw new Error(JSON.stringify(read.error));
     expect(read.value.row_groups[0]!.columns[0]!.meta_data!.statistics).toStrictEqual({
