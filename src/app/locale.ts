@@ -34,6 +34,20 @@ export function formatNumber(value: number): string {
   return (numbers ??= new Intl.NumberFormat(uiLocale())).format(value);
 }
 
+const BYTE_UNITS = ['KiB', 'MiB', 'GiB', 'TiB'] as const;
+
+/** A size in bytes, in binary units (`812 B`, `4.2 MiB`, `10.0 GiB`). */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  let value = bytes / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < BYTE_UNITS.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${value.toFixed(1)} ${BYTE_UNITS[unit]}`;
+}
+
 /** A local wall-clock time (`12:04:31`). */
 export function formatTime(ms: number): string {
   return new Date(ms).toLocaleTimeString(uiLocale());

@@ -5,6 +5,7 @@
  */
 import { proxy, transfer, wrap } from 'comlink';
 import { saveFile } from './save.js';
+import { formatBytes } from './locale.ts';
 import { toHex } from '../core/bytes.js';
 import { decodeTicket } from '../core/ticket.js';
 import { missingFeatures, missingFeaturesMessage } from './features.ts';
@@ -17,6 +18,7 @@ import type { Result } from '../core/result.js';
 import type { ColumnValue } from '../core/schema.js';
 import type { Refusal, RefusalKind } from '../core/store.js';
 import type { PrivacyClass } from '../core/sync-manifest.js';
+import { isStorageFull, STORAGE_FULL_TEXT } from '../runtime/storage-full.js';
 
 /** An import under way: rows written, its phase, the bytes of its file read in this phase, since when. */
 export type Importing = {
@@ -50,6 +52,8 @@ export class NodeStore {
   rowsVersion = $state(0);
   error = $state('');
   persisted = $state<boolean | undefined>(undefined);
+  /** What this site stores on the device and may store (the browser's estimate), once asked. */
+  storage = $state<{ readonly usage: number; readonly quota: number } | undefined>(undefined);
   /** The import in progress: rows written so far and the phase, or undefined. */
   importing = $state<Importing | undefined>(undefined);
   /**
@@ -120,6 +124,7 @@ export class NodeStore {
       });
       this.#node.onRowsChanged((version) => (this.rowsVersion = version));
       this.persisted = 'storage' in navigator ? await navigator.storage.persist().catch(() => false) : false;
+      await this.refreshStorage();
     } catch (e) {
       console.error('Could not start this machine:', e);
       this.error = `Could not start this machine: ${(e as Error).message}`;
@@ -385,12 +390,37 @@ export class NodeStore {
     return done;
   }
 
+  /** Why a write failed for want of room, with what is stored of what the browser allows. */
+  #storageFullText(): string {
+    const used = this.storage
+      ? ` This site stores ${formatBytes(this.storage.usage)} of the ${formatBytes(this.storage.quota)} this browser allows it.`
+      : '';
+    const evictable = this.persisted
+      ? ''
+      : ' The browser has not granted this site persistent storage, so it may also clear its data to make room: ' +
+        'installing the app usually grants it.';
+    return `${STORAGE_FULL_TEXT}${used}${evictable}`;
+  }
+
+  /** Asks the browser again what this site stores and may store (shown in the Sync view). */
+  async refreshStorage(): Promise<void> {
+    if (!('storage' in navigator)) return; // an insecure context, or an old WebView
+    const estimate = await navigator.storage.estimate().catch(() => undefined);
+    if (estimate?.usage !== undefined && estimate.quota !== undefined) {
+      this.storage = { usage: estimate.usage, quota: estimate.quota };
+    }
+  }
+
   async #guard(action: () => Promise<void>): Promise<void> {
     this.error = '';
     try {
       await action();
     } catch (e) {
-      this.error = (e as Error).message;
+      // A full store fails a write whole: nothing of it was kept or sent, all before it stays.
+      if (isStorageFull(e)) {
+        await this.refreshStorage();
+        this.error = this.#storageFullText();
+      } else this.error = (e as Error).message;
     }
   }
 }

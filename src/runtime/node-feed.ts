@@ -28,6 +28,8 @@ export class NodeFeed {
   /** Snapshots started, and the newest one delivered: an older build that finishes late is dropped. */
   #started = 0;
   #delivered = 0;
+  /** The newest snapshot delivered. */
+  #last: NodeSnapshot | undefined;
   /** The build running (or the watchdog's end), and the one queued behind it. */
   #inFlight: Promise<unknown> = Promise.resolve();
   #queued: Promise<void> | undefined;
@@ -99,10 +101,17 @@ export class NodeFeed {
     return (this.#queued ??= this.#inFlight.then(() => {
       this.#queued = undefined;
       const n = ++this.#started;
-      const build = this.#build().then((snapshot) => {
+      const deliver = (snapshot: NodeSnapshot) => {
         if (n < this.#delivered) return;
         this.#delivered = n;
+        this.#last = snapshot;
         for (const listener of this.#listeners) listener(snapshot);
+      };
+      const build = this.#build().then(deliver, (e: unknown) => {
+        // The store cannot be read (a full disk closed it): what the machine has to say
+        // still reaches its person, on the last snapshot that could be built.
+        if (this.#last) deliver({ ...this.#last, notices: [...this.#notices] });
+        throw e;
       });
       this.#inFlight = Promise.race([build, sleep(this.#watchdogMs)]).catch(() => undefined);
       return build;

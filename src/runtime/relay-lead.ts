@@ -140,7 +140,10 @@ export class RelayLead {
         },
         batchCycle: (online) => this.#batchCycle(online),
         reevaluate: () => w.reevaluate(),
-        notice: (kind, text) => w.feed.notice(kind, text),
+        notice: (kind, text) => {
+          w.feed.notice(kind, text);
+          w.feed.publishSoon();
+        },
       },
       w.env,
     );

@@ -14,6 +14,7 @@ import type { EndpointToRelay } from '../core/relay-wire.js';
 import type { BackgroundPort, MachineEnv } from './machine-env.js';
 import { RelayConnection, type RelayAuth, type RelayHandlers, type RelayState } from './relay-connection.js';
 import type { SequencerMessage } from './sequencer-port.js';
+import { isStorageFull, STORAGE_FULL_INBOUND_TEXT, storeFailedText } from './storage-full.js';
 
 export const BATCH_CYCLE_MS = 15_000;
 /** Most frames handed to the machine at once (a catch-up delivers thousands). */
@@ -21,6 +22,8 @@ export const MAX_FRAMES_PER_BATCH = 64;
 
 /** A frame as the machine receives it: the sender's endpoint (hex) and the sealed body. */
 export type InboundFrame = { readonly from: string; readonly body: Uint8Array };
+/** How handing frames to the machine ended. */
+type Handed = 'handled' | 'failed' | 'full';
 export const REEVALUATE_MS = 30_000;
 
 export type SessionPort = {
@@ -69,6 +72,8 @@ export class RelaySession {
   #state: RelayState = 'offline';
   #detail = '';
   #lastBatchAt: number | undefined;
+  /** How the last frames handed failed, said once until frames are handled again. */
+  #failing: 'full' | 'failed' | undefined;
 
   /** Connects (after `prepare`) and starts the timers: this tab was elected to lead. */
   constructor(port: SessionPort, env: MachineEnv, connect: Connect = connectRelay) {
@@ -172,18 +177,31 @@ export class RelaySession {
     const batch = this.#pending.splice(0, MAX_FRAMES_PER_BATCH);
     if (batch.length === 0) return;
     const handled = await this.#hand(batch);
-    if (handled || batch.length === 1) return;
-    for (const one of batch) await this.#hand([one]);
+    if (handled !== 'failed' || batch.length === 1) return;
+    for (const one of batch) if ((await this.#hand([one])) === 'full') return;
   }
 
-  async #hand(batch: readonly { readonly id: number; readonly frame: InboundFrame }[]): Promise<boolean> {
+  /**
+   * Hands frames over, and acknowledges them once handled. A frame that fails stays
+   * unacknowledged (the relay keeps it and delivers it again). Frames are refused by count,
+   * never thrown (frame-dispatch.ts), so a failure is the store's: a full one fails every
+   * frame alike, and a closed one too. The person is told once, until frames are stored again.
+   */
+  async #hand(batch: readonly { readonly id: number; readonly frame: InboundFrame }[]): Promise<Handed> {
     try {
       await this.#port.frames(batch.map((b) => b.frame));
       this.#connection.ack(batch.map((b) => b.id));
-      return true;
+      this.#failing = undefined;
+      return 'handled';
     } catch (e) {
-      if (batch.length === 1) this.#port.notice('warning', `frame handling failed: ${String(e)}`);
-      return false;
+      const full = isStorageFull(e);
+      if (!full && batch.length > 1) return 'failed'; // one frame's fault, perhaps: each alone
+      const failing = full ? 'full' : 'failed';
+      if (this.#failing !== failing) {
+        this.#port.notice('warning', full ? STORAGE_FULL_INBOUND_TEXT : storeFailedText(e));
+        this.#failing = failing;
+      }
+      return failing;
     }
   }
 

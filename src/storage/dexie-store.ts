@@ -144,7 +144,9 @@ export class DexieReplicaStore implements ReplicaStore {
       } catch {
         // It had finished already: aborted by the failure being thrown.
       }
-      throw error;
+      // A request of an aborted transaction fails with a bare AbortError; why it aborted (a
+      // full disk, a quota) is the transaction's error, which is what the caller must hear.
+      throw transactionError(trans) ?? error;
     }
   }
 
@@ -299,5 +301,14 @@ export class DexieReplicaStore implements ReplicaStore {
 
   async deleteMeta(key: string): Promise<void> {
     await this.db.meta.delete(key);
+  }
+}
+
+/** Why `trans` aborted on its own (null after an explicit abort, or while it runs). */
+function transactionError(trans: IDBTransaction): DOMException | null {
+  try {
+    return trans.error;
+  } catch {
+    return null; // Engines that predate the current spec throw while it is active.
   }
 }

@@ -6,7 +6,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { NodeFeed } from '../../src/runtime/node-feed.js';
-import type { NodeSnapshot } from '../../src/runtime/node-snapshot.js';
+import type { NodeSnapshot, Notice } from '../../src/runtime/node-snapshot.js';
 
 /** Builds that finish when the test says so; each snapshot is its build number. */
 function builds() {
@@ -81,6 +81,25 @@ describe('node feed', () => {
     feed.publishSoon();
     await vi.advanceTimersByTimeAsync(0);
     expect(feed.counts['SnapshotFailed']).toBeGreaterThanOrEqual(1);
+  });
+
+  it('still delivers new notices on the last snapshot when the store can no longer be read', async () => {
+    let broken = false;
+    const notices: { current: readonly Notice[] } = { current: [] };
+    const feed: NodeFeed = new NodeFeed(async () => {
+      if (broken) throw new Error('store closed');
+      return { notices: [...notices.current], name: 'a' } as unknown as NodeSnapshot;
+    });
+    const seen: NodeSnapshot[] = [];
+    feed.subscribe((s) => seen.push(s));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(seen).toHaveLength(1);
+    broken = true;
+    feed.notice('warning', 'the disk is full');
+    await expect(feed.publish()).rejects.toThrow('store closed');
+    expect(seen).toHaveLength(2);
+    expect(seen[1]!.name).toBe('a');
+    expect(seen[1]!.notices.map((n) => n.text)).toEqual(['the disk is full']);
   });
 
   it('tells row listeners at once with a growing version, and keeps the newest thirty notices', () => {

@@ -7,6 +7,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { MachineEnv } from '../../src/runtime/machine-env.js';
 import type { RelayHandlers } from '../../src/runtime/relay-connection.js';
+import { STORAGE_FULL_INBOUND_TEXT, storeFailedText } from '../../src/runtime/storage-full.js';
 import {
   MAX_FRAMES_PER_BATCH,
   BATCH_CYCLE_MS,
@@ -57,6 +58,11 @@ function setUp(over: Partial<SessionPort> = {}) {
         const ns = frames.map((f) => f.body[0]!);
         log.push(`frames:${frames.map((f, i) => `${ns[i]}:${f.from.slice(0, 2)}`).join(',')}`);
         if (ns.includes(99)) return reject(new Error('broken'));
+        // A store with no room, as IndexedDB says it (Dexie keeps the DOMException as `inner`).
+        if (ns.includes(98)) {
+          const full = new DOMException('the quota has been exceeded', 'QuotaExceededError');
+          return reject(Object.assign(new Error('AbortError: transaction aborted'), { inner: full }));
+        }
         const gate = gates.get(ns[0]!);
         if (gate) gates.set(ns[0]!, resolve);
         else resolve();
@@ -152,10 +158,59 @@ describe('relay session', () => {
     expect(s.log).toEqual([
       'frames:99:aa,3:aa',
       'frames:99:aa',
-      'notice:frame handling failed: Error: broken',
+      `notice:${storeFailedText(new Error('broken'))}`,
       'frames:3:aa',
       'ack:3',
     ]);
+    s.session.close();
+  });
+
+  it('says once that frames failed, until one is stored again', async () => {
+    const s = setUp();
+    await flush();
+    s.log.length = 0;
+    s.handlers.current!.onFrame(frame(99, 0xaa));
+    await flush();
+    s.handlers.current!.onFrame(frame(99, 0xbb));
+    await flush();
+    s.handlers.current!.onFrame(frame(98, 0xaa)); // then the store fills up: that is news
+    await flush();
+    s.handlers.current!.onFrame(frame(5, 0xaa));
+    await flush();
+    s.handlers.current!.onFrame(frame(99, 0xcc));
+    await flush();
+    const failed = `notice:${storeFailedText(new Error('broken'))}`;
+    expect(s.log).toEqual([
+      'frames:99:aa',
+      failed,
+      'frames:99:bb',
+      'frames:98:aa',
+      `notice:${STORAGE_FULL_INBOUND_TEXT}`,
+      'frames:5:aa',
+      'ack:5',
+      'frames:99:cc',
+      failed,
+    ]);
+    s.session.close();
+  });
+
+  it('leaves frames unacknowledged when the store is full, and says so once until frames are stored again', async () => {
+    const s = setUp();
+    await flush();
+    s.log.length = 0;
+    s.handlers.current!.onFrame(frame(98, 0xaa));
+    s.handlers.current!.onFrame(frame(3, 0xaa));
+    await flush();
+    // A full store fails every frame alike: no frame-by-frame retry, nothing acknowledged.
+    expect(s.log).toEqual(['frames:98:aa,3:aa', `notice:${STORAGE_FULL_INBOUND_TEXT}`]);
+    s.handlers.current!.onFrame(frame(98, 0xbb));
+    await flush();
+    expect(s.log.slice(2)).toEqual(['frames:98:bb']); // said once
+    s.handlers.current!.onFrame(frame(4, 0xaa));
+    await flush();
+    s.handlers.current!.onFrame(frame(98, 0xcc));
+    await flush();
+    expect(s.log.slice(3)).toEqual(['frames:4:aa', 'ack:4', 'frames:98:cc', `notice:${STORAGE_FULL_INBOUND_TEXT}`]);
     s.session.close();
   });
 

@@ -28,8 +28,12 @@ const START_MS = 30_000;
 /** Pause between two readiness probes of a starting driver: a poll interval, not a barrier. */
 const START_POLL_MS = 100;
 
-export function launchEngine(engine: Exclude<EngineName, 'chromium'>): Promise<EnginePage> {
-  return engine === 'firefox' ? launchFirefox() : launchWebKit();
+/** `firefoxPrefs`: preferences added to the defaults below (Firefox only). */
+export function launchEngine(
+  engine: Exclude<EngineName, 'chromium'>,
+  firefoxPrefs: Readonly<Record<string, string | number | boolean>> = {},
+): Promise<EnginePage> {
+  return engine === 'firefox' ? launchFirefox(firefoxPrefs) : launchWebKit();
 }
 
 // ── Firefox ──────────────────────────────────────────────────────────────────
@@ -70,12 +74,12 @@ const FIREFOX_ENV = {
   MOZ_CRASHREPORTER_DISABLE: '1',
 };
 
-async function launchFirefox(): Promise<EnginePage> {
+async function launchFirefox(prefs: Readonly<Record<string, string | number | boolean>>): Promise<EnginePage> {
   const browser = await puppeteer.launch({
     browser: 'firefox',
     executablePath: FIREFOX,
     headless: true,
-    extraPrefsFirefox: FIREFOX_PREFS,
+    extraPrefsFirefox: { ...FIREFOX_PREFS, ...prefs },
     timeout: START_MS,
     protocolTimeout: 60_000,
     env: { ...process.env, ...FIREFOX_ENV, ...LOCALE_ENV },
