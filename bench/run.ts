@@ -25,6 +25,7 @@ const BENCHMARKS: Readonly<Record<string, () => Promise<Benchmark>>> = {
   mls: () => import('./mls.ts'),
   objects: () => import('./objects.ts'),
   query: () => import('./query.ts'),
+  lighthouse: () => import('./lighthouse.ts'),
 };
 
 const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));

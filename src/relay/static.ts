@@ -8,12 +8,18 @@
  * Unknown paths fall back to index.html (SPA routing), except under /assets/, where a
  * missing chunk is a plain 404 rather than HTML served as JavaScript.
  *
+ * Compression: text, JavaScript, JSON, SVG and WebAssembly go out as Brotli or gzip when the
+ * request accepts it (`Vary: Accept-Encoding`); each file is compressed once per version
+ * (size and mtime) and kept in memory, a bounded cache — dist/ is a few MB.
+ *
  * Threats: the request path is percent-decoded once, refused if it holds NUL, a `..`
  * segment, or a dot-file segment (other than .well-known), and the resolved file must lie
  * under the real path of the root, symlinks included — anything else is 403.
  */
 import { createReadStream, realpathSync, type Stats } from 'node:fs';
-import { realpath, stat } from 'node:fs/promises';
+import { readFile, realpath, stat } from 'node:fs/promises';
+import { promisify } from 'node:util';
+import { brotliCompress, constants as zlib, gzip } from 'node:zlib';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join, resolve, sep } from 'node:path';
 
@@ -121,22 +127,104 @@ async function findFile(root: string, path: string): Promise<{ path: string; sta
 
 const cacheControl = (urlPath: string): string => (urlPath.startsWith('/assets/') ? LONG_CACHE : 'no-cache');
 
-function sendFile(
+/** Types worth compressing (images other than SVG and fonts are compressed already). */
+const COMPRESSIBLE = new Set([
+  '.html',
+  '.js',
+  '.mjs',
+  '.css',
+  '.json',
+  '.map',
+  '.webmanifest',
+  '.svg',
+  '.wasm',
+  '.txt',
+]);
+/** Files larger than this go out as they are (none of the app's are). */
+const MAX_COMPRESSED_SOURCE = 16 * 1024 * 1024;
+/** Compressed bytes kept at most; the oldest entries go first. */
+const MAX_CACHE_BYTES = 64 * 1024 * 1024;
+
+type Encoding = 'br' | 'gzip';
+const brotli = promisify(brotliCompress);
+const gzipped = promisify(gzip);
+
+/** The encoding to send: Brotli over gzip, neither when the client refuses both (`q=0`). */
+export function chooseEncoding(accept: string | undefined): Encoding | undefined {
+  const offered = new Map<string, number>();
+  for (const part of (accept ?? '').split(',')) {
+    const [name = '', ...params] = part.trim().toLowerCase().split(';');
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    const weight = q === undefined ? 1 : Number(q.slice(2));
+    if (name) offered.set(name, Number.isFinite(weight) ? weight : 0);
+  }
+  const weight = (name: Encoding) => offered.get(name) ?? (offered.has('*') ? offered.get('*')! : 0);
+  if (weight('br') > 0 && weight('br') >= weight('gzip')) return 'br';
+  return weight('gzip') > 0 ? 'gzip' : undefined;
+}
+
+/** Compressed files by path, encoding and version; a Map keeps insertion order for eviction. */
+const compressed = new Map<string, Promise<Buffer>>();
+let cachedBytes = 0;
+
+function compress(path: string, version: string, encoding: Encoding): Promise<Buffer> {
+  const key = `${encoding} ${version} ${path}`;
+  const hit = compressed.get(key);
+  if (hit) return hit;
+  const made = readFile(path).then((bytes) =>
+    encoding === 'br'
+      ? brotli(bytes, {
+          params: { [zlib.BROTLI_PARAM_QUALITY]: zlib.BROTLI_MAX_QUALITY, [zlib.BROTLI_PARAM_SIZE_HINT]: bytes.length },
+        })
+      : gzipped(bytes, { level: zlib.Z_BEST_COMPRESSION }),
+  );
+  compressed.set(key, made);
+  made.then(
+    (out) => {
+      cachedBytes += out.length;
+      for (const [old, entry] of compressed) {
+        if (cachedBytes <= MAX_CACHE_BYTES || old === key) break;
+        compressed.delete(old);
+        void entry.then((b) => (cachedBytes -= b.length));
+      }
+    },
+    () => compressed.delete(key),
+  );
+  return made;
+}
+
+async function sendFile(
   req: IncomingMessage,
   res: ServerResponse,
   urlPath: string,
   file: { path: string; stats: Stats },
-): void {
-  const etag = `W/"${file.stats.size.toString(16)}-${Math.floor(file.stats.mtimeMs).toString(16)}"`;
-  const headers = {
-    'Content-Type': MIME[extname(file.path).toLowerCase()] ?? 'application/octet-stream',
+): Promise<void> {
+  const version = `${file.stats.size.toString(16)}-${Math.floor(file.stats.mtimeMs).toString(16)}`;
+  const type = extname(file.path).toLowerCase();
+  const encoding =
+    COMPRESSIBLE.has(type) && file.stats.size <= MAX_COMPRESSED_SOURCE
+      ? chooseEncoding(req.headers['accept-encoding'])
+      : undefined;
+  // Each encoding is a representation of its own: its own validator.
+  const etag = `W/"${version}${encoding ? `-${encoding}` : ''}"`;
+  const headers: Record<string, string> = {
+    'Content-Type': MIME[type] ?? 'application/octet-stream',
     'Cache-Control': cacheControl(urlPath),
     ETag: etag,
+    ...(COMPRESSIBLE.has(type) ? { Vary: 'Accept-Encoding' } : {}),
   };
   if (req.headers['if-none-match'] === etag) {
     res.writeHead(304, headers);
     res.end();
     return;
+  }
+  if (encoding) {
+    const body = await compress(file.path, version, encoding).catch(() => undefined);
+    if (body) {
+      res.writeHead(200, { ...headers, 'Content-Encoding': encoding, 'Content-Length': String(body.length) });
+      res.end(req.method === 'HEAD' ? undefined : body);
+      return;
+    }
   }
   res.writeHead(200, { ...headers, 'Content-Length': String(file.stats.size) });
   if (req.method === 'HEAD') {
@@ -165,5 +253,5 @@ export async function serveStatic(
   if (pathname.startsWith('/assets/')) return sendText(res, 404, 'sov relay: not found\n');
   const index = await findFile(root, join(root, 'index.html'));
   if (index === undefined || index === 'refused') return sendText(res, 404, MISSING_ROOT);
-  sendFile(req, res, '/index.html', index);
+  await sendFile(req, res, '/index.html', index);
 }

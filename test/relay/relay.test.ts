@@ -4,16 +4,18 @@
  * the relay knows (presence, a mailbox's count) is polled over HTTP until it holds, and the
  * heartbeat's rounds are driven one by one through a fake `setInterval`.
  */
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { bytesEqual, toHex } from '../../src/core/bytes.js';
 import { MAX_FRAME_BODY, MAX_RELAY_MESSAGE, relayAuthPayload } from '../../src/core/relay-wire.js';
 import { startRelay, type RelayHandle, type RelayOptions } from '../../src/relay/server.js';
+import { chooseEncoding } from '../../src/relay/static.js';
 import { bytes, key, RelayTestClient as Client, text, type Key } from '../helpers/relay-client.js';
 
 const ALICE = key(1);
@@ -453,6 +455,59 @@ describe('relay server', () => {
       const etag = first.headers.get('etag') ?? '';
       const again = await fetch(`${relay.url}/sw.js`, { headers: { 'If-None-Match': etag } });
       expect(again.status).toBe(304);
+    });
+
+    /** A raw request with the given Accept-Encoding: the body as sent, not decoded. */
+    const encodedGet = (
+      path: string,
+      accept: string | undefined,
+      headers: Record<string, string> = {},
+    ): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> =>
+      new Promise((resolve, reject) => {
+        const sent = { ...(accept === undefined ? {} : { 'Accept-Encoding': accept }), ...headers };
+        httpGet({ host: '127.0.0.1', port: relay.port, path, headers: sent }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+          );
+        }).on('error', reject);
+      });
+
+    it('compresses text and WebAssembly as Brotli or gzip, whichever the client accepts, each with its own ETag', async () => {
+      const js = readFileSync(join(dir, 'dist', 'assets', 'app-1234.js'));
+      const br = await encodedGet('/assets/app-1234.js', 'gzip, deflate, br');
+      expect([br.status, br.headers['content-encoding'], br.headers['vary']]).toEqual([200, 'br', 'Accept-Encoding']);
+      expect(brotliDecompressSync(br.body)).toEqual(js);
+      expect(Number(br.headers['content-length'])).toBe(br.body.length);
+      const gz = await encodedGet('/assets/app-1234.js', 'gzip');
+      expect(gz.headers['content-encoding']).toBe('gzip');
+      expect(gunzipSync(gz.body)).toEqual(js);
+      const plain = await encodedGet('/assets/app-1234.js', undefined);
+      expect([plain.headers['content-encoding'], plain.body]).toEqual([undefined, js]);
+      expect(new Set([br.headers['etag'], gz.headers['etag'], plain.headers['etag']]).size).toBe(3);
+      // A validator names one representation: the Brotli ETag revalidates the Brotli body only.
+      const etag = String(br.headers['etag']);
+      expect((await encodedGet('/assets/app-1234.js', 'br', { 'If-None-Match': etag })).status).toBe(304);
+      expect((await encodedGet('/assets/app-1234.js', 'gzip', { 'If-None-Match': etag })).status).toBe(200);
+      const wasm = await encodedGet('/assets/mesh.wasm', 'br');
+      expect(brotliDecompressSync(wasm.body)).toEqual(readFileSync(join(dir, 'dist', 'assets', 'mesh.wasm')));
+      const index = await encodedGet('/settings', 'br');
+      expect(brotliDecompressSync(index.body).toString()).toContain('<title>sov</title>');
+    });
+
+    it('weighs the encodings a client names, and sends a refused one never', () => {
+      expect(chooseEncoding('gzip, deflate, br, zstd')).toBe('br');
+      expect(chooseEncoding('br;q=0.5, gzip')).toBe('gzip');
+      expect(chooseEncoding('br;q=0, gzip;q=0.1')).toBe('gzip');
+      expect(chooseEncoding('br;q=0, gzip;q=0')).toBeUndefined();
+      expect(chooseEncoding('identity')).toBeUndefined();
+      expect(chooseEncoding('*')).toBe('br');
+      expect(chooseEncoding('*, br;q=0')).toBe('gzip');
+      expect(chooseEncoding('GZIP')).toBe('gzip');
+      expect(chooseEncoding('br;q=abc, gzip')).toBe('gzip');
+      expect(chooseEncoding('')).toBeUndefined();
+      expect(chooseEncoding(undefined)).toBeUndefined();
     });
 
     it('falls back to index.html for app routes but not for missing assets', async () => {
