@@ -6,6 +6,7 @@
  * min/max/null count. The same test, on a row group's footer statistics, is the second
  * level of pruning inside an object (execute.ts).
  */
+import { compareHlc } from '../hlc.js';
 import { compareStrings } from '../parquet/columns.js';
 import { boundValue, type ObjectManifest } from '../object/manifest.js';
 import type { ColumnSpec } from '../parquet/schema.js';
@@ -139,9 +140,17 @@ export function plan(manifests: readonly ObjectManifest[], q: BoundQuery): Plan 
   return { considered: ofTable.length, pruned, scan };
 }
 
-/** The schema a table's objects share: the newest object's (columns are never redefined). */
+/**
+ * The schema a table's objects share: the newest object's (columns are never redefined), by
+ * hybrid logical clock — milliseconds, then counter — and, for two stamped alike, the greater
+ * storage id, so that the answer never depends on the order the catalog lists them in.
+ */
 export function tableSchema(manifests: readonly ObjectManifest[], table: string): readonly ColumnSpec[] | undefined {
   let newest: ObjectManifest | undefined;
-  for (const m of manifests) if (m.table === table && (!newest || m.hlc.ms > newest.hlc.ms)) newest = m;
+  for (const m of manifests) {
+    if (m.table !== table) continue;
+    const order = newest ? compareHlc(m.hlc, newest.hlc) : 1;
+    if (order > 0 || (order === 0 && m.storageId > newest!.storageId)) newest = m;
+  }
   return newest?.schema;
 }
