@@ -58,7 +58,13 @@ export type ExecuteOptions = {
 
 type AggState = { n: number; sum: number | bigint; best: Cell };
 
-const valueKey = (v: Cell): string => (typeof v === 'bigint' ? `${v}n` : JSON.stringify(v));
+/**
+ * A value as a group key: equal values, equal keys. JSON alone writes NaN and ±∞ as `null`,
+ * which would merge them with NULL: non-finite numbers are named (a string is quoted, so
+ * `"NaN"` stays apart from NaN); -0 and 0 share `0`, as SQL engines group them.
+ */
+const valueKey = (v: Cell): string =>
+  typeof v === 'bigint' ? `${v}n` : typeof v === 'number' && !Number.isFinite(v) ? String(v) : JSON.stringify(v);
 
 function passes(f: Filter<Bound>, v: unknown): boolean {
   if (f.op === 'is null') return v === null || v === undefined;
