@@ -27,6 +27,7 @@ import { ZERO_HASH } from './event.js';
 import { recording } from './materialize.js';
 import { namesOf, type EnvelopeNames, type OpenedEnvelope } from './opened.js';
 import { after, run, type Awaitable, type Steps } from './steps.js';
+import type { Overtaken } from './merge.js';
 import type { ChainHead, EnvelopeState, ParkReason, ReplicaTx, Resurrection, WithheldRecord } from './store.js';
 import { chainKey } from './chains.js';
 import type { Lane, PrivacyClass, PrivacyPolicy } from './sync-manifest.js';
@@ -53,6 +54,7 @@ export type Admission =
       readonly body: EventBody;
       readonly revoked: boolean;
       readonly resurrections: readonly Resurrection[];
+      readonly overtaken: readonly Overtaken[];
     }
   /** `withheld`: the copy of an envelope still withheld here, which must be taken when it may be held. */
   | { readonly type: 'Duplicate'; readonly withheld?: true }
@@ -222,5 +224,6 @@ export function* admission(
   if (slot) yield tx.release(outerId);
   const revoked = verdict.type === 'Revoked';
   const recorded = yield* recording(tx, opened, revoked, trust, now, fill);
-  return { type: 'Applied', pos: recorded.pos, body, revoked, resurrections: recorded.resurrections };
+  const { pos, resurrections, overtaken } = recorded;
+  return { type: 'Applied', pos, body, revoked, resurrections, overtaken };
 }

@@ -21,7 +21,7 @@ import { bytesEqual, internedHex } from './bytes.js';
 import { encodeCbor } from './cbor.js';
 import type { EventBody } from './event.js';
 import { compareHlc, compareStamps, type Hlc, type Stamp } from './hlc.js';
-import { applyChange, type RowChange, type RowState } from './merge.js';
+import { applyChange, overtakenCells, type Overtaken, type RowChange, type RowState } from './merge.js';
 import { namesOf, type OpenedEnvelope } from './opened.js';
 import { chainKey, parseDomainMarks } from './chains.js';
 import { authorize, type TrustContext } from './trust.js';
@@ -59,9 +59,16 @@ const sameRow = (a: RowState | undefined, b: RowState | undefined): boolean =>
 /** Rows whose change can alter which events are authorised: row id = signer id. */
 const isControlRow = (table: string): boolean => table === 'keyring' || table === 'roles';
 
-type Recorded = { readonly pos: number; readonly resurrections: Resurrection[] };
+type Recorded = {
+  readonly pos: number;
+  readonly resurrections: Resurrection[];
+  /** Cells this machine wrote that the event's put replaced (another machine's event only). */
+  readonly overtaken: readonly Overtaken[];
+};
 
-/** Appends an opened event and applies its effects; returns its log position and new resurrections. */
+const NONE: readonly Overtaken[] = Object.freeze([]);
+
+/** Appends an opened event and applies its effects; returns its log position, new resurrections, cells overtaken. */
 export function recordEvent(
   tx: ReplicaTx,
   opened: OpenedEnvelope,
@@ -114,10 +121,12 @@ export function* recording(
   if (!head || body.seq > head.seq) yield tx.setHead(chain, { seq: body.seq, eventId });
   const clock = (yield tx.getHlc()) as Hlc | undefined;
   if (!clock || compareHlc(body.hlc, clock) > 0) yield tx.setHlc(body.hlc);
-  if (revoked) return { pos, resurrections: [] };
+  if (revoked) return { pos, resurrections: [], overtaken: NONE };
   const before = (yield tx.getRow(body.table, body.row)) as RowState | undefined;
   const after = applyChange(before, changeOf(body));
   if (after !== before) yield tx.putRow(after);
+  const overtaken =
+    body.op === 'put' && signer !== trust.self ? overtakenCells(before, after, trust.self, signer) : NONE;
   const resurrections: Resurrection[] = [];
   // A put pairs only with the row's surviving deletes, and a row none ever reached has no
   // `deleted` stamp (merge.ts): nearly every put, so nearly every put reads nothing here.
@@ -133,7 +142,7 @@ export function* recording(
     const revived = (yield recountRevocations(tx, [body.row], trust, now)) as Resurrection[];
     resurrections.push(...revived);
   }
-  return { pos, resurrections };
+  return { pos, resurrections, overtaken };
 }
 
 type Opened = { readonly eventId: string; readonly body: EventBody };

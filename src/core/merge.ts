@@ -13,6 +13,7 @@
  * depends only on the set of events applied: commutative, associative and
  * idempotent, whatever the delivery order or duplication.
  */
+import { internedHex } from './bytes.js';
 import { compareStamps, type Stamp } from './hlc.js';
 import { tableSpec, type ColumnValue } from './schema.js';
 
@@ -133,6 +134,45 @@ export function applyChange(current: RowState | undefined, change: RowChange): R
       return { ...base, removed: { hwm, trustedHwm, ...(Object.keys(domains).length > 0 ? { domains } : {}) } };
     }
   }
+}
+
+/**
+ * A cell this machine wrote that another machine's write replaced: its value and the one
+ * that won, with the milliseconds of each stamp and the winner's signer (hex).
+ */
+export type Overtaken = {
+  readonly table: string;
+  readonly row: string;
+  readonly column: string;
+  readonly mine: ColumnValue;
+  readonly mineMs: number;
+  readonly theirs: ColumnValue;
+  readonly theirsMs: number;
+  readonly by: string;
+};
+
+/**
+ * The cells `self` (a signer, hex) wrote that a put by `by` replaced, `before` → `after`
+ * (`applyChange`'s answer, which keeps the cells it did not replace as they were).
+ */
+export function overtakenCells(before: RowState | undefined, after: RowState, self: string, by: string): Overtaken[] {
+  const out: Overtaken[] = [];
+  if (!before || after === before) return out;
+  for (const [column, was] of Object.entries(before.cells)) {
+    const now = after.cells[column]!;
+    if (now === was || internedHex(was.stamp.node) !== self) continue;
+    out.push({
+      table: after.table,
+      row: after.row,
+      column,
+      mine: was.value,
+      mineMs: was.stamp.ms,
+      theirs: now.value,
+      theirsMs: now.stamp.ms,
+      by,
+    });
+  }
+  return out;
 }
 
 function newestCell(state: RowState): Stamp | undefined {

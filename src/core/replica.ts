@@ -15,6 +15,7 @@ import { internedHex, toHex } from './bytes.js';
 import { verifyChains } from './chain-verify.js';
 import { decodeEvent, type EventBody, type EventError } from './event.js';
 import { DEFAULT_MAX_SKEW_MS, HLC_ZERO, receive, type ClockSkewError } from './hlc.js';
+import type { Overtaken } from './merge.js';
 import {
   admission,
   admitEvent,
@@ -86,6 +87,8 @@ export type IngestOutcome =
       readonly body: EventBody;
       readonly revoked: boolean;
       readonly resurrections: readonly Resurrection[];
+      /** Cells this machine wrote that the event replaced (merge.ts `overtakenCells`). */
+      readonly overtaken: readonly Overtaken[];
     }
   | { readonly type: 'StoredOpaque'; readonly outerId: string }
   /**
@@ -221,8 +224,8 @@ export class Replica {
                 if (verdict.type !== 'Applied') throw new KeepHeld();
                 // Parked on an earlier pass (the chain held in reverse log order): applied now, not again.
                 if (await tx.isParked(entry.outerId)) await tx.unpark(entry.outerId);
-                const { body, revoked, resurrections } = verdict;
-                return { type: 'Applied' as const, outerId: entry.outerId, body, revoked, resurrections };
+                const { body, revoked, resurrections, overtaken } = verdict;
+                return { type: 'Applied' as const, outerId: entry.outerId, body, revoked, resurrections, overtaken };
               })
               .catch((e: unknown) => {
                 if (e instanceof KeepHeld) return undefined;
@@ -321,8 +324,8 @@ export class Replica {
         const verdict = yield* admission(tx, item, this.#deps.trust, this.#deps.privacy, now, fill);
         switch (verdict.type) {
           case 'Applied': {
-            const { body, revoked, resurrections } = verdict;
-            return { type: 'Applied', outerId, body, revoked, resurrections };
+            const { body, revoked, resurrections, overtaken } = verdict;
+            return { type: 'Applied', outerId, body, revoked, resurrections, overtaken };
           }
           case 'Duplicate':
             return { type: 'Duplicate', outerId, ...(verdict.withheld ? { withheld: true } : {}) };

@@ -8,11 +8,12 @@
  */
 import { proxy } from 'comlink';
 import type { CryptoPort, MlsPort, StatePort } from './ports.js';
-import { ResurrectionNotices } from './resurrection-notices.js';
+import { RowNotices } from './row-notices.js';
 import type { WriteError, WriteOutcome } from '../core/replica.js';
 import { err, type Result } from '../core/result.js';
 import type { ColumnValue, DomainName } from '../core/schema.js';
 import type { Refusal, RefusalKind, Resurrection } from '../core/store.js';
+import type { Overtaken } from '../core/merge.js';
 import { isClassifiable, isPrivacyClass, type PrivacyClass } from '../core/sync-manifest.js';
 import { DexieReplicaStore, NodeDatabase } from '../storage/dexie-store.js';
 import type { ChangeSummary } from './state-service.js';
@@ -59,7 +60,7 @@ export class MeshNode {
   readonly #meta: MeshMetaKeeper;
   readonly #roster: MeshRoster;
   readonly #feed: NodeFeed;
-  readonly #resurrections: ResurrectionNotices;
+  readonly #rowNotices: RowNotices;
   readonly #domains: MeshDomains;
   readonly #objects: MeshObjects | undefined;
   /** Founding a mesh, pairing machines into it, and vouching (mesh-pairing.ts). */
@@ -86,7 +87,7 @@ export class MeshNode {
     this.#identity = identity;
     this.#tabs = env.session(() => void this.#otherTabChanged());
     const feed = (this.#feed = new NodeFeed(() => buildSnapshot(this.#snapshotSources())));
-    this.#resurrections = new ResurrectionNotices(feed, state);
+    this.#rowNotices = new RowNotices(feed, state, () => this.#roster.names());
     const meta = (this.#meta = new MeshMetaKeeper(store, () => this.#configureState()));
     const roster = (this.#roster = new MeshRoster({
       store,
@@ -239,7 +240,7 @@ export class MeshNode {
       options.defaultPlacement,
     );
     const meta = await node.#meta.load();
-    if (meta?.status === 'member') await node.#resurrections.load();
+    if (meta?.status === 'member') await node.#rowNotices.load();
     await state.attach(
       proxy({
         send: (peer: string, body: Uint8Array) => node.#relay.send(peer, body),
@@ -456,7 +457,7 @@ export class MeshNode {
     if (changes.applied === 0) return;
     this.#feed.rowsChanged();
     this.#tabs.announceChange();
-    this.#resurrected(changes.resurrections);
+    this.#resurrected(changes.resurrections, changes.overtaken);
     if (changes.control) {
       void this.#refreshPeers()
         .then(() => this.#relay.pushAdmission())
@@ -467,8 +468,9 @@ export class MeshNode {
     }
   }
 
-  #resurrected(resurrections: readonly Resurrection[]): void {
-    if (resurrections.length > 0) void this.#resurrections.announce(resurrections).then(() => this.#feed.publish());
+  #resurrected(resurrections: readonly Resurrection[], lost: readonly Overtaken[] = []): void {
+    if (resurrections.length + lost.length > 0)
+      void this.#rowNotices.announce(resurrections, lost).then(() => this.#feed.publish());
   }
 
   async #manifest(): Promise<ManifestEntry[]> {

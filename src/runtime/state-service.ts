@@ -24,6 +24,7 @@ import {
 import type { Result } from '../core/result.js';
 import type { ColumnValue } from '../core/schema.js';
 import type { ReplicaStore, Resurrection } from '../core/store.js';
+import type { Overtaken } from '../core/merge.js';
 import { SyncEngine, type DeliveryMessage } from '../core/sync.js';
 import { manifestPolicy, type PrivacyClass } from '../core/sync-manifest.js';
 import type { PeerAddress } from './crypto-service.js';
@@ -56,6 +57,11 @@ export type ChangeSummary = {
   /** Whether a CONTROL row changed (keyring, roles, manifest…): trust must be re-read. */
   readonly control: boolean;
   readonly resurrections: readonly Resurrection[];
+  /**
+   * Values this machine wrote while it was offline that another machine's edit, made before
+   * this one came back, replaced: an offline edit that lost (merge.ts `overtakenCells`).
+   */
+  readonly overtaken: readonly Overtaken[];
   /** Envelopes refused, by reason. */
   readonly rejected: Readonly<Record<string, number>>;
 };
@@ -81,6 +87,7 @@ export const NO_CHANGE: ChangeSummary = {
   tables: [],
   control: false,
   resurrections: [],
+  overtaken: [],
   rejected: {},
 };
 
@@ -90,6 +97,7 @@ export function summarise(outcomes: readonly IngestOutcome[]): ChangeSummary {
   let revoked = 0;
   const tables = new Set<string>();
   const resurrections: Resurrection[] = [];
+  const overtaken: Overtaken[] = [];
   const rejected: Record<string, number> = {};
   let control = false;
   for (const o of outcomes) {
@@ -100,8 +108,9 @@ export function summarise(outcomes: readonly IngestOutcome[]): ChangeSummary {
     tables.add(o.body.table);
     if (o.body.domain === 'CONTROL') control = true;
     resurrections.push(...o.resurrections);
+    overtaken.push(...o.overtaken);
   }
-  return { applied, revoked, tables: [...tables], control, resurrections, rejected };
+  return { applied, revoked, tables: [...tables], control, resurrections, overtaken, rejected };
 }
 
 /** Two summaries as one. */
@@ -116,6 +125,7 @@ export function mergeSummaries(a: ChangeSummary, b: ChangeSummary): ChangeSummar
     tables: [...new Set([...a.tables, ...b.tables])],
     control: a.control || b.control,
     resurrections: [...a.resurrections, ...b.resurrections],
+    overtaken: [...a.overtaken, ...b.overtaken],
     rejected,
   };
 }
@@ -155,10 +165,18 @@ export class StateService {
   #changes: ChangeSummary = NO_CHANGE;
   /** The offer a burst of local writes waits for (`offerSoon`). */
   #offering: Promise<void> | undefined;
+  /**
+   * The last time offline, as the relay session tells it: from when (at start, the start)
+   * until when it was connected again (undefined while still offline). A value written in
+   * that window reached no one before its end, so an edit made before its end that
+   * replaces it was made without knowing it: the offline edit lost.
+   */
+  #offline: { from: number; until: number | undefined };
 
   constructor(deps: StateServiceDeps) {
     this.#deps = deps;
     this.#pages = new TablePages(deps.store);
+    this.#offline = { from: deps.clock.now(), until: undefined };
   }
 
   /** A window of a table's rows, sorted and filtered here (table-pages.ts). */
@@ -219,12 +237,12 @@ export class StateService {
 
   /** Opens held envelopes a new key generation may open. */
   async reopen(): Promise<ChangeSummary> {
-    return this.#track(await (await this.#ready()).replica.reopen());
+    return this.#lostOffline(this.#track(await (await this.#ready()).replica.reopen()));
   }
 
   /** Parked envelopes whose reason may have passed get another look. */
   async reevaluate(): Promise<ChangeSummary> {
-    return this.#track(await (await this.#ready()).replica.reevaluate());
+    return this.#lostOffline(this.#track(await (await this.#ready()).replica.reevaluate()));
   }
 
   #wrote(table: string, row: string, written: Result<WriteOutcome, WriteError>): void {
@@ -283,10 +301,12 @@ export class StateService {
   }
 
   async connected(): Promise<void> {
+    this.#offline.until ??= this.#deps.clock.now();
     await (await this.#ready()).sync.connected();
   }
 
   async disconnected(): Promise<void> {
+    if (this.#offline.until !== undefined) this.#offline = { from: this.#deps.clock.now(), until: undefined };
     (await this.#ready()).sync.disconnected();
   }
 
@@ -299,7 +319,15 @@ export class StateService {
     await run();
     const changes = this.#changes;
     this.#changes = NO_CHANGE;
-    return changes;
+    return this.#lostOffline(changes);
+  }
+
+  /** `changes` with only the overtaken values that were offline edits lost (see `#offline`). */
+  #lostOffline(changes: ChangeSummary): ChangeSummary {
+    if (changes.overtaken.length === 0) return changes;
+    const { from, until = Infinity } = this.#offline;
+    const lost = changes.overtaken.filter((o) => o.mineMs >= from && o.mineMs < until && o.theirsMs < until);
+    return { ...changes, overtaken: lost };
   }
 
   #ready(): Promise<Engine> {

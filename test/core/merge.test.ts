@@ -3,7 +3,14 @@ import { describe, expect, it } from 'vitest';
 import type { Stamp } from '../../src/core/hlc.js';
 import { modelCompareStamps } from '../helpers/model-order.js';
 import { encodeCbor } from '../../src/core/cbor.js';
-import { applyChange, isAlive, rowValues, type RowChange, type RowState } from '../../src/core/merge.js';
+import {
+  applyChange,
+  isAlive,
+  overtakenCells,
+  rowValues,
+  type RowChange,
+  type RowState,
+} from '../../src/core/merge.js';
 import type { ColumnValue } from '../../src/core/schema.js';
 
 const node = (byte: number): Uint8Array => new Uint8Array(32).fill(byte);
@@ -383,5 +390,49 @@ describe('deletes and removals', () => {
     // Between equal ranks the stamp decides, as for any column.
     const later = grant('k', 'admin', stamp(2, 0, 1));
     expect(applyAll([later, admin]).get('roles/k')!.cells['role']!.stamp).toEqual(later.stamp);
+  });
+});
+
+describe('overtaken cells', () => {
+  const self = node(1);
+  const selfHex = Array.from(self, (b) => b.toString(16).padStart(2, '0')).join('');
+  const put = (cols: Record<string, ColumnValue>, at: Stamp): RowChange => ({
+    op: 'put',
+    table: 'device_profiles',
+    row: 'r',
+    cols,
+    stamp: at,
+  });
+
+  it('names each of this machine’s cells another machine’s later put replaced, and no other', () => {
+    const before = applyChange(
+      applyChange(undefined, put({ location: 'yard', name: 'Pump' }, stamp(10, 0, 1))),
+      put({ notes: 'theirs before' }, stamp(11, 0, 2)),
+    );
+    const after = applyChange(
+      before,
+      put({ location: 'roof', notes: 'theirs again', schedule: 'daily' }, stamp(20, 0, 2)),
+    );
+    expect(overtakenCells(before, after, selfHex, 'two')).toEqual([
+      {
+        table: 'device_profiles',
+        row: 'r',
+        column: 'location',
+        mine: 'yard',
+        mineMs: 10,
+        theirs: 'roof',
+        theirsMs: 20,
+        by: 'two',
+      },
+    ]);
+  });
+
+  it('is empty when the put lost, changed nothing, or found no row', () => {
+    const before = applyChange(undefined, put({ location: 'yard' }, stamp(30, 0, 1)));
+    const older = applyChange(before, put({ location: 'roof' }, stamp(20, 0, 2)));
+    expect(older).toBe(before);
+    expect(overtakenCells(before, older, selfHex, 'two')).toEqual([]);
+    const fresh = applyChange(undefined, put({ location: 'roof' }, stamp(20, 0, 2)));
+    expect(overtakenCells(undefined, fresh, selfHex, 'two')).toEqual([]);
   });
 });

@@ -159,3 +159,33 @@ test('a removed machine fails closed', async ({ browser, relay }) => {
   await expect(profile(a, 'After removal')).toHaveCount(0);
   await expect(profile(a, 'Before removal')).toBeVisible();
 });
+
+test('an edit made offline that lost is told on its machine: which column, whose value won', async ({
+  browser,
+  relay,
+}) => {
+  const [ca, cb] = [await browser.newContext(), await browser.newContext()];
+  const [a, b] = [await ca.newPage(), await cb.newPage()];
+  await pair(relay, a, b);
+  await a.getByTestId('new-profile-name').fill('Pump');
+  await a.getByTestId('add-profile').click();
+  await expect(profile(b, 'Pump')).toBeVisible();
+
+  await goOffline(relay, cb, b);
+  await edit(b, 'Pump', 'location', 'yard');
+  // Later than B's edit, made without knowing it: A's value wins everywhere.
+  await edit(a, 'Pump', 'location', 'roof');
+  await cb.setOffline(false);
+
+  await expect(profile(b, 'Pump').getByTestId('value-location')).toHaveText('roof');
+  const lost = (page: Page) => page.locator('[data-testid="notice"][data-kind="warning"]', { hasText: 'offline edit' });
+  await expect(lost(b)).toHaveText(
+    /Your offline edit of the device profile “Pump” lost: its location stays “roof” from workstation, whose edit was later, not “yard”\./,
+  );
+  await expect(profile(a, 'Pump').getByTestId('value-location')).toHaveText('roof');
+  // Told once, and only where the edit was lost; an online edit that replaces a value is no loss.
+  await edit(a, 'Pump', 'location', 'shed');
+  await expect(profile(b, 'Pump').getByTestId('value-location')).toHaveText('shed');
+  await expect(lost(b)).toHaveCount(1);
+  await expect(lost(a)).toHaveCount(0);
+});

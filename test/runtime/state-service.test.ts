@@ -19,7 +19,14 @@ import {
   type StateCrypto,
 } from '../../src/runtime/state-service.js';
 import { MemoryReplicaStore } from '../../src/storage/memory-store.js';
-import { makeMesh, nobleVerifier, seededRandom, testClock, unsafeTestingSigner } from '../helpers/deterministic.js';
+import {
+  makeMesh,
+  nobleVerifier,
+  seededRandom,
+  testClock,
+  unsafeTestingSigner,
+  type TestClock,
+} from '../helpers/deterministic.js';
 
 const mesh = makeMesh('state-service');
 
@@ -31,6 +38,7 @@ type Party = {
   readonly state: StateService;
   readonly sent: { peer: string; body: Uint8Array }[];
   readonly counted: string[];
+  readonly clock: TestClock;
 };
 
 function party(name: string): Party {
@@ -49,18 +57,19 @@ function party(name: string): Party {
   const store = new MemoryReplicaStore();
   const id = toHex(signer.publicKey);
   let queue = Promise.resolve<unknown>(undefined);
+  const clock = testClock();
   const state = new StateService({
     store,
     crypto: async () => crypto,
     self: async () => id,
-    clock: testClock(),
+    clock,
     withLock: (fn) => {
       const run = queue.then(fn, fn);
       queue = run.catch(() => undefined);
       return run;
     },
   });
-  const p: Party = { name, id, endpoint: `${name}-endpoint`, store, state, sent: [], counted: [] };
+  const p: Party = { name, id, endpoint: `${name}-endpoint`, store, state, sent: [], counted: [], clock };
   state.attach({
     send: (peer, body) => void p.sent.push({ peer, body }),
     count: (type) => void p.counted.push(type),
@@ -116,6 +125,63 @@ describe('state service', () => {
     expect((await member.store.row('device_profiles', 'pump-1'))?.cells['name']?.value).toBe('Pump 1');
   });
 
+  it('reports an edit made offline that lost to a peer’s edit made before it came back, and only that', async () => {
+    const [admin, member] = [party('admin-lost'), party('member-lost')];
+    await admin.state.configure(config([admin], [member]));
+    await member.state.configure(config([admin], [admin]));
+    await admin.state.write('sync_manifest', 'device_profiles', { class: 'public' });
+    await admin.state.write('device_profiles', 'pump', { name: 'Pump', location: 'hall', notes: 'new' });
+    await Promise.all([admin.state.connected(), member.state.connected()]);
+    await exchange(admin, member);
+
+    // Online, the member edits a note; the admin, not having seen it, edits the note later:
+    // concurrent but not offline, so not told.
+    member.clock.advance(1000);
+    await member.state.write('device_profiles', 'pump', { notes: 'online, mine' });
+    admin.clock.advance(2000);
+    await admin.state.write('device_profiles', 'pump', { notes: 'online, theirs' });
+    await Promise.all([member.state.offerAll(), admin.state.offerAll()]);
+    const online = (await exchange(admin, member)).reduce(mergeSummaries, NO_CHANGE);
+    expect((await member.store.row('device_profiles', 'pump'))?.cells['notes']?.value).toBe('online, theirs');
+    expect(online.overtaken).toEqual([]);
+
+    // Offline, the member moves the pump; the admin, later, moves it elsewhere.
+    await member.state.disconnected();
+    member.clock.advance(1000);
+    await member.state.write('device_profiles', 'pump', { location: 'yard' });
+    const mine = member.clock.now();
+    admin.clock.advance(2000);
+    await admin.state.write('device_profiles', 'pump', { location: 'roof' });
+    const theirs = admin.clock.now();
+    admin.sent.length = 0; // the member is offline: nothing reached it
+    member.clock.advance(5000);
+    await member.state.connected();
+    await Promise.all([member.state.offerAll(), admin.state.offerAll()]);
+    const back = (await exchange(admin, member)).reduce(mergeSummaries, NO_CHANGE);
+    expect(back.overtaken).toEqual([
+      {
+        table: 'device_profiles',
+        row: 'pump',
+        column: 'location',
+        mine: 'yard',
+        mineMs: mine,
+        theirs: 'roof',
+        theirsMs: theirs,
+        by: admin.id,
+      },
+    ]);
+
+    // Back online, the member sets a schedule and the admin a later one: not an offline loss.
+    member.clock.advance(1000);
+    await member.state.write('device_profiles', 'pump', { schedule: 'daily' });
+    admin.clock.advance(10_000);
+    await admin.state.write('device_profiles', 'pump', { schedule: 'weekly' });
+    await Promise.all([member.state.offerAll(), admin.state.offerAll()]);
+    const later = (await exchange(admin, member)).reduce(mergeSummaries, NO_CHANGE);
+    expect((await member.store.row('device_profiles', 'pump'))?.cells['schedule']?.value).toBe('weekly');
+    expect(later.overtaken).toEqual([]);
+  });
+
   it('a peer without a bound frame key is counted, and nothing is sent to it', async () => {
     const [admin, member] = [party('admin2'), party('member2')];
     await admin.state.configure({ ...config([admin], []), peers: [{ endpoint: member.endpoint, frame: '' }] });
@@ -165,6 +231,7 @@ describe('change summaries', () => {
       body: { table, domain },
       revoked,
       resurrections: [],
+      overtaken: [],
     }) as unknown as IngestOutcome;
 
   it('count applied, revoked and rejected envelopes and name each table once', () => {
@@ -180,6 +247,7 @@ describe('change summaries', () => {
       tables: ['device_profiles'],
       control: false,
       resurrections: [],
+      overtaken: [],
       rejected: { BadSignature: 1 },
     });
     expect(summarise([applied('keyring', 'CONTROL')]).control).toBe(true);

@@ -1,14 +1,15 @@
 /**
  * A deleted row that came back is told once per overtaken delete, by the row's name, and
- * recorded ones are shown again at start as standing notices (runtime/resurrection-notices.ts),
+ * recorded ones are shown again at start as standing notices (runtime/row-notices.ts),
  * over a real NodeFeed and a fake state port.
  */
 import { describe, expect, it } from 'vitest';
+import type { Overtaken } from '../../src/core/merge.js';
 import type { Resurrection } from '../../src/core/store.js';
 import { NodeFeed } from '../../src/runtime/node-feed.js';
 import type { NodeSnapshot } from '../../src/runtime/node-snapshot.js';
 import type { StatePort } from '../../src/runtime/ports.js';
-import { ResurrectionNotices } from '../../src/runtime/resurrection-notices.js';
+import { RowNotices } from '../../src/runtime/row-notices.js';
 
 const resurrection = (
   deleteId: string,
@@ -31,8 +32,48 @@ function setup(recorded: Resurrection[] = [], names: Record<string, string> = { 
     resurrections: (limit: number) => Promise.resolve(recorded.slice(0, limit)),
     rowName: (_table: string, row: string) => Promise.resolve(names[row]),
   } as unknown as StatePort;
-  return { feed, notices: new ResurrectionNotices(feed, state) };
+  return { feed, notices: new RowNotices(feed, state, () => new Map([['b'.repeat(64), 'collector']])) };
 }
+
+const lost = (column: string, mine: string | null, theirs: string, by = 'b'.repeat(64)): Overtaken => ({
+  table: 'device_profiles',
+  row: 'r1',
+  column,
+  mine,
+  mineMs: 100,
+  theirs,
+  theirsMs: 200,
+  by,
+});
+
+describe('lost offline edits', () => {
+  it('say which column of which row, the value lost and whose value won, once each', async () => {
+    const { feed, notices } = setup();
+    await notices.announce([], [lost('location', 'yard', 'roof')]);
+    await notices.announce([], [lost('location', 'yard', 'roof')]);
+    await notices.announce([], [lost('notes', null, 'x'.repeat(100), 'c'.repeat(64))]);
+    expect(feed.notices.map((n) => [n.kind, n.text, n.key, n.at])).toEqual([
+      [
+        'warning',
+        `Your offline edit of the device profile “Tank” lost: its notes stays “${'x'.repeat(79)}…” from machine cccccccc, whose edit was later, not nothing.`,
+        'lost/device_profiles/r1/notes/100',
+        200,
+      ],
+      [
+        'warning',
+        'Your offline edit of the device profile “Tank” lost: its location stays “roof” from collector, whose edit was later, not “yard”.',
+        'lost/device_profiles/r1/location/100',
+        200,
+      ],
+    ]);
+  });
+
+  it('name a row without a name by its id', async () => {
+    const { feed, notices } = setup([], {});
+    await notices.announce([], [lost('location', 'yard', 'roof')]);
+    expect(feed.notices[0]!.text).toMatch(/^Your offline edit of a device profile \(r1\) lost/);
+  });
+});
 
 describe('resurrection notices', () => {
   it('tell each overtaken delete once, by the row’s name, however many edits pair with it', async () => {
