@@ -1078,3 +1078,30 @@ describe('event decoding sanity for the fixture', () => {
     expect(decodeEvent((await signEvent(f.next, f.a.signer)).bytes).ok).toBe(true);
   });
 });
+
+describe('cells overtaken', () => {
+  it('names the cells of this machine another machine’s later put replaced, never its own later put', async () => {
+    const { mesh, machines } = await meshWith(['A', 'B'], 'overtaken');
+    const [a, b] = machines as [Machine, Machine];
+    await mustWrite(a, 'device_profiles', 'pump', { name: 'Pump', location: 'yard' });
+    a.clock.advance(1000);
+    await mustWrite(a, 'device_profiles', 'pump', { location: 'shed' });
+    // A machine restored with A's identity and an empty store takes A's own history back.
+    const restored = makeMachine('A again', 'overtaken/A', mesh);
+    expect(restored.id).toBe(a.id);
+    const own = await restored.replica.ingest(a.id, await logOf(a));
+    expect(own.map((o) => o.type)).toEqual(['Applied', 'Applied', 'Applied']);
+    for (const o of own) expect(o.type === 'Applied' && o.overtaken).toEqual([]);
+
+    // B, later, moves the pump: on the restored machine, A's location was overtaken.
+    const fromA = await b.replica.ingest(a.id, await logOf(a));
+    expect(fromA.every((o) => o.type === 'Applied')).toBe(true);
+    b.clock.advance(5000);
+    await mustWrite(b, 'device_profiles', 'pump', { location: 'roof' });
+    const [moved] = (await b.store.entriesAfter(3, 10)).map((e) => e.sealed);
+    const [byB] = await restored.replica.ingest(b.id, [moved!]);
+    expect(byB?.type === 'Applied' && byB.overtaken.map((o) => [o.column, o.mine, o.theirs, o.by])).toEqual([
+      ['location', 'shed', 'roof', b.id],
+    ]);
+  });
+});
