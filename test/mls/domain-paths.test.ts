@@ -549,4 +549,22 @@ describe('resync by external commit', () => {
     expect(accepted).toHaveLength(2);
     expect(W.epoch).toBe(2n);
   });
+
+  it('is refused by members when it would bring in a machine that is not in the group', async () => {
+    const { W, C, info, machine, provider } = await behind();
+    // A machine of the mesh, never added to this domain, that got hold of a GroupInfo.
+    const x = machine(54, 'member');
+    const offer = await offerToJoin(x.deps);
+    const staged = value(await provider.rejoin(info, offer.pair, commitAuthenticatedData(x.endpoint)));
+    const bundle = encodeBundle({ commit: staged.commit, welcome: undefined, kek: undefined });
+    expect(value(checkBundle(bundle)).external).toBe(true);
+    const before = W.snapshot();
+    expect(await W.receive(bundle)).toEqual(
+      err({ type: 'MlsRejected', reason: 'domain: an external commit may only rejoin a member already in the group' }),
+    );
+    expect(W.snapshot()).toEqual(before);
+    expect(W.members()).not.toContain(toHex(offer.identity));
+    // A member's own resync still goes through.
+    expect(await W.receive(value(await C.resync(info)))).toEqual(ok('applied'));
+  });
 });

@@ -302,6 +302,15 @@ export class DomainMember {
       if (framing.value.epoch < epoch) return ok('duplicate');
       const processed = await provider.process(this.#state, bundle.value.commit);
       if (!processed.ok) return processed;
+      // An external commit may only bring a member's own leaf back (a resync): one that
+      // brings in anyone else would let a machine that holds a GroupInfo read the domain.
+      const external = 'sender' in framing.value && framing.value.sender === 'new_member_commit';
+      if (external && !this.#sameMembers(this.#state, processed.value.state)) {
+        return err({
+          type: 'MlsRejected',
+          reason: 'domain: an external commit may only rejoin a member already in the group',
+        });
+      }
       state = processed.value.state;
       if (!(await this.#stillIn(state))) {
         this.#removed = true;
@@ -342,6 +351,15 @@ export class DomainMember {
     this.#state = staged.value.state;
     this.#offer = { ...leaf, pair: own, keyPackage: own.publicPackage };
     return ok(bundle);
+  }
+
+  /** Whether every member of `after` was a member (by identity) in `before`. */
+  #sameMembers(before: Uint8Array, after: Uint8Array): boolean {
+    const { provider } = this.#deps;
+    const [was, now] = [provider.summary(before), provider.summary(after)];
+    if (!was.ok || !now.ok) return false;
+    const known = new Set(was.value.members.map(toHex));
+    return now.value.members.every((id) => known.has(toHex(id)));
   }
 
   async #stillIn(state: Uint8Array): Promise<boolean> {
