@@ -68,6 +68,8 @@ test('no violations on either side of a pairing', async ({ browser, relay }) => 
  * it), and checks that the focus is visible there.
  */
 async function tabTo(page: Page, testId: string): Promise<void> {
+  // As a person does, wait for the control to be on screen before reaching for it.
+  await expect(page.getByTestId(testId)).toBeVisible();
   for (let i = 0; i < 80; i++) {
     await page.keyboard.press('Tab');
     const focused = await page.evaluate(() => document.activeElement?.getAttribute('data-testid') ?? '');
