@@ -567,4 +567,25 @@ describe('resync by external commit', () => {
     // A member's own resync still goes through.
     expect(await W.receive(value(await C.resync(info)))).toEqual(ok('applied'));
   });
+
+  it('fails closed: an external commit whose members cannot be read is refused, even a resync', async () => {
+    const { W, C, w, info, provider } = await behind();
+    const bundle = value(await C.resync(info));
+    // A provider that cannot summarise the state a processed commit leads to.
+    const hidden = new WeakSet<Uint8Array>();
+    const blind: MlsProvider = {
+      ...forwarding(provider),
+      process: async (state, message, options) => {
+        const processed = await provider.process(state, message, options);
+        if (processed.ok && processed.value.kind !== 'application') hidden.add(processed.value.state);
+        return processed;
+      },
+      summary: (state) => (hidden.has(state) ? err(NO_SUMMARY) : provider.summary(state)),
+    };
+    const unsure = DomainMember.restore({ ...w.deps, provider: blind }, W.snapshot());
+    expect(await unsure.receive(bundle)).toEqual(
+      err({ type: 'MlsRejected', reason: 'domain: an external commit may only rejoin a member already in the group' }),
+    );
+    expect(unsure.epoch).toBe(W.epoch);
+  });
 });

@@ -19,7 +19,7 @@
 import { bytesEqual, isBytes } from '../bytes.js';
 import { decodeCbor, encodeCbor, isRecord } from '../cbor.js';
 import { err, ok, type Result } from '../result.js';
-import { readFraming } from './framing.js';
+import { readFraming, type MlsFraming } from './framing.js';
 import { MAX_GROUP_ID } from './receipt.js';
 
 export const MAX_BUNDLE_BYTES = 512 * 1024;
@@ -97,8 +97,12 @@ export function checkBundle(bytes: Uint8Array): Result<{ bundle: CommitBundle } 
       return malformed('bundle: kek message is not of the next epoch of the same group');
     }
   }
-  const external = c.wireFormat === 'public_message' && c.sender === 'new_member_commit';
-  return ok({ bundle, group: c.groupId, epoch, poster, external });
+  return ok({ bundle, group: c.groupId, epoch, poster, external: isExternalCommit(c) });
+}
+
+/** An external commit (RFC 9420 §12.4.3.2): a PublicMessage sent by a new member. */
+export function isExternalCommit(framing: MlsFraming): boolean {
+  return framing.wireFormat === 'public_message' && framing.sender === 'new_member_commit';
 }
 
 function posterOf(authenticatedData: Uint8Array): Uint8Array | undefined {

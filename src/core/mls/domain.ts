@@ -24,7 +24,7 @@
 import { bytesEqual, toHex } from '../bytes.js';
 import type { Random, Signer } from '../ports.js';
 import { err, ok, type Result } from '../result.js';
-import { commitAuthenticatedData, decodeBundle, encodeBundle } from './bundle.js';
+import { commitAuthenticatedData, decodeBundle, encodeBundle, isExternalCommit } from './bundle.js';
 import { readFraming } from './framing.js';
 import { openKekPackage, signKekPackage, type Generation } from './kek.js';
 import { bindLeaf, readLeafBinding } from './leaf-binding.js';
@@ -304,8 +304,7 @@ export class DomainMember {
       if (!processed.ok) return processed;
       // An external commit may only bring a member's own leaf back (a resync): one that
       // brings in anyone else would let a machine that holds a GroupInfo read the domain.
-      const external = 'sender' in framing.value && framing.value.sender === 'new_member_commit';
-      if (external && !this.#sameMembers(this.#state, processed.value.state)) {
+      if (isExternalCommit(framing.value) && !this.#sameMembers(this.#state, processed.value.state)) {
         return err({
           type: 'MlsRejected',
           reason: 'domain: an external commit may only rejoin a member already in the group',
