@@ -64,6 +64,8 @@ export type DomainView = {
   readonly members: readonly string[];
   readonly generations: readonly number[];
   readonly entitlements: readonly Entitlement[];
+  /** Generations minted by a rotation or a removal: older objects may be rewrapped under them. */
+  readonly historyGens: readonly number[];
   readonly removed: boolean;
   readonly awaiting: boolean;
 };
@@ -257,14 +259,20 @@ export class MlsService {
   }
 
   /**
-   * Admins: adds machines (their key packages) with a history policy, or
-   * removes machines (signing keys, hex), as one sequenced bundle. When another
+   * Admins: adds machines (their key packages) with a history policy, removes
+   * machines (signing keys, hex), or rotates (a new generation for every member),
+   * as one sequenced bundle. When another
    * admin's commit won the epoch, that winner is processed and the change is
    * made again on the new epoch. Resolves with the accepted bundle.
    */
   change(
     domain: string,
-    change: { readonly add?: readonly Uint8Array[]; readonly history?: History; readonly remove?: readonly string[] },
+    change: {
+      readonly add?: readonly Uint8Array[];
+      readonly history?: History;
+      readonly remove?: readonly string[];
+      readonly rotate?: boolean;
+    },
   ): Promise<Result<Uint8Array, ServiceError>> {
     return this.#exclusive(async () => {
       const member = this.#members.get(domain);
@@ -273,12 +281,13 @@ export class MlsService {
       for (let attempt = 1; ; attempt++) {
         const stillIn = new Set(member.members());
         const removing = remove.filter((k) => stillIn.has(toHex(k)));
-        if (!change.add?.length && removing.length === 0) {
+        if (!change.add?.length && removing.length === 0 && !change.rotate) {
           return err({ type: 'NothingToChange', reason: `mls: no one to add to or remove from ${domain}` });
         }
         const made = await member.change({
           ...(change.add ? { add: change.add } : {}),
           ...(change.history ? { history: change.history } : {}),
+          ...(change.rotate ? { rotate: true } : {}),
           remove: removing,
         });
         if (made.ok || made.error.type !== 'EpochTaken' || attempt >= MAX_ATTEMPTS) {
@@ -330,6 +339,7 @@ export class MlsService {
       members: m.members(),
       generations: m.generations().map((g) => g.gen),
       entitlements: m.entitlements(),
+      historyGens: m.historyGens(),
       removed: m.removed,
       awaiting: m.awaitingWelcome,
     };
@@ -369,6 +379,7 @@ function encodeSnapshot(s: DomainSnapshot): Uint8Array {
     offer: s.offer ? encodeOffer(s.offer) : null,
     gens: s.gens.map((g) => [g.gen, g.key]),
     ent: s.entitlements.map((e) => [e.machine, e.history, e.fromGen]),
+    hist: s.historyGens ?? [],
     removed: s.removed,
   });
 }
@@ -377,7 +388,7 @@ function encodeSnapshot(s: DomainSnapshot): Uint8Array {
 function decodeSnapshot(bytes: Uint8Array): DomainSnapshot | undefined {
   const decoded = decodeCbor(bytes, MAX_SNAPSHOT);
   if (!decoded.ok || !isRecord(decoded.value) || decoded.value['v'] !== 1) return undefined;
-  const { domain, group, state, offer, gens, ent, removed } = decoded.value;
+  const { domain, group, state, offer, gens, ent, hist, removed } = decoded.value;
   if (typeof domain !== 'string' || !isBytes(group) || typeof removed !== 'boolean') return undefined;
   if (!Array.isArray(gens) || !Array.isArray(ent)) return undefined;
   return {
@@ -391,6 +402,8 @@ function decodeSnapshot(bytes: Uint8Array): DomainSnapshot | undefined {
       history,
       fromGen,
     })),
+    // Kept before rotations existed: none.
+    historyGens: Array.isArray(hist) ? (hist as number[]) : [],
     removed,
   };
 }

@@ -10,8 +10,13 @@
  *   - add, history `fresh`: a new generation is minted (the joiner must not
  *     read what the current one wraps); everyone gets only the new one;
  *   - remove: MLS Remove + Commit, and a new generation minted, sealed in the
- *     new epoch, so only the remaining members can open it.
- * Routine epochs (an add with `forward` or `full`) never mint a generation.
+ *     new epoch, so only the remaining members can open it;
+ *   - rotate: an empty Commit and a new generation minted, for every member.
+ * Routine epochs (an add with `forward` or `full`) mint no generation — except a
+ * `forward` add while the current generation carries rewrapped history (minted by
+ * a rotation or removal, core/mls/entitlement.ts): the joiner gets a new one.
+ * Every package carries the domain's entitlement table and the generations that
+ * carry history, so every member (and every admin) knows them.
  *
  * Every change is one bundle (core/mls/bundle.ts) for the blind sequencer: the
  * staged MLS state and any minted generation are adopted only once it is
@@ -30,10 +35,9 @@ import { openKekPackage, signKekPackage, type Generation } from './kek.js';
 import { bindLeaf, readLeafBinding } from './leaf-binding.js';
 import type { KeyPackagePair, MlsFailure, MlsProvider, SignatureKeyPair } from './provider.js';
 import type { SequencerRejection } from './sequencer.js';
+import { mintsOnAdd, type Entitlement, type History } from './entitlement.js';
 
-export type History = 'forward' | 'full' | 'fresh';
-
-export type Entitlement = { readonly machine: string; readonly history: History; readonly fromGen: number };
+export type { Entitlement, History } from './entitlement.js';
 
 /** The sequencer could not be asked (no relay session): nothing was staged for good; try again later. */
 export type SequencerUnavailable = { readonly type: 'SequencerUnavailable'; readonly reason: string };
@@ -83,6 +87,8 @@ export type DomainSnapshot = {
   readonly offer: JoinOffer | undefined;
   readonly gens: readonly Generation[];
   readonly entitlements: readonly Entitlement[];
+  /** Generations minted by a rotation or a removal: rewraps of older objects may be under them. */
+  readonly historyGens?: readonly number[] | undefined;
   readonly removed: boolean;
 };
 
@@ -101,6 +107,7 @@ export class DomainMember {
   #offer: JoinOffer | undefined;
   readonly #gens = new Map<number, Uint8Array>();
   readonly #entitlements = new Map<string, Entitlement>();
+  readonly #historyGens = new Set<number>();
   #removed = false;
 
   private constructor(deps: DomainDeps, domain: string, groupId: Uint8Array) {
@@ -146,6 +153,7 @@ export class DomainMember {
     member.#offer = snapshot.offer;
     for (const g of snapshot.gens) member.#gens.set(g.gen, g.key);
     for (const e of snapshot.entitlements) member.#entitlements.set(e.machine, e);
+    for (const g of snapshot.historyGens ?? []) member.#historyGens.add(g);
     member.#removed = snapshot.removed;
     return member;
   }
@@ -158,6 +166,7 @@ export class DomainMember {
       offer: this.#offer,
       gens: this.generations(),
       entitlements: this.entitlements(),
+      historyGens: this.historyGens(),
       removed: this.#removed,
     };
   }
@@ -182,8 +191,12 @@ export class DomainMember {
 
   /** The machines (signing keys, hex) in the group, from their leaf bindings. */
   members(): string[] {
-    const s = this.#state && this.#deps.provider.summary(this.#state);
-    if (!s?.ok) return [];
+    return this.#state ? this.#membersOf(this.#state) : [];
+  }
+
+  #membersOf(state: Uint8Array): string[] {
+    const s = this.#deps.provider.summary(state);
+    if (!s.ok) return [];
     return s.value.members.flatMap((id) => {
       const binding = readLeafBinding(id);
       return binding ? [toHex(binding.machine)] : [];
@@ -202,15 +215,22 @@ export class DomainMember {
     return [...this.#entitlements.values()];
   }
 
+  /** Generations minted by a rotation or a removal, ascending. */
+  historyGens(): number[] {
+    return [...this.#historyGens].sort((a, b) => a - b);
+  }
+
   /**
-   * Adds machines (by their key packages) with one history policy, or removes
-   * machines (signing keys), as one sequenced bundle; resolves with the bundle
-   * the sequencer accepted (its Welcome is what the added machines need).
+   * Adds machines (by their key packages) with one history policy, removes
+   * machines (signing keys), or rotates (`rotate`: a new generation for every
+   * member, nobody added or removed), as one sequenced bundle; resolves with the
+   * bundle the sequencer accepted (its Welcome is what the added machines need).
    */
   async change(change: {
     readonly add?: readonly Uint8Array[];
     readonly history?: History;
     readonly remove?: readonly Uint8Array[];
+    readonly rotate?: boolean;
   }): Promise<Result<Uint8Array, DomainError>> {
     const { provider, machine, random } = this.#deps;
     const state = this.#state;
@@ -229,13 +249,26 @@ export class DomainMember {
     if (!staged.ok) return staged;
     const current = this.current();
     if (!current) throw new Error('domain: a member without a generation');
-    const mint = removeIds.value.length > 0 || history === 'fresh';
+    const carriesHistory = removeIds.value.length > 0 || change.rotate === true;
+    const mint = carriesHistory || (add.length > 0 && mintsOnAdd(history, current.gen, this.#historyGens));
     const minted = mint ? { gen: current.gen + 1, key: random.bytes(32) } : undefined;
     const gens = minted ? [minted] : history === 'full' ? this.generations() : [current];
     const summary = provider.summary(staged.value.state);
     if (!summary.ok) return summary;
+    const after = this.#tablesAfter(
+      staged.value.state,
+      add.length > 0 ? { history, fromGen: gens[0]!.gen } : undefined,
+    );
+    const historyGens = minted && carriesHistory ? [...this.historyGens(), minted.gen] : this.historyGens();
     const pkg = await signKekPackage(
-      { domain: this.domain, group: this.groupId, epoch: Number(summary.value.epoch), gens },
+      {
+        domain: this.domain,
+        group: this.groupId,
+        epoch: Number(summary.value.epoch),
+        gens,
+        entitlements: after,
+        historyGens,
+      },
       machine,
     );
     const sealed = await provider.encrypt(staged.value.state, pkg);
@@ -250,7 +283,7 @@ export class DomainMember {
     // Accepted: only now does this machine move to the new epoch.
     this.#state = sealed.value.state;
     if (minted) this.#gens.set(minted.gen, minted.key);
-    if (add.length > 0) this.#entitleNewMembers(history, gens[0]!.gen);
+    this.#adoptTables(after, historyGens);
     return ok(bundle);
   }
 
@@ -269,11 +302,27 @@ export class DomainMember {
     return ok(out);
   }
 
-  /** Records the history policy each machine was added with (for entitlement-aware rewrapping). */
-  #entitleNewMembers(history: History, fromGen: number): void {
-    for (const machine of this.members()) {
-      if (!this.#entitlements.has(machine)) this.#entitlements.set(machine, { machine, history, fromGen });
-    }
+  /**
+   * The entitlement table once `state` is the group's: its members as this machine knows them,
+   * and the machines this commit adds with `added`. Members that left are dropped; a member
+   * this machine has no entry for keeps none (it is entitled to nothing older, fail closed).
+   */
+  #tablesAfter(
+    state: Uint8Array,
+    added: { readonly history: History; readonly fromGen: number } | undefined,
+  ): Entitlement[] {
+    const before = new Set(this.members());
+    return this.#membersOf(state).flatMap((machine) => {
+      const known = this.#entitlements.get(machine);
+      if (known) return [known];
+      return added && !before.has(machine) ? [{ machine, ...added }] : [];
+    });
+  }
+
+  #adoptTables(entitlements: readonly Entitlement[], historyGens: readonly number[]): void {
+    this.#entitlements.clear();
+    for (const e of entitlements) this.#entitlements.set(e.machine, e);
+    for (const g of historyGens) this.#historyGens.add(g);
   }
 
   /**
@@ -375,6 +424,7 @@ export class DomainMember {
       return err({ type: 'KekRefused', reason: 'domain: the key package is not signed by an admin' });
     }
     for (const g of pkg.value.gens) if (!this.#gens.has(g.gen)) this.#gens.set(g.gen, g.key);
+    if (pkg.value.entitlements) this.#adoptTables(pkg.value.entitlements, pkg.value.historyGens ?? []);
     return ok('applied');
   }
 }
