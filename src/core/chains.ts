@@ -1,6 +1,11 @@
 /**
  * Chain naming: each signer writes one hash chain per lane, and in a created domain one
- * per domain and lane (SSP/1 "Syncing mutable state"; lanes: sync-manifest.ts). A chain
+ * per domain, key generation and lane (SSP/1 "Syncing mutable state"; lanes:
+ * sync-manifest.ts). A created domain's readers may hold only some of its generations — a
+ * machine let in `forward` or `fresh`, or let in again after a removal, never holds the older
+ * ones — so a chain never spans two generations: every event a reader can open links to
+ * events it can open too. (Events written before chains carried their generation form one
+ * chain without it.) A chain
  * is named by the signer id and a suffix; a keyring removal records how far each chain of
  * the removed signer is honoured (its high-water marks), the created-domain ones as the
  * string column `domain_hwms`. Kept apart from the privacy manifest so that events,
@@ -18,14 +23,15 @@ export type ChainLane = 'public' | 'trusted' | 'local';
  * them, so they must not sit in the chains it does read. The public lane of
  * the built-in domains keeps the bare signer id.
  */
-export function chainKey(signer: string, lane: ChainLane | undefined, domain?: DomainName): string {
-  return `${signer}${chainSuffix(lane, domain)}`;
+export function chainKey(signer: string, lane: ChainLane | undefined, domain?: DomainName, gen?: number): string {
+  return `${signer}${chainSuffix(lane, domain, gen)}`;
 }
 
 /**
  * A removal's marks for created-domain chains, as its string column
  * `domain_hwms`: "SUFFIX=seq,…" sorted, where SUFFIX is `chainSuffix` without
- * the leading "@" (`RESTRICTED`, `RESTRICTED/trusted`).
+ * the leading "@" (`RESTRICTED#2`, `RESTRICTED#2/trusted`, and `RESTRICTED` for
+ * the chain of events that name no generation).
  */
 export function formatDomainMarks(marks: Readonly<Record<string, number>>): string {
   return Object.entries(marks)
@@ -34,7 +40,7 @@ export function formatDomainMarks(marks: Readonly<Record<string, number>>): stri
     .join(',');
 }
 
-const DOMAIN_MARK = /^[A-Z][A-Z0-9_]{1,31}(\/(trusted|local))?=\d{1,15}$/;
+const DOMAIN_MARK = /^[A-Z][A-Z0-9_]{1,31}(#[1-9]\d{0,9})?(\/(trusted|local))?=\d{1,15}$/;
 
 /** Parses `domain_hwms`; undefined when it is not exactly that shape. */
 export function parseDomainMarks(text: unknown): Record<string, number> | undefined {
@@ -50,8 +56,11 @@ export function parseDomainMarks(text: unknown): Record<string, number> | undefi
   return marks;
 }
 
-/** The part of a chain key after the signer: `@DOMAIN` for a created domain, `/lane` off the public lane. */
-export function chainSuffix(lane: ChainLane | undefined, domain?: DomainName): string {
-  const d = domain === undefined || isBuiltInDomain(domain) ? '' : `@${domain}`;
+/**
+ * The part of a chain key after the signer: `@DOMAIN#gen` for a created domain (`@DOMAIN` for
+ * events that name no generation), `/lane` off the public lane.
+ */
+export function chainSuffix(lane: ChainLane | undefined, domain?: DomainName, gen?: number): string {
+  const d = domain === undefined || isBuiltInDomain(domain) ? '' : `@${domain}${gen === undefined ? '' : `#${gen}`}`;
   return lane === undefined || lane === 'public' ? d : `${d}/${lane}`;
 }

@@ -33,17 +33,25 @@ export class DomainKeyring {
     return { gen, key: gens.get(gen)! };
   }
 
+  /** The generation `gen` of a domain (when held), or its newest: what an envelope is sealed under. */
+  sealing(domain: DomainName, gen?: number): { gen: number; key: Uint8Array } | undefined {
+    if (gen === undefined) return this.current(domain);
+    const key = this.get(domain, gen);
+    return key && { gen, key };
+  }
+
   list(): { domain: DomainName; gen: number; key: Uint8Array }[] {
     return [...this.#keys].flatMap(([domain, gens]) => [...gens].map(([gen, key]) => ({ domain, gen, key })));
   }
 
   envelopes(random: Random): EnvelopeCrypto {
     return {
-      seal: async (domain, signedEvent, lane) => {
-        const current = this.current(domain);
-        if (!current) throw new Error(`domain-keys: no key for ${domain}`);
-        return sealEvent(signedEvent, domain, current.gen, current.key, random, lane);
+      seal: async (domain, signedEvent, lane, gen) => {
+        const at = this.sealing(domain, gen);
+        if (!at) throw new Error(`domain-keys: no key for ${domain}${gen === undefined ? '' : ` generation ${gen}`}`);
+        return sealEvent(signedEvent, domain, at.gen, at.key, random, lane);
       },
+      generation: async (domain) => this.current(domain)?.gen,
       open: async (sealed) => {
         const opened = openSealed(sealed, (d, g) => this.get(d, g));
         return opened.ok ? ok(opened.value) : err(opened.error);

@@ -15,6 +15,10 @@
  *                                            a chain not named keeps none)
  *   lane        optional "trusted" | "local": the privacy lane (sync-manifest.ts),
  *               absent for the public lane; each lane of a signer is its own chain
+ *   gen         the key generation the envelope is sealed under, in a created domain's
+ *               events (absent in CONTROL and GENERAL, and in events written before it
+ *               existed): each generation of a created domain is its own chain (chains.ts),
+ *               and the opener refuses an envelope of another generation
  *   SignedEvent = [body: bytes, sig: 64B]        sig = Ed25519("sov/1/event" ‖ body)
  *   EventId     = BLAKE3(SignedEvent bytes)
  *
@@ -29,7 +33,15 @@ import { blake3 } from './hash.js';
 import { isHlc, type Hlc } from './hlc.js';
 import type { Signer, Verifier } from './ports.js';
 import { err, ok, type Result } from './result.js';
-import { domainOf, isDomainName, tableSpec, type ColumnValue, type DomainName, type TableSpec } from './schema.js';
+import {
+  domainOf,
+  isBuiltInDomain,
+  isDomainName,
+  tableSpec,
+  type ColumnValue,
+  type DomainName,
+  type TableSpec,
+} from './schema.js';
 import { parseDomainMarks } from './chains.js';
 
 export const EVENT_VERSION = 1;
@@ -57,6 +69,8 @@ export type EventBody = {
   readonly hlc: Hlc;
   /** Absent in the public lane. */
   readonly lane?: 'trusted' | 'local';
+  /** A created domain's key generation the event is sealed under (chains.ts). */
+  readonly gen?: number;
 };
 
 export type EventOp = 'put' | 'del' | 'remove';
@@ -123,10 +137,17 @@ function checkColumns(table: string, spec: TableSpec, cols: Record<string, unkno
 /** Validates a decoded body; returns a reason string for the first problem found. */
 export function checkBody(body: unknown): string | undefined {
   if (!isRecord(body)) return 'body is not a map';
-  const keys = Object.keys(body).sort().join(',');
-  const fields = 'cols,domain,hlc,op,prev,row,seq,signer,table,v';
-  if (keys !== fields && keys !== fields.replace('hlc,', 'hlc,lane,')) return `unexpected fields ${keys}`;
+  const keys = Object.keys(body)
+    .filter((k) => k !== 'lane' && k !== 'gen')
+    .sort()
+    .join(',');
+  if (keys !== 'cols,domain,hlc,op,prev,row,seq,signer,table,v')
+    return `unexpected fields ${Object.keys(body).sort().join(',')}`;
   const b = body;
+  if ('gen' in b && (typeof b['gen'] !== 'number' || !Number.isSafeInteger(b['gen']) || b['gen'] < 1)) return 'bad gen';
+  if ('gen' in b && isDomainName(b['domain']) && isBuiltInDomain(b['domain'])) {
+    return 'a built-in domain names no generation';
+  }
   if ('lane' in b && b['lane'] !== 'trusted' && b['lane'] !== 'local') return 'bad lane';
   if ('lane' in b && b['domain'] === 'CONTROL') return 'control records travel in the public lane';
   if (b['v'] !== EVENT_VERSION) return 'unsupported version';

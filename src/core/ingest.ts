@@ -205,7 +205,7 @@ export function* admission(
   // A slot this event already links keeps its place in the chain: it is filled, not re-linked.
   const linked = slot !== undefined && slot.chain !== '';
   if (!linked) {
-    const head = (yield tx.head(chainKey(signer, body.lane, body.domain))) as ChainHead | undefined;
+    const head = (yield tx.head(chainKey(signer, body.lane, body.domain, body.gen))) as ChainHead | undefined;
     const chain = chainVerdict(event, signer, head);
     if (chain?.type === 'AtOrBelowHead') return yield* atOrBelowHead(tx, signer, body.seq, eventId);
     if (chain) return chain;
@@ -213,7 +213,7 @@ export function* admission(
   const held = (yield privacy.classOf(tx, body.table)) as PrivacyClass;
   const trusted = held === 'trusted' ? ((yield privacy.selfTrusted(tx)) as boolean) : true;
   if (held === 'local' || !trusted) {
-    const chain = chainKey(signer, body.lane, body.domain);
+    const chain = chainKey(signer, body.lane, body.domain, body.gen);
     const type = held === 'local' ? 'NotSyncable' : 'NotEligible';
     const error: PrivacyRefusal = { type, table: body.table, lane: body.lane ?? 'public' };
     if (linked) return { type: 'Duplicate', withheld: true };

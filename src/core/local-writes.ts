@@ -18,7 +18,7 @@ import type { Clock, Signer } from './ports.js';
 import type { PrivacyPolicy } from './sync-manifest.js';
 import { err, ok, type Result } from './result.js';
 import { encodeSealed, envelopeId, type SealedEvent, type SealLane } from './seal.js';
-import { domainOf, tableSpec, type ColumnValue, type DomainName } from './schema.js';
+import { domainOf, isBuiltInDomain, isDomainName, tableSpec, type ColumnValue, type DomainName } from './schema.js';
 import type { ChainHead, ReplicaStore, Resurrection } from './store.js';
 import { authorize, type TrustContext, type Verdict } from './trust.js';
 
@@ -57,7 +57,8 @@ export type LocalWriteDeps = {
   readonly store: ReplicaStore;
   readonly signer: Signer;
   readonly envelopes: {
-    seal(domain: DomainName, signedEvent: Uint8Array, lane?: SealLane): Promise<SealedEvent>;
+    seal(domain: DomainName, signedEvent: Uint8Array, lane?: SealLane, gen?: number): Promise<SealedEvent>;
+    generation(domain: DomainName): Promise<number | undefined>;
   };
   readonly trust: TrustContext;
   readonly privacy: PrivacyPolicy;
@@ -96,16 +97,24 @@ export class LocalWrites {
    * revoked on every replica.
    */
   async remove(signer: string): Promise<Result<WriteOutcome, WriteError>> {
-    const created = await this.#deps.store.rows('domains');
+    const created: { domain: DomainName; gens: (number | undefined)[] }[] = [];
+    for (const { row: domain } of await this.#deps.store.rows('domains')) {
+      if (!isDomainName(domain)) continue;
+      // Its chains: the one of events naming no generation, and one per generation up to the newest held.
+      const newest = (await this.#deps.envelopes.generation(domain)) ?? 0;
+      created.push({ domain, gens: [undefined, ...Array.from({ length: newest }, (_, i) => i + 1)] });
+    }
     const marks = await this.#deps.store.transact(async (tx) => {
       const open = await tx.head(chainKey(signer, 'public'));
       const trusted = await tx.head(chainKey(signer, 'trusted'));
       // Created domains: the heads this replica holds (it holds none for a domain it cannot read).
       const domains: Record<string, number> = {};
-      for (const { row: domain } of created) {
-        for (const lane of ['public', 'trusted'] as const) {
-          const head = await tx.head(chainKey(signer, lane, domain));
-          if (head) domains[chainSuffix(lane, domain)] = head.seq;
+      for (const { domain, gens } of created) {
+        for (const gen of gens) {
+          for (const lane of ['public', 'trusted'] as const) {
+            const head = await tx.head(chainKey(signer, lane, domain, gen));
+            if (head) domains[chainSuffix(lane, domain, gen)] = head.seq;
+          }
         }
       }
       return { hwm: open?.seq ?? 0, trusted_hwm: trusted?.seq ?? 0, domains };
@@ -152,6 +161,11 @@ export class LocalWrites {
 
   async #writeBatchLocked(batch: readonly QueuedWrite[]): Promise<Result<WriteOutcome, WriteError>[]> {
     const { store, signer, envelopes, trust, privacy, clock } = this.#deps;
+    // A created domain's events name the generation they are sealed under: each is its own chain.
+    const gens = new Map<DomainName, number | undefined>();
+    for (const w of batch) {
+      if (!isBuiltInDomain(w.domain) && !gens.has(w.domain)) gens.set(w.domain, await envelopes.generation(w.domain));
+    }
     for (let attempt = 0; attempt < MAX_WRITE_RETRIES; attempt++) {
       const prepared = await store.transact(async (tx) => {
         const removed = (await tx.getRow('keyring', this.#self))?.removed !== undefined;
@@ -161,7 +175,8 @@ export class LocalWrites {
         for (const w of batch) {
           // The class this machine holds for the table now picks the lane, for good.
           const lane = await privacy.classOf(tx, w.table);
-          const chain = chainKey(this.#self, lane, w.domain);
+          const gen = gens.get(w.domain);
+          const chain = chainKey(this.#self, lane, w.domain, gen);
           if (!heads.has(chain)) heads.set(chain, await tx.head(chain));
           hlc = tick(hlc, clock.now());
           const body: EventBody = {
@@ -178,6 +193,7 @@ export class LocalWrites {
             cols: w.cols,
             hlc,
             ...(lane === 'public' ? {} : { lane }),
+            ...(gen === undefined ? {} : { gen }),
           };
           drafts.push({ chain, body, verdict: await authorize(tx, body, trust) });
         }
@@ -202,7 +218,7 @@ export class LocalWrites {
             continue;
           }
           tips.set(chain, { seq: body.seq, eventId: eventIdOf(event) });
-          signed.push({ index, event, sealed: await envelopes.seal(draft.domain, event.bytes, body.lane) });
+          signed.push({ index, event, sealed: await envelopes.seal(draft.domain, event.bytes, body.lane, body.gen) });
           results.push(err({ type: 'InvalidEdit', reason: 'replica: not recorded' }));
         }
       }

@@ -116,7 +116,7 @@ export function* recording(
     pos = fill;
   }
   // A withheld slot filled later sits below the head it once moved: heads only go forward.
-  const chain = chainKey(signer, body.lane, body.domain);
+  const chain = chainKey(signer, body.lane, body.domain, body.gen);
   const head = (yield tx.head(chain)) as ChainHead | undefined;
   if (!head || body.seq > head.seq) yield tx.setHead(chain, { seq: body.seq, eventId });
   const clock = (yield tx.getHlc()) as Hlc | undefined;

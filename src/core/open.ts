@@ -30,7 +30,14 @@ export type LaneMismatch = {
   readonly event: string;
 };
 
-export type OpenError = SealError | EventError | DomainMismatch | LaneMismatch;
+/** The event names another key generation than the envelope it came in (chains.ts). */
+export type GenerationMismatch = {
+  readonly type: 'GenerationMismatch';
+  readonly envelope: number;
+  readonly event: number;
+};
+
+export type OpenError = SealError | EventError | DomainMismatch | LaneMismatch | GenerationMismatch;
 
 export type Opening =
   | {
@@ -76,6 +83,14 @@ function opened(bytes: Uint8Array, sealed: SealedEvent, plain: Result<Uint8Array
       kind: 'rejected',
       outerId: envelopeId(sealed),
       error: { type: 'LaneMismatch', envelope: sealed.lane ?? 'public', event: lane },
+    };
+  }
+  const gen = event.value.body.gen;
+  if (gen !== undefined && gen !== sealed.gen) {
+    return {
+      kind: 'rejected',
+      outerId: envelopeId(sealed),
+      error: { type: 'GenerationMismatch', envelope: sealed.gen, event: gen },
     };
   }
   const names = { outerId: envelopeId(sealed), eventId: eventIdOf(event.value) };

@@ -27,7 +27,14 @@ import {
   type PrivacyRefusal,
 } from './ingest.js';
 import { LocalWrites, type WriteError, type WriteOutcome } from './local-writes.js';
-import { openEnvelope, type DomainMismatch, type EnvelopeOpener, type LaneMismatch, type Opening } from './open.js';
+import {
+  openEnvelope,
+  type DomainMismatch,
+  type EnvelopeOpener,
+  type GenerationMismatch,
+  type LaneMismatch,
+  type Opening,
+} from './open.js';
 import type { Clock, Signer, Verifier } from './ports.js';
 import type { PrivacyPolicy } from './sync-manifest.js';
 import type { Result } from './result.js';
@@ -47,8 +54,11 @@ import type { TrustContext } from './trust.js';
 
 /** The sealing half of the crypto port: domain keys never leave its implementation. */
 export interface EnvelopeCrypto {
-  seal(domain: DomainName, signedEvent: Uint8Array, lane?: SealLane): Promise<SealedEvent>;
+  /** Seals under generation `gen` of the domain when named (it must be held), else under the newest held. */
+  seal(domain: DomainName, signedEvent: Uint8Array, lane?: SealLane, gen?: number): Promise<SealedEvent>;
   open(sealed: SealedEvent): Promise<Result<Uint8Array, SealError>>;
+  /** The newest generation of the domain held here; undefined when none is. */
+  generation(domain: DomainName): Promise<number | undefined>;
 }
 
 /** Held envelopes opened per page by `reopen`. */
@@ -78,7 +88,7 @@ export type ReplicaDeps = {
   readonly maxParked?: number;
 };
 
-export type Rejection = SealError | EventError | FinalRejection | DomainMismatch | LaneMismatch;
+export type Rejection = SealError | EventError | FinalRejection | DomainMismatch | LaneMismatch | GenerationMismatch;
 
 export type IngestOutcome =
   | {

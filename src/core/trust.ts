@@ -71,7 +71,7 @@ export function* authorization(tx: ReplicaTx, body: EventBody, trust: TrustConte
         ? Infinity
         : !isBuiltInDomain(body.domain)
           ? // A created domain's chain keeps only what a removal names (a remover that cannot read it names none).
-            (removed.domains?.[chainSuffix(lane, body.domain)] ?? 0)
+            (removed.domains?.[chainSuffix(lane, body.domain, body.gen)] ?? 0)
           : lane === 'public'
             ? removed.hwm
             : removed.trustedHwm;

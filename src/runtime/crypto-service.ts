@@ -531,8 +531,13 @@ export class CryptoService {
     return blake3(data);
   }
 
-  sealEvent(domain: DomainName, signedEvent: Uint8Array, lane?: SealLane): Promise<SealedEvent> {
-    return this.#envelopes.seal(domain, signedEvent, lane);
+  sealEvent(domain: DomainName, signedEvent: Uint8Array, lane?: SealLane, gen?: number): Promise<SealedEvent> {
+    return this.#envelopes.seal(domain, signedEvent, lane, gen);
+  }
+
+  /** The newest generation of a domain this machine holds (what a write's chain is named by). */
+  domainGeneration(domain: DomainName): Promise<number | undefined> {
+    return this.#envelopes.generation(domain);
   }
 
   /**

@@ -59,12 +59,13 @@ export function nodeOpenSealed(sealed: SealedEvent, keys: DomainKeyLookup): Resu
 /** The envelope port of a DomainKeyring (core/domain-keys.ts), natively. */
 export function nodeEnvelopes(keyring: DomainKeyring, random: Random): EnvelopeCrypto {
   return {
-    seal: async (domain, signedEvent, lane) => {
-      const current = keyring.current(domain);
+    seal: async (domain, signedEvent, lane, gen) => {
+      const current = keyring.sealing(domain, gen);
       if (!current) throw new Error(`node-aead: no key for ${domain}`);
       const ct = encrypt(current.key, random.bytes(NONCE_BYTES), sealAad(domain, current.gen, lane), signedEvent);
       return { domain, gen: current.gen, id: blake3(ct), ct, ...(lane ? { lane } : {}) };
     },
     open: async (sealed) => nodeOpenSealed(sealed, (d, g) => keyring.get(d, g)),
+    generation: async (domain) => keyring.current(domain)?.gen,
   };
 }

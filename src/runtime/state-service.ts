@@ -396,13 +396,15 @@ export function stateCryptoOf(crypto: {
   verify(publicKey: Uint8Array, message: Uint8Array, signature: Uint8Array): Promise<boolean>;
   sealEvent: EnvelopeCrypto['seal'];
   openEvent: EnvelopeCrypto['open'];
+  domainGeneration: EnvelopeCrypto['generation'];
   sealMessage(to: PeerAddress, message: DeliveryMessage): Promise<Uint8Array>;
 }): StateCrypto {
   return {
     signer: { publicKey: fromHex(crypto.view().signer)!, sign: (m) => crypto.sign(m) },
     verifier: { verify: (k, m, s) => crypto.verify(k, m, s) },
-    seal: (d, e, lane) => crypto.sealEvent(d, e, lane),
+    seal: (d, e, lane, gen) => crypto.sealEvent(d, e, lane, gen),
     open: (s) => crypto.openEvent(s),
+    generation: (d) => crypto.domainGeneration(d),
     sealMessage: (to, message) => crypto.sealMessage(to, message),
   };
 }

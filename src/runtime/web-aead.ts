@@ -54,8 +54,8 @@ export async function webOpenSealed(
 /** The envelope port of a DomainKeyring (core/domain-keys.ts), with WebCrypto. */
 export function webEnvelopes(keyring: DomainKeyring, random: Random): EnvelopeCrypto {
   return {
-    seal: async (domain, signedEvent, lane) => {
-      const current = keyring.current(domain);
+    seal: async (domain, signedEvent, lane, gen) => {
+      const current = keyring.sealing(domain, gen);
       if (!current) throw new Error(`web-aead: no key for ${domain}`);
       const nonce = random.bytes(NONCE_BYTES);
       const aad = sealAad(domain, current.gen, lane);
@@ -68,5 +68,6 @@ export function webEnvelopes(keyring: DomainKeyring, random: Random): EnvelopeCr
       return { domain, gen: current.gen, id: blake3(ct), ct, ...(lane ? { lane } : {}) };
     },
     open: (sealed) => webOpenSealed(sealed, (d, g) => keyring.get(d, g)),
+    generation: async (domain) => keyring.current(domain)?.gen,
   };
 }

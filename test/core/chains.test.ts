@@ -14,13 +14,20 @@ describe('chain names', () => {
     expect(chainKey('ab', 'local', 'RESTRICTED')).toBe('ab@RESTRICTED/local');
     expect(chainSuffix(undefined, 'FIELD_2')).toBe('@FIELD_2');
   });
+
+  it("name a created domain's generation, one chain per generation; never a built-in domain's", () => {
+    expect(chainKey('ab', 'public', 'RESTRICTED', 3)).toBe('ab@RESTRICTED#3');
+    expect(chainKey('ab', 'trusted', 'RESTRICTED', 12)).toBe('ab@RESTRICTED#12/trusted');
+    expect(chainKey('ab', 'public', 'GENERAL', 2)).toBe('ab');
+    expect(chainSuffix('trusted', 'CONTROL', 2)).toBe('/trusted');
+  });
 });
 
 describe('domain marks (domain_hwms)', () => {
   it('are written sorted, "SUFFIX=seq" joined by commas, and read back to the same marks', () => {
-    const marks = { '@ZETA/trusted': 2, '@ALPHA': 7, '@ZETA': 1 };
+    const marks = { '@ZETA/trusted': 2, '@ALPHA': 7, '@ZETA': 1, '@ZETA#2/trusted': 4, '@ALPHA#10': 3 };
     const text = formatDomainMarks(marks);
-    expect(text).toBe('ALPHA=7,ZETA/trusted=2,ZETA=1');
+    expect(text).toBe('ALPHA#10=3,ALPHA=7,ZETA#2/trusted=4,ZETA/trusted=2,ZETA=1');
     expect(parseDomainMarks(text)).toEqual(marks);
     expect(formatDomainMarks({})).toBe('');
   });
@@ -44,6 +51,10 @@ describe('domain marks (domain_hwms)', () => {
     ['a leading @', '@ALPHA=1'],
     ['spaces', 'ALPHA=1, BETA=2'],
     ['one chain twice', 'ALPHA=1,ALPHA=2'],
+    ['generation 0', 'ALPHA#0=1'],
+    ['a generation of eleven digits', 'ALPHA#12345678901=1'],
+    ['a generation after the lane', 'ALPHA/trusted#2=1'],
+    ['an empty generation', 'ALPHA#=1'],
   ])('refuse %s', (_, text) => {
     expect(parseDomainMarks(text)).toBeUndefined();
   });

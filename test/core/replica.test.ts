@@ -1033,12 +1033,70 @@ describe('created domains keep their own chains', () => {
     await a.replica.ingest(b.id, await logOf(b), 99);
     expect((await a.replica.remove(b.id)).ok).toBe(true);
     const removal = (await a.store.row('keyring', b.id))?.removed;
-    expect(removal?.domains).toEqual({ '@RESTRICTED': 1 });
+    // One chain per generation of the created domain: this one's first.
+    expect(removal?.domains).toEqual({ '@RESTRICTED#1': 1 });
     b.clock.advance(10);
     expect((await b.replica.write('field_notes', 'RESTRICTED:2', { title: 'too late', text: '' })).ok).toBe(true);
     const outcomes = await a.replica.ingest(b.id, await logOf(b), 99);
     expect(outcomes.at(-1)).toMatchObject({ type: 'Applied', revoked: true });
     expect(Object.keys(await rowsOf(a, 'field_notes'))).toEqual(['RESTRICTED:1']);
+  });
+
+  it('each generation of a created domain is its own chain: a reader of only the newer one applies its rows', async () => {
+    const seed = 'chains6';
+    const { b, s } = await restricted(seed);
+    expect((await b.replica.write('field_notes', 'RESTRICTED:1', { title: 'before', text: '' })).ok).toBe(true);
+    const second = seededRandom(`${seed}/gen2`).bytes(32);
+    b.keyring.add('RESTRICTED', 2, second);
+    expect((await b.replica.write('field_notes', 'RESTRICTED:2', { title: 'after', text: '' })).ok).toBe(true);
+    const entries = (await b.store.entriesAfter(0, 100)).filter((e) => e.domain === 'RESTRICTED');
+    expect(entries.map((e) => [e.body?.gen, e.seq])).toEqual([
+      [1, 1],
+      [2, 1],
+    ]);
+    // S holds generation 2 only (let in from now on): the row sealed under it applies; the older stays held.
+    s.keyring.add('RESTRICTED', 2, second);
+    const outcomes = await s.replica.ingest(b.id, await logOf(b), 99);
+    expect(outcomes.slice(-2).map((o) => o.type)).toEqual(['StoredOpaque', 'Applied']);
+    expect(await rowsOf(s, 'field_notes')).toEqual({ 'RESTRICTED:2': { title: 'after', text: '' } });
+    expect(await s.store.parkedCount()).toBe(0);
+  });
+
+  it('refuses an event naming another generation than its envelope, and a generation in a built-in domain', async () => {
+    const seed = 'chains7';
+    const { b, s } = await restricted(seed);
+    const key = seededRandom(`${seed}/restricted`).bytes(32);
+    s.keyring.add('RESTRICTED', 1, key);
+    s.keyring.add('RESTRICTED', 2, key);
+    const body: EventBody = {
+      v: 1,
+      domain: 'RESTRICTED',
+      signer: b.signer.publicKey,
+      seq: 1,
+      prev: ZERO_HASH,
+      table: 'field_notes',
+      row: 'RESTRICTED:9',
+      op: 'put',
+      cols: { title: 'moved' },
+      hlc: { ms: b.clock.now(), counter: 0 },
+      gen: 1,
+    };
+    const relabelled = seal((await signEvent(body, b.signer)).bytes, 'RESTRICTED', key, 2);
+    const [moved] = await s.replica.ingest(b.id, [relabelled], 100);
+    expect(moved).toMatchObject({ type: 'Rejected', error: { type: 'GenerationMismatch', envelope: 2, event: 1 } });
+    const general = { ...body, domain: 'GENERAL' as const, row: 'GENERAL:9' };
+    expect(decodeEvent(await signRaw(general, b.signer))).toMatchObject({
+      ok: false,
+      error: { reason: 'a built-in domain names no generation' },
+    });
+    for (const gen of [0, 1.5, -1, '2']) {
+      expect(decodeEvent(await signRaw({ ...body, gen }, b.signer))).toMatchObject({
+        ok: false,
+        error: { reason: 'bad gen' },
+      });
+    }
+    const extra = decodeEvent(await signRaw({ ...body, extra: 1 }, b.signer));
+    expect(!extra.ok && 'reason' in extra.error && extra.error.reason).toMatch(/^unexpected fields /);
   });
 });
 

@@ -202,8 +202,10 @@ describe('MLS service', () => {
     const again = await W.mls.change('FIELD', { add: [await C.mls.standingKeyPackage()], history: 'forward' });
     if (!again.ok) throw new Error(again.error.type);
     expect(await C.mls.receive('FIELD', g, again.value)).toEqual(ok('joined'));
+    // Generation 2, minted by the removal, may carry rewrapped objects older than C's return:
+    // the forward add mints 3 for it instead.
     const view = (await C.mls.views()).find((v) => v.domain === 'FIELD')!;
-    expect([view.removed, view.generations]).toEqual([false, [2]]);
+    expect([view.removed, view.generations]).toEqual([false, [3]]);
     await Promise.all([W, C].map((m) => m.crypto.reloadDomainKeys()));
     expect((await C.crypto.openEvent(await W.crypto.sealEvent('FIELD', new Uint8Array([5])))).ok).toBe(true);
   });
