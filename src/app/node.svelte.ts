@@ -13,7 +13,8 @@ import type { CryptoWorkerApi } from '../../workers/crypto.worker.ts';
 import type { ParquetWorkerApi } from '../../workers/parquet.worker.ts';
 import type { MlsService } from '../runtime/mls-service.js';
 import type { QueryResult, RowsFound } from '../core/query/execute.js';
-import { defaultRelayUrl, MeshNode, type NodeSnapshot, type PageQuery, type RowPage } from '../runtime/mesh-node.js';
+import { MeshNode, type NodeSnapshot, type PageQuery, type RowPage } from '../runtime/mesh-node.js';
+import { defaultRelayUrl } from '../runtime/machine-env.js';
 import type { Result } from '../core/result.js';
 import type { ColumnValue } from '../core/schema.js';
 import type { Refusal, RefusalKind } from '../core/store.js';
@@ -268,6 +269,11 @@ export class NodeStore {
 
   removeFromDomain(domain: string, signer: string): Promise<boolean> {
     return this.#write(() => this.#require().domains.removeReader(domain, signer));
+  }
+
+  /** Admin: a new key generation for a domain; its objects are rewrapped in the background. */
+  rotateDomain(domain: string): Promise<boolean> {
+    return this.#write(() => this.#require().domains.rotate(domain));
   }
 
   writeNote(domain: string, title: string, text: string): Promise<boolean> {

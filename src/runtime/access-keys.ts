@@ -23,6 +23,14 @@ import { isDomainName, type DomainName } from '../core/schema.js';
 /** This machine holds no key of the domain: it does not read it. */
 export type NoDomainKey = { readonly type: 'NoDomainKey'; readonly domain: DomainName };
 
+/** A rewrap asked for under a generation that is no longer the domain's current one. */
+export type GenerationMoved = {
+  readonly type: 'GenerationMoved';
+  readonly domain: DomainName;
+  readonly asked: number;
+  readonly current: number | undefined;
+};
+
 /** None of the `keys` generations held opens any of the `records` access records tried. */
 export type NoKeyOpens = { readonly type: 'NoKeyOpens'; readonly keys: number; readonly records: number };
 
@@ -41,6 +49,18 @@ export interface AccessKeys {
    * opens, the generation the record names; answers in the order asked.
    */
   unwrap(objects: readonly (readonly AccessRecord[])[]): Promise<Result<Uint8Array, NoKeyOpens>[]>;
+
+  /**
+   * Rotation by rewrap: each object's secret opened from its records and wrapped again under
+   * the domain's current generation, inside the holder (no secret crosses a thread). The new
+   * record of each object in the order asked; undefined for one none of whose records
+   * opens. `GenerationMoved` when the current generation is not `gen`.
+   */
+  rewrap(
+    domain: DomainName,
+    gen: number,
+    objects: readonly (readonly AccessRecord[])[],
+  ): Promise<Result<(AccessRecord | undefined)[], NoDomainKey | GenerationMoved>>;
 
   /**
    * Holding is not reading: every generation held, of every domain, tried on every record
@@ -86,6 +106,19 @@ export function keyringAccess(keyring: DomainKeyring, random: Random): AccessKey
       return ok(wrapSecret(secret, { ...at, gen: current.gen }, current.key, random));
     },
     unwrap: async (objects) => objects.map(open),
+    rewrap: async (domain, gen, objects) => {
+      const current = keyring.current(domain);
+      if (!current) return err({ type: 'NoDomainKey', domain });
+      if (current.gen !== gen) return err({ type: 'GenerationMoved', domain, asked: gen, current: current.gen });
+      return ok(
+        objects.map((records) => {
+          const storageId = records[0]?.storageId;
+          const secret = open(records.filter((r) => r.storageId === storageId && r.domain === domain));
+          if (!secret.ok || !storageId || !isStorageId(storageId)) return undefined;
+          return wrapSecret(secret.value, { storageId, domain, gen }, current.key, random);
+        }),
+      );
+    },
     tryEveryKey: async (records) => {
       const keys = keyring.list();
       const secrets = keys.flatMap((k) => records.flatMap((r) => opened(r, k.key) ?? []));

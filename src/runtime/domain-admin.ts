@@ -14,7 +14,7 @@ import type { DomainsError, MeshDomains } from './mesh-domains.js';
 import type { MeshRoster } from './mesh-roster.js';
 
 export type DomainAdminDeps = {
-  readonly domains: Pick<MeshDomains, 'views' | 'create' | 'add' | 'remove'>;
+  readonly domains: Pick<MeshDomains, 'views' | 'create' | 'add' | 'remove' | 'rotate'>;
   readonly roster: Pick<MeshRoster, 'isAdmin' | 'others'>;
   readonly store: Pick<MachineStore, 'row' | 'opaque'>;
   readonly crypto: Pick<CryptoPort, 'tryEveryKey'>;
@@ -84,6 +84,21 @@ export class DomainAdmin {
     const removed = await this.#deps.domains.remove(domain, [signer]);
     await this.#deps.changed();
     return removed;
+  }
+
+  /**
+   * Rotates a domain's key: a new generation for every reader, then each object gets an
+   * access record under it in the background (rewrap-job.ts), its bytes untouched. Older
+   * generations are kept: objects some reader may not read stay under them.
+   */
+  async rotate(domain: DomainName): Promise<Result<void, DomainsError>> {
+    const invalid = (reason: string) => err({ type: 'InvalidDomain' as const, reason });
+    if (!this.#deps.roster.isAdmin()) return invalid('only an admin rotates a domain');
+    if (!this.reads(domain)) return invalid(`this machine does not read ${domain}`);
+    if (!this.#deps.online()) return invalid('connect to the relay first: the sequencer orders the change');
+    const rotated = await this.#deps.domains.rotate(domain);
+    await this.#deps.changed();
+    return rotated;
   }
 
   /**

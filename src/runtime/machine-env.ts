@@ -60,3 +60,8 @@ export function soloEnv(restart: () => void): MachineEnv {
     background: undefined,
   };
 }
+
+/** The relay a browser founding a mesh uses: the one that served the page. */
+export function defaultRelayUrl(location: Location): string {
+  return `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`;
+}

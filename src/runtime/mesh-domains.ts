@@ -57,6 +57,7 @@ export type MlsPort = {
       readonly add?: readonly Uint8Array[];
       readonly history?: 'forward' | 'full' | 'fresh';
       readonly remove?: readonly string[];
+      readonly rotate?: boolean;
     },
   ): Promise<Result<Uint8Array, ServiceError>>;
 };
@@ -282,6 +283,15 @@ export class MeshDomains {
   /** Admin: removes machines from one domain; a new generation they cannot open is minted. */
   async remove(domain: DomainName, signers: readonly string[]): Promise<Result<void, DomainsError>> {
     const made = await this.#deps.mls.change(domain, { remove: signers });
+    return this.#settled(made.ok ? ok(undefined) : made);
+  }
+
+  /**
+   * Admin: a new generation for every reader of the domain, nobody added or removed; the
+   * domain's objects are then rewrapped under it (rewrap-job.ts) and its rows sealed with it.
+   */
+  async rotate(domain: DomainName): Promise<Result<void, DomainsError>> {
+    const made = await this.#deps.mls.change(domain, { rotate: true });
     return this.#settled(made.ok ? ok(undefined) : made);
   }
 

@@ -43,10 +43,6 @@ export type { DomainEntry, MeshStatus, NodeSnapshot, Notice } from './node-snaps
 export type { MachineStore } from './machine-store.js';
 export type { JoinView } from './pairing-joiner.js';
 
-export function defaultRelayUrl(location: Location): string {
-  return `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`;
-}
-
 type Written = Promise<Result<WriteOutcome, WriteError>>;
 
 export class MeshNode {
@@ -134,6 +130,8 @@ export class MeshNode {
         notice: (kind, text) => feed.notice(kind, text),
         changed: () => feed.publishSoon(),
         defaultPlacement,
+        views: () => domains.views,
+        isAdmin: () => roster.isAdmin(),
       });
     this.pairing = new MeshPairing({
       crypto,
@@ -490,6 +488,7 @@ export class MeshNode {
       manifest: () => this.#manifest(),
       domains: this.#domains,
       objects: async () => (await this.#objects?.entries()) ?? [],
+      rewraps: () => this.#objects?.rewraps() ?? [],
     };
   }
 }

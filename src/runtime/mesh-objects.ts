@@ -12,6 +12,8 @@
  *     machine the keyring removed publishes nothing more: what it formed is refused;
  *   - placement: a machine the admins' `placement` record names as a store copies the
  *     objects of those domains from the relay, whether or not it can read them;
+ *   - rewrap: after a rotation, admins give each object a record under the new
+ *     generation (rewrap-job.ts);
  *   - the catalog view: every object this machine can read (manifest opened), formed,
  *     or merely stores (bytes only, unreadable here).
  */
@@ -23,6 +25,8 @@ import { isDomainName, type DomainName } from '../core/schema.js';
 import type { RowState } from '../core/merge.js';
 import type { RowsFound } from '../core/query/execute.js';
 import type { Codec } from '../core/parquet/write.js';
+import type { DomainView } from './mls-service.js';
+import { RewrapJob, type RewrapProgress } from './rewrap-job.js';
 import type {
   CatalogEntry,
   HeldObject,
@@ -53,6 +57,7 @@ export type ObjectPort = {
       | 'query'
       | 'cancelQuery'
       | 'compression'
+      | 'rewrap'
   ]: (...args: Parameters<ObjectService[K]>) => Promise<Awaited<ReturnType<ObjectService[K]>>>;
 };
 
@@ -78,6 +83,9 @@ export type ObjectsDeps = {
   readonly changed: () => void;
   /** What this machine stores while no placement record names it (an archive: every domain). */
   readonly defaultPlacement?: '*' | undefined;
+  /** The domains' groups (rewrapping follows their generations, members and entitlements). */
+  readonly views: () => readonly DomainView[];
+  readonly isAdmin: () => boolean;
 };
 
 export type ObjectState = 'pending' | 'refused' | 'published' | 'stored';
@@ -149,19 +157,35 @@ export class MeshObjects {
   readonly #failed = new Map<string, string>();
   #cycle: Promise<void> = Promise.resolve();
   #uploadFailure: string | undefined;
+  readonly #rewrap: RewrapJob;
 
   constructor(deps: ObjectsDeps) {
     this.#deps = deps;
+    this.#rewrap = new RewrapJob({
+      views: deps.views,
+      isAdmin: deps.isAdmin,
+      self: deps.self,
+      catalog: () => this.#catalog(),
+      rewrap: (domain, gen, entries) => deps.service.rewrap(domain, gen, entries),
+      writeAccess: (row, wrapped) => deps.write(ACCESS_TABLE, row, { wrapped }),
+      changed: deps.changed,
+    });
+  }
+
+  /** Each domain's rewrap under its current generation (rewrap-job.ts). */
+  rewraps(): RewrapProgress[] {
+    return this.#rewrap.progress();
   }
 
   /**
    * New KEK generations reached the key holder (the crypto worker), or a new mesh the key
-   * store: the Parquet worker takes up the group secret, and manifests that did not open
-   * are tried again.
+   * store: the Parquet worker takes up the group secret, manifests that did not open are
+   * tried again, and a cycle runs (a rotation's rewrap starts there).
    */
   async keysChanged(): Promise<void> {
     await this.#deps.service.reload(this.#deps.relayUrl());
     this.#failed.clear();
+    void this.sync();
   }
 
   /** Forms an object of a CSV file, in a table named `table` (by default after the file). */
@@ -234,6 +258,7 @@ export class MeshObjects {
     }
     this.#uploadFailure = failure;
     await this.#place();
+    await this.#rewrap.run();
     this.#deps.changed();
   }
 

@@ -7,6 +7,7 @@ import { DOMAINS, type DomainName } from '../core/schema.js';
 import type { IdentityView } from './crypto-service.js';
 import type { MachineStore } from './machine-store.js';
 import { PLACEMENT_TABLE, type ObjectEntry } from './mesh-objects.js';
+import type { RewrapProgress } from './rewrap-job.js';
 import type { DomainView } from './mls-service.js';
 import type { PairingView } from './pairing-inviter.js';
 import type { JoinView } from './pairing-joiner.js';
@@ -77,6 +78,8 @@ export type DomainEntry = {
   readonly mls: DomainView | undefined;
   /** An accepted commit keeps failing here: the machine is resyncing by external commit. */
   readonly stuck: boolean;
+  /** The rewrap under its current generation, when this machine (an admin) runs or ran one. */
+  readonly rewrap: RewrapProgress | undefined;
 };
 
 /** Where a snapshot's parts come from: the machine's parts, each by what a snapshot reads of it. */
@@ -111,6 +114,7 @@ export type SnapshotSources = {
     misbehaviour(): readonly unknown[];
   };
   objects(): Promise<ObjectEntry[]>;
+  rewraps(): readonly RewrapProgress[];
 };
 
 export async function buildSnapshot(src: SnapshotSources): Promise<NodeSnapshot> {
@@ -134,7 +138,7 @@ export async function buildSnapshot(src: SnapshotSources): Promise<NodeSnapshot>
     join: pairing.joinView,
     vouchK: await pairing.vouchThreshold(),
     manifest: await src.manifest(),
-    domains: await domainEntries(src.store, domains),
+    domains: await domainEntries(src.store, domains, src.rewraps()),
     misbehaviour: domains.misbehaviour().length,
     notes: (await src.store.rows('field_notes')).map((r) => rowView(r, names)),
     objects: await src.objects(),
@@ -172,7 +176,11 @@ async function syncView(src: SnapshotSources): Promise<SyncView> {
   };
 }
 
-async function domainEntries(store: MachineStore, domains: SnapshotSources['domains']): Promise<DomainEntry[]> {
+async function domainEntries(
+  store: MachineStore,
+  domains: SnapshotSources['domains'],
+  rewraps: readonly RewrapProgress[],
+): Promise<DomainEntry[]> {
   const purposes = new Map(
     (await store.rows('domains')).map((r) => [r.row, String(rowView(r, new Map()).values['purpose'] ?? '')]),
   );
@@ -184,5 +192,6 @@ async function domainEntries(store: MachineStore, domains: SnapshotSources['doma
       (domain === 'CONTROL' ? 'mesh control records' : domain === 'GENERAL' ? 'shared data' : ''),
     mls: domains.views.find((v) => v.domain === domain),
     stuck: domains.stuck().includes(domain),
+    rewrap: rewraps.find((r) => r.domain === domain),
   }));
 }

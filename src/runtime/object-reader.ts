@@ -273,7 +273,7 @@ export class ObjectReader {
 }
 
 /** A catalog entry's access records, as core/object/access.ts takes them. */
-function accessOf(storageId: StorageId, entry: CatalogEntry): AccessRecord[] {
+export function accessOf(storageId: StorageId, entry: CatalogEntry): AccessRecord[] {
   return entry.access.map((a) => ({ storageId, domain: entry.domain, gen: a.gen, wrapped: a.wrapped }));
 }
 

@@ -44,9 +44,9 @@ import {
   type ObjectStore,
   type PendingRecord,
 } from '../storage/object-db.js';
-import type { AccessKeys, NoDomainKey } from './access-keys.js';
+import type { AccessKeys, GenerationMoved, NoDomainKey } from './access-keys.js';
 import { systemClock } from './clock.js';
-import { ObjectReader, type CatalogEntry, type ReadError } from './object-reader.js';
+import { accessOf, ObjectReader, type CatalogEntry, type ReadError } from './object-reader.js';
 import { webPmeCipher } from './pme-cipher.js';
 import { httpBaseOf } from './relay-http-client.js';
 import { RelayObjectClient } from './relay-objects-client.js';
@@ -63,7 +63,11 @@ export type ObjectError =
   | CsvImportError
   | NoDomainKey
   | { readonly type: 'ManifestTooLarge'; readonly bytes: number }
+  | GenerationMoved
   | { readonly type: 'NotPublishable'; readonly reason: string };
+
+/** One object's new access record, from a rewrap. */
+export type Rewrapped = { readonly id: string; readonly gen: number; readonly wrapped: Uint8Array };
 
 export type { CatalogEntry } from './object-reader.js';
 
@@ -447,7 +451,27 @@ export class ObjectService {
     return pending.length;
   }
 
-  // ---- reading ------------------------------------------------------------------------
+  /**
+   * Rotation by rewrap (SOP/1): for each catalog object of `domain`, a new access record
+   * under the domain's current generation, which must be `gen` (`GenerationMoved`
+   * otherwise: the caller plans again). The key holder opens and wraps each secret; the
+   * object's bytes, storage id, manifest and producer signature are untouched. An object
+   * none of whose records opens here is left out of the answer.
+   */
+  async rewrap(
+    domain: DomainName,
+    gen: number,
+    entries: readonly CatalogEntry[],
+  ): Promise<Result<Rewrapped[], ObjectError>> {
+    const objects = entries.filter((e) => e.domain === domain && isStorageId(e.id) && e.access.length > 0);
+    const records = await this.#access.rewrap(
+      domain,
+      gen,
+      objects.map((e) => accessOf(e.id as StorageId, e)),
+    );
+    if (!records.ok) return records;
+    return ok(records.value.flatMap((r) => (r ? [{ id: r.storageId, gen: r.gen, wrapped: r.wrapped }] : [])));
+  }
 
   // ---- reading ------------------------------------------------------------------------
 

@@ -29,6 +29,10 @@ function fixture(over: { admin?: boolean; online?: boolean; existing?: string[];
         log.push(`remove ${domain} ${signers.join(',')}`);
         return ok(undefined);
       },
+      rotate: async (domain) => {
+        log.push(`rotate ${domain}`);
+        return ok(undefined);
+      },
     },
     roster: { isAdmin: () => over.admin ?? true, others: () => ['b2', 'c3'] },
     store: {
@@ -92,6 +96,24 @@ describe('domain admin', () => {
     await f.admin.removeReader('LAB', 'c3');
     expect(f.log).toEqual(['add LAB b2 forward', 'changed', 'remove LAB c3', 'changed']);
     expect(['GENERAL', 'OLD', 'SOON', 'LAB'].map((d) => f.admin.reads(d))).toEqual([true, false, false, false]);
+  });
+
+  it('rotates a domain it reads, as an admin with the sequencer reachable; refuses otherwise, changing nothing', async () => {
+    const f = fixture();
+    expect(await f.admin.rotate('GENERAL')).toEqual(ok(undefined));
+    expect(f.log).toEqual(['rotate GENERAL', 'changed']);
+    for (const [over, domain, reason] of [
+      [{ admin: false }, 'GENERAL', 'only an admin'],
+      [{}, 'OLD', 'does not read OLD'],
+      [{}, 'SOON', 'does not read SOON'],
+      [{ online: false }, 'GENERAL', 'connect to the relay'],
+    ] as const) {
+      const g = fixture(over);
+      const refused = await g.admin.rotate(domain);
+      expect(!refused.ok && refused.error.type).toBe('InvalidDomain');
+      expect(!refused.ok && 'reason' in refused.error && refused.error.reason).toContain(reason);
+      expect(g.log).toEqual([]);
+    }
   });
 
   it('counts what it holds without reading, by domain, and tries every key on it', async () => {

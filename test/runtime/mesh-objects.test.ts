@@ -57,6 +57,8 @@ async function setUp() {
     removed: () => state.removed,
     notice: (_, text) => state.notices.push(text),
     changed: () => undefined,
+    views: () => [],
+    isAdmin: () => true,
   });
   return { objects, signer, rows, state };
 }
@@ -168,5 +170,7 @@ async function setUpReader(rows: Map<string, RowState>): Promise<MeshObjects> {
     removed: () => false,
     notice: () => undefined,
     changed: () => undefined,
+    views: () => [],
+    isAdmin: () => false,
   });
 }
