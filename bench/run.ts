@@ -26,6 +26,7 @@ const BENCHMARKS: Readonly<Record<string, () => Promise<Benchmark>>> = {
   objects: () => import('./objects.ts'),
   query: () => import('./query.ts'),
   lighthouse: () => import('./lighthouse.ts'),
+  lifecycle: () => import('./lifecycle.ts'),
 };
 
 const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));

@@ -30,6 +30,15 @@ export type HeadlessOptions = {
 
 export type Headless = {
   readonly node: MeshNode;
+  /**
+   * The services beneath the node, for benchmarks that seed a machine through its own write
+   * path (`bench lifecycle`) and read what its store holds.
+   */
+  readonly services: {
+    readonly crypto: CryptoService;
+    readonly state: StateService;
+    readonly replica: SqliteReplicaStore;
+  };
   /** This machine's fingerprint, as its screen would show it. */
   readonly fingerprint: string;
   /** Closes the relay session, lets work under way finish, then closes the stores. */
@@ -69,6 +78,7 @@ export async function openHeadless(data: string, options: HeadlessOptions): Prom
   });
   return {
     node,
+    services: { crypto, state, replica },
     get fingerprint() {
       return crypto.view().fingerprint;
     },

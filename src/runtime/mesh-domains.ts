@@ -444,8 +444,9 @@ export class MeshDomains {
 
   /** After any MLS step: new generations to the crypto worker, fresh views to the UI. */
   async #settled<T extends Result<unknown, unknown>>(result: T): Promise<T> {
-    await this.#deps.reloadKeys();
+    // Views first: new keys start an object cycle (mesh-objects.ts), whose rewrap reads them.
     await this.refresh();
+    await this.#deps.reloadKeys();
     this.#deps.changed();
     return result;
   }

@@ -119,6 +119,9 @@ export const ACCESS_TABLE = 'object_access';
 export const PLACEMENT_TABLE = 'placement';
 
 const ID = /^[0-9a-f]{64}$/;
+/** A catalog this large is listed for the UI at most every LISTING_MS (`entries`). */
+const LARGE_CATALOG = 1_000;
+const LISTING_MS = 2_000;
 
 /** `<DOMAIN>:<producer>:<id>` → its parts; undefined for a row that is not one. */
 function catalogKey(row: string): { domain: DomainName; producer: string; id: string } | undefined {
@@ -158,6 +161,8 @@ export class MeshObjects {
   #cycle: Promise<void> = Promise.resolve();
   #uploadFailure: string | undefined;
   readonly #rewrap: RewrapJob;
+  #listed: { readonly at: number; readonly entries: ObjectEntry[] } | undefined;
+  readonly #decoded = new Map<string, { readonly text: string; readonly bytes: Uint8Array | undefined }>();
 
   constructor(deps: ObjectsDeps) {
     this.#deps = deps;
@@ -294,25 +299,53 @@ export class MeshObjects {
     if (!placed.ok) this.#deps.notice('warning', `objects: placement failed (${describe(placed.error)})`);
   }
 
+  /**
+   * A cell's base64url value decoded, kept by table and row while the value stays the same: the
+   * catalog is read for every snapshot, and decoding every row again made a large catalog's
+   * every snapshot cost as much as the whole catalog (`bench lifecycle`).
+   */
+  #bytesOf(table: string, row: string, value: unknown): Uint8Array | undefined {
+    const text = typeof value === 'string' ? value : '';
+    const key = `${table}\u0000${row}`;
+    const known = this.#decoded.get(key);
+    if (known?.text === text) return known.bytes;
+    const bytes = fromBase64Url(text);
+    this.#decoded.set(key, { text, bytes });
+    return bytes;
+  }
+
   /** The catalog as this machine sees it, by object. */
   async #catalog(): Promise<Map<string, CatalogEntry>> {
     const out = new Map<string, CatalogEntry & { access: { gen: number; wrapped: Uint8Array }[] }>();
     for (const r of await this.#deps.rows(CATALOG_TABLE)) {
       const key = catalogKey(r.row);
-      const sealed = fromBase64Url(String(r.cells['manifest']?.value ?? ''));
+      const sealed = key && this.#bytesOf(CATALOG_TABLE, r.row, r.cells['manifest']?.value);
       if (!key || !sealed) continue;
       out.set(key.id, { id: key.id, domain: key.domain, producer: key.producer, sealedManifest: sealed, access: [] });
     }
     for (const r of await this.#deps.rows(ACCESS_TABLE)) {
       const key = accessKey(r.row);
-      const wrapped = fromBase64Url(String(r.cells['wrapped']?.value ?? ''));
+      const wrapped = key && this.#bytesOf(ACCESS_TABLE, r.row, r.cells['wrapped']?.value);
       const entry = key && out.get(key.id);
       if (entry && wrapped && entry.domain === key.domain) entry.access.push({ gen: key.gen, wrapped });
     }
     return out;
   }
 
+  /**
+   * The Objects view's list, rebuilt for every snapshot — except that a large catalog's is
+   * rebuilt at most every LISTING_MS: reading it costs as much as the catalog, and a burst of
+   * writes (a rewrap writes one row per object) asks for a snapshot after every batch.
+   */
   async entries(): Promise<ObjectEntry[]> {
+    const listed = this.#listed;
+    if (listed && listed.entries.length > LARGE_CATALOG && Date.now() - listed.at < LISTING_MS) return listed.entries;
+    const entries = await this.#entries();
+    this.#listed = { at: Date.now(), entries };
+    return entries;
+  }
+
+  async #entries(): Promise<ObjectEntry[]> {
     const { service } = this.#deps;
     const catalog = await this.#catalog();
     const held = new Map<string, HeldObject>((await service.held()).map((h) => [h.id, h]));

@@ -100,12 +100,14 @@ export class RewrapJob {
       const batch = plan.rewrap.slice(i, i + REWRAP_BATCH).map((id) => byId.get(id)!);
       const made = await this.#deps.rewrap(domain, gen, batch);
       if (!made.ok) return show(reasonOf(made.error));
-      for (const record of made.value) {
-        const row = `${domain}:${this.#deps.self()}:${record.id}:${record.gen}`;
-        const written = await this.#deps.writeAccess(row, toBase64Url(record.wrapped));
-        if (!written.ok) return show(reasonOf(written.error));
-        done++;
-      }
+      // Written together: the state plane signs and records a burst of local writes in one go.
+      const written = await Promise.all(
+        made.value.map((r) =>
+          this.#deps.writeAccess(`${domain}:${this.#deps.self()}:${r.id}:${r.gen}`, toBase64Url(r.wrapped)),
+        ),
+      );
+      done += written.filter((w) => w.ok).length;
+      for (const w of written) if (!w.ok) return show(reasonOf(w.error));
       show();
     }
   }
