@@ -5,6 +5,8 @@
  * collector ends on the new generation reading everything. Then a domain the collector may
  * read only from now on: its objects from before stay closed to it through any number of
  * rotations — the workstation's rewrap keeps them under their older generations and says so.
+ * Removed from that domain, the collector still stores its objects, and no key it holds opens
+ * one formed after the removal.
  */
 import type { Page } from '@playwright/test';
 import { expect, pair, test, view } from './relay-process.ts';
@@ -100,4 +102,27 @@ test('an admin rotates a domain of 200 objects while a member queries; forward-o
   // The workstation reads all four.
   await view(ws, 'query');
   expect(await count(ws, 'lab')).toBe('20');
+
+  // The collector stops reading LAB but stores its objects: none of its keys opens one formed later.
+  await view(ws, 'domains');
+  await domain(ws, 'LAB').getByRole('button', { name: 'Stop collector reading' }).click();
+  await expect(domain(ws, 'LAB')).toHaveAttribute('data-generation', '6');
+  await view(ws, 'objects');
+  await ws
+    .locator('[data-testid="placement"][data-name="collector"]')
+    .getByTestId('placement-select')
+    .selectOption('LAB');
+  await samples(ws, 'LAB', 'lab_late', 1);
+  const late = ws.locator('[data-testid="object"][data-table="lab_late"]');
+  await expect(late).toHaveAttribute('data-state', 'published');
+  const id = (await late.getAttribute('data-id'))!;
+  await view(col, 'objects');
+  const held = col.locator(`[data-testid="object"][data-id="${id}"]`);
+  await expect(async () => {
+    await col.getByTestId('objects-sync').click();
+    await expect(held).toHaveAttribute('data-held', 'yes', { timeout: 2000 });
+  }).toPass({ timeout: 60_000 });
+  await expect(held).toHaveAttribute('data-readable', 'no');
+  await held.getByTestId('object-try-keys').click();
+  await expect(held.getByTestId('object-probe')).toHaveText(/^NoKeyOpens: none of [1-9]\d* keys opens this object$/);
 });
