@@ -153,4 +153,33 @@ describe('entitlement-aware rewrap', () => {
     expect(planRewrap(candidates, { gen: 4, carriesHistory: false }, ['a'], table).rewrap).toEqual([]);
     expect(planRewrap(candidates, { gen: 4, carriesHistory: true }, ['a'], table).rewrap).toEqual(['old', 'at3']);
   });
+
+  it('entitles a full member whatever generation it was given, and mints on add only when the rules say', () => {
+    expect(entitledTo({ machine: 'f', history: 'full', fromGen: 5 }, 2)).toBe(true);
+    expect(entitledTo({ machine: 'w', history: 'forward', fromGen: 3 }, 3)).toBe(true);
+    expect(entitledTo({ machine: 'w', history: 'forward', fromGen: 3 }, 2)).toBe(false);
+    expect(entitledTo({ machine: 'n', history: 'fresh', fromGen: 4 }, 3)).toBe(false);
+    expect(entitledTo(undefined, 1)).toBe(false);
+    expect(mintsOnAdd('fresh', 1, new Set())).toBe(true);
+    expect(mintsOnAdd('forward', 2, new Set([2]))).toBe(true);
+    expect(mintsOnAdd('forward', 2, new Set([1]))).toBe(false);
+    expect(mintsOnAdd('full', 2, new Set([2]))).toBe(false);
+  });
+
+  it('judges an object by its oldest record, and never rewraps one down to an older generation', () => {
+    const table = new Map<string, Entitlement>([['b', { machine: 'b', history: 'forward', fromGen: 3 }]]);
+    // Published under 1, rewrapped under 3: b (from 3) may not be handed it under 4.
+    expect(planRewrap([{ id: 'x', gens: [1, 3] }], { gen: 4, carriesHistory: true }, ['b'], table)).toEqual({
+      rewrap: [],
+      done: 0,
+      withheld: 1,
+    });
+    // An object newer than the generation asked for is left where it is.
+    const full = new Map<string, Entitlement>([['a', { machine: 'a', history: 'full', fromGen: 1 }]]);
+    expect(planRewrap([{ id: 'y', gens: [5] }], { gen: 4, carriesHistory: true }, ['a'], full)).toEqual({
+      rewrap: [],
+      done: 0,
+      withheld: 1,
+    });
+  });
 });

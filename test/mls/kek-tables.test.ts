@@ -78,6 +78,14 @@ describe("a key package's tables", () => {
     expect(openKekPackage(await signedBody(m), expected)).toEqual(invalid(reason));
   });
 
+  it('carry as many entries as a package may', async () => {
+    const m = await body();
+    m['ent'] = Array.from({ length: 4096 }, () => [machines[0], 'full', 1]);
+    m['hist'] = Array.from({ length: 1024 }, (_, i) => i + 1);
+    const opened = openKekPackage(await signedBody(m), expected);
+    expect(opened.ok && [opened.value.entitlements?.length, opened.value.historyGens?.length]).toEqual([4096, 1024]);
+  });
+
   it('refuse more entries than a package may carry', async () => {
     const m = await body();
     m['ent'] = Array.from({ length: 4097 }, () => [machines[0], 'full', 1]);
