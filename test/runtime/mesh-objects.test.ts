@@ -6,7 +6,7 @@
  * row naming another producer than the manifest's is shown as a typed error.
  */
 import 'fake-indexeddb/auto';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { fromHex } from '../../src/core/bytes.js';
 import type { RowState } from '../../src/core/merge.js';
 import { ok } from '../../src/core/result.js';
@@ -94,6 +94,36 @@ describe('MeshObjects', () => {
     const csv = await t.objects.download(id, 'csv');
     if (!csv.ok) throw new Error(csv.error.type);
     expect(new TextDecoder().decode(csv.value).trimEnd().split('\n')).toHaveLength(501);
+  });
+
+  it('lists a large catalog for the UI at most every 2 s, and a small one at every asking', async () => {
+    const put = (n: number) => {
+      const id = n.toString(16).padStart(64, '0');
+      const stamp = { ms: 1, counter: n, node: fromHex(t.signer)! };
+      t.rows.set(`${CATALOG_TABLE}\u0000GENERAL:${t.signer}:${id}`, {
+        table: CATALOG_TABLE,
+        row: `GENERAL:${t.signer}:${id}`,
+        cells: { manifest: { value: 'AAAA', stamp } },
+      });
+    };
+    let now = 1_000_000;
+    const clock = vi.spyOn(Date, 'now').mockImplementation(() => now);
+    try {
+      put(0);
+      expect(await t.objects.entries()).toHaveLength(1);
+      put(1);
+      expect(await t.objects.entries()).toHaveLength(2);
+      for (let n = 2; n <= 1001; n++) put(n);
+      const large = await t.objects.entries();
+      expect(large).toHaveLength(1002);
+      put(1002);
+      now += 1_999;
+      expect(await t.objects.entries()).toBe(large);
+      now += 1;
+      expect(await t.objects.entries()).toHaveLength(1003);
+    } finally {
+      clock.mockRestore();
+    }
   });
 
   it('names the table as its person typed it, made a table name; blank or unusable names keep the default', async () => {
