@@ -17,13 +17,12 @@
  */
 import { fromBase64Url, toHex } from '../core/bytes.js';
 import { encodeCbor } from '../core/cbor.js';
-import { isoTime } from '../core/csv.js';
 import { blake3 } from '../core/hash.js';
 import { topicOf } from '../core/identity.js';
 import { csvObject, tableName, type CsvImportError } from '../core/object/csv-import.js';
 import { ObjectWriter, verifyStorageId, type FormedObject } from '../core/object/form.js';
 import { isStorageId, objectKeys, storageIdBytes, type StorageId } from '../core/object/keys.js';
-import { boundValue, openManifest, type ObjectManifest } from '../core/object/manifest.js';
+import { openManifest } from '../core/object/manifest.js';
 import type { Clock } from '../core/ports.js';
 import type { CellValue, ColumnSpec } from '../core/parquet/schema.js';
 import type { QueryResult, RowsFound } from '../core/query/execute.js';
@@ -46,6 +45,7 @@ import {
 } from '../storage/object-db.js';
 import type { AccessKeys, GenerationMoved, NoDomainKey } from './access-keys.js';
 import { systemClock } from './clock.js';
+import { manifestView, type ManifestView } from './manifest-view.js';
 import { accessOf, ObjectReader, type CatalogEntry, type ReadError } from './object-reader.js';
 import { webPmeCipher } from './pme-cipher.js';
 import { httpBaseOf } from './relay-http-client.js';
@@ -70,26 +70,7 @@ export type ObjectError =
 export type Rewrapped = { readonly id: string; readonly gen: number; readonly wrapped: Uint8Array };
 
 export type { CatalogEntry } from './object-reader.js';
-
-/** A manifest as the UI shows it: plain values only (structured-cloneable). */
-export type ManifestView = {
-  readonly storageId: string;
-  readonly domain: DomainName;
-  readonly table: string;
-  readonly producer: string;
-  readonly rows: number;
-  readonly bytes: number;
-  readonly time: { readonly column: string; readonly min: number; readonly max: number } | undefined;
-  readonly partitions: Readonly<Record<string, string>>;
-  readonly schema: readonly ColumnSpec[];
-  readonly columns: readonly {
-    readonly name: string;
-    readonly nulls: number;
-    readonly min: string | undefined;
-    readonly max: string | undefined;
-  }[];
-  readonly formedAt: number;
-};
+export type { ManifestView } from './manifest-view.js';
 
 export type Publication = {
   readonly id: string;
@@ -166,32 +147,6 @@ function blobText(blob: Blob, read?: (bytes: number, pass: number) => void): () 
     } finally {
       reader.releaseLock();
     }
-  };
-}
-
-function boundText(spec: ColumnSpec, bytes: Uint8Array | undefined): string | undefined {
-  if (!bytes) return undefined;
-  const value = boundValue(spec.type, bytes);
-  if (spec.type === 'timestamp' && typeof value === 'number') return isoTime(value);
-  return value instanceof Uint8Array ? toHex(value) : String(value);
-}
-
-export function manifestView(m: ObjectManifest): ManifestView {
-  return {
-    storageId: m.storageId,
-    domain: m.domain,
-    table: m.table,
-    producer: m.producer,
-    rows: m.rows,
-    bytes: m.bytes,
-    time: m.time,
-    partitions: m.partitions,
-    schema: m.schema,
-    columns: m.schema.map((spec) => {
-      const b = m.columns[spec.name];
-      return { name: spec.name, nulls: b?.nulls ?? 0, min: boundText(spec, b?.min), max: boundText(spec, b?.max) };
-    }),
-    formedAt: m.hlc.ms,
   };
 }
 
