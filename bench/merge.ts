@@ -11,7 +11,7 @@
  *           MAX_EVENTS_PER_FRAME events — exactly what `Replica.ingest` runs
  *           after opening and verifying a frame. The store is a file in a fresh
  *           temporary directory, opened as the headless node opens its replica
- *           (`src/cli/node.ts`: one file, WAL journal, synchronous = NORMAL —
+ *           (`src/cli/node.ts`: one file, WAL journal, synchronous = FULL —
  *           the store's constructor sets both), and removed afterwards.
  *   memory  the same apply, one `MemoryReplicaStore` transaction per batch.
  *   loro    one LoroDoc, one LoroMap per row (a child of the root map

@@ -26,6 +26,7 @@ import {
   type OpenedEnvelope,
   type PrivacyRefusal,
 } from './ingest.js';
+import { Republisher, type Reissue } from './republish.js';
 import { LocalWrites, type WriteError, type WriteOutcome } from './local-writes.js';
 import {
   openEnvelope,
@@ -135,6 +136,8 @@ export class Replica {
   #queue: Promise<unknown> = Promise.resolve();
   /** Local writes, group-committed (local-writes.ts). */
   readonly #writes: LocalWrites;
+  /** Unpublished own rows moved to the current generation before they leave (republish.ts). */
+  readonly #republisher: Republisher;
   /** Settles when the latest ingest call has been admitted (or failed). */
   #ingestTurn: Promise<unknown> = Promise.resolve();
   /** Outer ids admitted, parked or refused here, the newest (`#remember`). */
@@ -146,6 +149,7 @@ export class Replica {
     this.#deps = deps;
     this.#self = toHex(deps.signer.publicKey);
     this.#writes = new LocalWrites(deps, this.#self, (fn) => this.#exclusive(fn));
+    this.#republisher = new Republisher(deps, this.#self);
   }
 
   get self(): string {
@@ -173,6 +177,14 @@ export class Replica {
   /** Removes a machine from the keyring for good (local-writes.ts says which of its events stay). */
   remove(signer: string): Promise<Result<WriteOutcome, WriteError>> {
     return this.#writes.remove(signer);
+  }
+
+  /**
+   * Issues again, under the current key generation, this machine's rows that never left it
+   * and are sealed under an older one (republish.ts); what the sender runs before offering.
+   */
+  republish(): Promise<Reissue[]> {
+    return this.#exclusive(() => this.#republisher.run());
   }
 
   /**

@@ -258,8 +258,11 @@ export type RowWindow = {
   readonly deleted: number;
 };
 
-/** A log entry as it is sent to a peer: its place, its sealed bytes, and who may hold it (signer, lane). */
-export type SealedEntry = Pick<LogEntry, 'pos' | 'sealed' | 'signer' | 'lane'>;
+/**
+ * A log entry as it is sent to a peer: its place, its sealed bytes, and who may hold it
+ * (signer, lane; its own machine never sends an own entry it revoked: republish.ts).
+ */
+export type SealedEntry = Pick<LogEntry, 'pos' | 'sealed' | 'signer' | 'lane' | 'revoked'>;
 
 export interface ReplicaStore {
   transact<T>(fn: (tx: ReplicaTx) => Awaitable<T>): Promise<T>;

@@ -25,6 +25,7 @@
 import type { IngestOutcome, Replica, Rejection } from './replica.js';
 import type { PeerMessage } from './peer-wire.js';
 import { MAX_EVENTS_PER_FRAME, MAX_WANT_IDS } from './peer-wire.js';
+import { PUBLISHED } from './republish.js';
 import type { ReplicaStore, SealedEntry } from './store.js';
 
 /** The two messages delivery speaks; pairing messages travel beside it. */
@@ -91,6 +92,8 @@ export class SyncEngine {
   /** Per peer, the `(after, upto]` ranges of batches applied past a gap in its log (`#rememberAhead`). */
   readonly #ahead = new Map<string, [number, number][]>();
   #online = false;
+  /** Whether this machine was removed (read before each offer: `#withdrawn`). */
+  #selfRemoved = false;
   #cycles = 0;
 
   constructor(replica: Replica, store: ReplicaStore, channel: PeerChannel, listener: SyncListener = {}) {
@@ -116,10 +119,14 @@ export class SyncEngine {
     return this.#rejections;
   }
 
-  /** The transport came up: forget what was in flight and offer from the cursors. */
+  /**
+   * The transport came up: forget what was in flight, move what this machine wrote while it
+   * could not publish to the current key generation (republish.ts), and offer from the cursors.
+   */
   async connected(): Promise<void> {
     this.#online = true;
     this.#offered.clear();
+    await this.#replica.republish();
     await this.offerAll();
     await this.askAgain();
   }
@@ -143,6 +150,7 @@ export class SyncEngine {
    * limit behind one lost frame and stalled).
    */
   async resend(force = false): Promise<void> {
+    if (this.#online) await this.#replica.republish();
     if (force || ++this.#cycles % ASK_EVERY === 0) await this.askAgain();
     const last = await this.#store.lastPos();
     for (const peer of this.#peers) {
@@ -176,6 +184,7 @@ export class SyncEngine {
    * lost batch; the batch cycle re-offers from the cursor.
    */
   async #offer(peer: string): Promise<void> {
+    await this.#readRemoved();
     const cursor = await this.#store.cursor(peer);
     let after = Math.max(cursor, this.#offered.get(peer) ?? 0);
     for (let frames = 0; after - cursor < MAX_IN_FLIGHT_EVENTS && frames < MAX_FRAMES_PER_OFFER; frames++) {
@@ -183,6 +192,8 @@ export class SyncEngine {
       if (!batch) return;
       this.#offered.set(peer, batch.upto);
       await this.#channel.send(peer, { t: 'events', after, upto: batch.upto, events: batch.events });
+      // Marked once handed over: a crash before the mark issues some rows again, never fewer.
+      await this.#store.advanceCursor(PUBLISHED, batch.upto);
       after = batch.upto;
     }
   }
@@ -222,8 +233,22 @@ export class SyncEngine {
     return upto > after ? { events, upto } : undefined;
   }
 
+  /**
+   * An own revoked entry is one this machine withdrew (republish.ts), and never leaves it —
+   * unless this machine was removed, when its revoked entries are the removal's and travel
+   * on like anyone's (every replica then holds the same envelopes). Read before each offer.
+   */
+  #withdrawn(entry: SealedEntry): boolean {
+    return entry.revoked === true && entry.signer === this.#replica.self && !this.#selfRemoved;
+  }
+
+  async #readRemoved(): Promise<void> {
+    this.#selfRemoved = (await this.#store.row('keyring', this.#replica.self))?.removed !== undefined;
+  }
+
   #mayHold(peer: string, entry: SealedEntry): boolean {
     if (entry.lane === 'local') return false;
+    if (this.#withdrawn(entry)) return false;
     if (entry.signer !== undefined && entry.signer === this.#listener.signerOf?.(peer)) return false;
     return entry.lane !== 'trusted' || this.#listener.trusted?.(peer) === true;
   }
@@ -249,6 +274,7 @@ export class SyncEngine {
 
   /** The withheld envelopes a peer asks for, those it may hold. */
   async #answerWant(peer: string, ids: readonly string[]): Promise<void> {
+    await this.#readRemoved();
     const entries = (await this.#store.entriesByOuterId(ids)).filter((e) => this.#mayHold(peer, e));
     for (let i = 0; i < entries.length; i += MAX_EVENTS_PER_FRAME) {
       const events = entries.slice(i, i + MAX_EVENTS_PER_FRAME).map((e) => e.sealed);
@@ -268,17 +294,21 @@ export class SyncEngine {
     const through = Math.min(last, after + SWEEP_SCAN);
     let next = through;
     let bytes = 0;
+    await this.#readRemoved();
     const entries = await this.#store.laneAfter('trusted', after, through, MAX_EVENTS_PER_FRAME);
+    let cut = false;
     for (const [i, entry] of entries.entries()) {
-      if (i > 0 && bytes + entry.sealed.length > MAX_BATCH_BYTES) {
+      if (this.#withdrawn(entry)) continue;
+      if (events.length > 0 && bytes + entry.sealed.length > MAX_BATCH_BYTES) {
         next = entries[i - 1]!.pos;
+        cut = true;
         break;
       }
       events.push(entry.sealed);
       bytes += entry.sealed.length;
     }
     // A full page may have more of the lane behind it: the next page starts after its last entry.
-    if (events.length === MAX_EVENTS_PER_FRAME) next = entries.at(-1)!.pos;
+    if (!cut && entries.length === MAX_EVENTS_PER_FRAME) next = entries.at(-1)!.pos;
     await this.#channel.send(peer, { t: 'resent', events, sweep: true, next, done: next >= last });
   }
 

@@ -95,7 +95,7 @@ function logEntry(row: LogRow): LogEntry {
   return { ...(unpack(row.record) as NewLogEntry), pos: row.pos };
 }
 
-const SEALED_FIELDS: ReadonlySet<string> = new Set(['sealed', 'signer', 'lane']);
+const SEALED_FIELDS: ReadonlySet<string> = new Set(['sealed', 'signer', 'lane', 'revoked']);
 
 /** A record's sealed bytes, signer and lane, its body stepped over (a view: each row's record is its own buffer). */
 function sealedEntry(row: LogRow): SealedEntry {

@@ -9,17 +9,8 @@
  * return, not what was sealed while it was out.
  */
 import type { Page } from '@playwright/test';
+import { domain, note, writeNote } from './domain-notes.ts';
 import { expect, expectMachines, pair, pairAnother, profile, test, view } from './relay-process.ts';
-
-const domain = (page: Page, name: string) => page.locator(`[data-testid="domain"][data-domain="${name}"]`);
-const note = (page: Page, text: string) => page.getByTestId('note').filter({ hasText: text });
-
-async function writeNote(page: Page, domainName: string, title: string): Promise<void> {
-  await page.getByTestId('note-domain').selectOption(domainName);
-  await page.getByTestId('note-title').fill(title);
-  await page.getByTestId('note-save').click();
-  await expect(note(page, title)).toBeVisible();
-}
 
 test('RESTRICTED is read by workstation and collector only; the server stores it and opens none of it', async ({
   browser,

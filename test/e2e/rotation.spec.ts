@@ -9,9 +9,8 @@
  * one formed after the removal.
  */
 import type { Page } from '@playwright/test';
+import { domain } from './domain-notes.ts';
 import { expect, pair, test, view } from './relay-process.ts';
-
-const domain = (page: Page, name: string) => page.locator(`[data-testid="domain"][data-domain="${name}"]`);
 
 async function samples(page: Page, domainName: string, table: string, count: number): Promise<void> {
   await view(page, 'objects');
