@@ -367,6 +367,16 @@ export class NodeStore {
     await this.#guard(() => this.#require().objects.sync());
   }
 
+  /** Deletes rows of an object table picked in a query result (delete objects, published like any). */
+  deleteRows(table: string, rowIds: readonly string[]): Promise<boolean> {
+    return this.#write(() => this.#require().objects.deleteRows(table, rowIds));
+  }
+
+  /** An admin lets the rows of an object table be deleted, for good. */
+  allowDeletes(table: string): Promise<boolean> {
+    return this.#write(() => this.#require().objects.allowDeletes(table));
+  }
+
   setPlacement(signer: string, domains: string): Promise<boolean> {
     return this.#write(() => this.#require().setPlacement(signer, domains));
   }

@@ -25,6 +25,10 @@
  *   placement row = signer (hex)       which domains' objects a machine stores (copies from
  *                                     the relay's blind store, readable or not): `*` for
  *                                     every domain, or names separated by commas
+ *   object_tables row = object table   whether its rows may be deleted by delete objects
+ *                                     (object/deletes.ts): `deletable` once an admin says
+ *                                     so, for good (ranked: a delete is a permanent
+ *                                     tombstone, so the permission behind it never lapses)
  */
 
 /**
@@ -63,6 +67,8 @@ export type TableSpec = {
 };
 
 export const ROLE_RANK = ['member', 'admin'] as const;
+/** Whether an object table's rows may be deleted (`object_tables.rows`), lowest first. */
+export const OBJECT_ROWS = ['append-only', 'deletable'] as const;
 export type Role = (typeof ROLE_RANK)[number];
 
 export const TABLES = {
@@ -130,6 +136,15 @@ export const TABLES = {
     deletable: false,
     removable: false,
     columns: { domains: 'string' },
+  },
+  object_tables: {
+    domain: 'CONTROL',
+    write: 'admin',
+    deletable: false,
+    removable: false,
+    columns: { rows: 'string' },
+    choices: { rows: OBJECT_ROWS },
+    ranked: { rows: OBJECT_ROWS },
   },
   /** Notes kept in a domain the writer picks: the row key names it (`RESTRICTED:…`). */
   field_notes: {

@@ -26,6 +26,8 @@ export type ManifestView = {
     readonly max: string | undefined;
   }[];
   readonly formedAt: number;
+  /** `delete`: a delete object, whose rows are the identities it hides (core/object/deletes.ts). */
+  readonly kind: 'delete' | undefined;
 };
 
 function boundText(spec: ColumnSpec, bytes: Uint8Array | undefined): string | undefined {
@@ -51,5 +53,6 @@ export function manifestView(m: ObjectManifest): ManifestView {
       return { name: spec.name, nulls: b?.nulls ?? 0, min: boundText(spec, b?.min), max: boundText(spec, b?.max) };
     }),
     formedAt: m.hlc.ms,
+    kind: m.kind,
   };
 }

@@ -58,6 +58,7 @@ export type ObjectPort = {
       | 'cancelQuery'
       | 'compression'
       | 'rewrap'
+      | 'deleteRows'
   ]: (...args: Parameters<ObjectService[K]>) => Promise<Awaited<ReturnType<ObjectService[K]>>>;
 };
 
@@ -117,12 +118,22 @@ export type QueryOptions = {
 export const CATALOG_TABLE = 'object_catalog';
 export const ACCESS_TABLE = 'object_access';
 export const PLACEMENT_TABLE = 'placement';
+export const OBJECT_TABLES = 'object_tables';
 
 const ID = /^[0-9a-f]{64}$/;
+const OBJECT_TABLE = /^[a-z][a-z0-9_]{0,63}$/;
 /** A catalog this large is listed for the UI at most every LISTING_MS (`entries`). */
 const LARGE_CATALOG = 1_000;
 const LISTING_MS = 2_000;
 const LISTING_COST = 10;
+
+/** The object tables whose rows may be deleted, of the `object_tables` rows. */
+export function deletableTables(rows: readonly RowState[]): string[] {
+  return rows
+    .filter((r) => r.cells['rows']?.value === 'deletable')
+    .map((r) => r.row)
+    .sort();
+}
 
 /** `<DOMAIN>:<producer>:<id>` → its parts; undefined for a row that is not one. */
 function catalogKey(row: string): { domain: DomainName; producer: string; id: string } | undefined {
@@ -437,15 +448,56 @@ export class MeshObjects {
         access: [],
       });
     if (!at) return err({ type: 'UnknownObject', id });
-    const exported = await this.#deps.service.export(at, format);
+    const catalog = [...(await this.#catalog()).values(), ...(await this.#pendingDeletes())];
+    const exported = await this.#deps.service.export(at, format, catalog, await this.deletable());
     this.#deps.changed();
     return exported;
   }
 
   /** Runs SQL over every object of this machine's catalog (objects it cannot read are not in it). */
   async query(sql: string, options: QueryOptions = {}): Promise<Awaited<ReturnType<ObjectService['query']>>> {
+    // Rows this machine deleted are hidden here at once, before their delete is published.
+    const entries = [...(await this.#catalog()).values(), ...(await this.#pendingDeletes())];
+    const deletable = await this.deletable();
+    return this.#deps.service.query(sql, entries, options.id, options.progress, options.onRows, deletable);
+  }
+
+  /** The delete objects formed here and not yet published, as catalog entries (their manifests are local). */
+  async #pendingDeletes(): Promise<CatalogEntry[]> {
+    const self = this.#deps.self();
+    return (await this.#deps.service.pending())
+      .filter((p) => p.manifest?.kind === 'delete' && p.refused === undefined)
+      .map((p) => ({ id: p.id, domain: p.domain, producer: self, sealedManifest: new Uint8Array(0), access: [] }));
+  }
+
+  /** The object tables whose rows may be deleted (an admin said so in `object_tables`, for good). */
+  async deletable(): Promise<string[]> {
+    return deletableTables(await this.#deps.rows(OBJECT_TABLES));
+  }
+
+  /** An admin lets the rows of an object table be deleted, for good. */
+  async allowDeletes(table: string): Promise<Result<void, ObjectError | WriteError>> {
+    if (!this.#deps.isAdmin()) return err({ type: 'NotAuthorized', table: OBJECT_TABLES, reason: 'admins only' });
+    if (!OBJECT_TABLE.test(table)) return err({ type: 'InvalidEdit', reason: `not an object table name: ${table}` });
+    const written = await this.#deps.write(OBJECT_TABLES, table, { rows: 'deletable' });
+    this.#deps.changed();
+    return written.ok ? ok(undefined) : written;
+  }
+
+  /**
+   * Deletes rows of `table` (their identities, as a query answered them) with delete objects
+   * (core/object/deletes.ts), published like any object; refused unless the table's rows
+   * may be deleted.
+   */
+  async deleteRows(table: string, rowIds: readonly string[]): Promise<Result<PendingObject[], ObjectError>> {
+    if (!(await this.deletable()).includes(table)) {
+      return err({ type: 'InvalidDelete', detail: `rows of ${table} may not be deleted (no admin allowed it)` });
+    }
     const entries = [...(await this.#catalog()).values()];
-    return this.#deps.service.query(sql, entries, options.id, options.progress, options.onRows);
+    const formed = await this.#deps.service.deleteRows({ table, rowIds, entries });
+    if (formed.ok) void this.sync();
+    this.#deps.changed();
+    return formed;
   }
 
   cancelQuery(id: string): Promise<void> {

@@ -6,7 +6,7 @@
 import { DOMAINS, type DomainName } from '../core/schema.js';
 import type { IdentityView } from './crypto-service.js';
 import type { MachineStore } from './machine-store.js';
-import { PLACEMENT_TABLE, type ObjectEntry } from './mesh-objects.js';
+import { deletableTables, OBJECT_TABLES, PLACEMENT_TABLE, type ObjectEntry } from './mesh-objects.js';
 import type { RewrapProgress } from './rewrap-job.js';
 import type { DomainView } from './mls-service.js';
 import type { PairingView } from './pairing-inviter.js';
@@ -68,6 +68,8 @@ export type NodeSnapshot = {
   readonly objects: readonly ObjectEntry[];
   /** Which domains' objects each machine stores, by signer (admins' `placement` records). */
   readonly placement: Readonly<Record<string, string>>;
+  /** Object tables whose rows may be deleted (admins' `object_tables` records, for good). */
+  readonly deletableTables: readonly string[];
 };
 
 /** A domain as the Domains page shows it. */
@@ -145,6 +147,7 @@ export async function buildSnapshot(src: SnapshotSources): Promise<NodeSnapshot>
     placement: Object.fromEntries(
       (await src.store.rows(PLACEMENT_TABLE)).map((r) => [r.row, String(r.cells['domains']?.value ?? '')]),
     ),
+    deletableTables: deletableTables(await src.store.rows(OBJECT_TABLES)),
   };
 }
 

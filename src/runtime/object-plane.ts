@@ -8,6 +8,7 @@ import { err, ok, type Result } from '../core/result.js';
 import type { DomainName } from '../core/schema.js';
 import type { QueryResult } from '../core/query/execute.js';
 import type { Codec } from '../core/parquet/write.js';
+import type { WriteError } from '../core/replica.js';
 import type { MeshObjects, QueryOptions } from './mesh-objects.js';
 import type { ImportProgress, ObjectError, PendingObject } from './object-service.js';
 
@@ -73,6 +74,18 @@ export class ObjectPlane {
   async query(sql: string, options: QueryOptions = {}): Promise<Result<QueryResult, ObjectError>> {
     const plane = this.#plane();
     return plane.ok ? plane.value.query(sql, options) : plane;
+  }
+
+  /** Deletes rows of an object table by their identities (delete objects: core/object/deletes.ts). */
+  async deleteRows(table: string, rowIds: readonly string[]): Promise<Result<PendingObject[], ObjectError>> {
+    const plane = this.#plane();
+    return plane.ok ? plane.value.deleteRows(table, rowIds) : plane;
+  }
+
+  /** An admin lets the rows of an object table be deleted, for good. */
+  async allowDeletes(table: string): Promise<Result<void, ObjectError | WriteError>> {
+    const plane = this.#plane();
+    return plane.ok ? plane.value.allowDeletes(table) : plane;
   }
 
   async cancelQuery(id: string): Promise<void> {

@@ -9,6 +9,7 @@
 import { bytesEqual, toHex } from '../core/bytes.js';
 import type { AccessRecord } from '../core/object/access.js';
 import { parquetCsv } from '../core/object/csv-import.js';
+import { deletedIds, isDeleteManifest, keepRows, Tombstones } from '../core/object/deletes.js';
 import { openObject, type OpenError } from '../core/object/form.js';
 import { isStorageId, objectKeys, type StorageId } from '../core/object/keys.js';
 import { openManifest, type ObjectManifest } from '../core/object/manifest.js';
@@ -77,6 +78,8 @@ function keepNewest(ids: Set<string>, id: string): void {
 
 export class ObjectReader {
   readonly #deps: ReaderDeps;
+  /** The row identities each delete object opened here names, by its storage id (objects never change). */
+  readonly #deleted = new Map<string, ReadonlySet<string>>();
   /** Manifests opened here, by storage id, with the sealed bytes they were opened from. */
   readonly #manifests = new Map<string, { sealed: Uint8Array; manifest: ObjectManifest }>();
   /** Queries running, by the id their caller gave, to cancel them. */
@@ -134,8 +137,11 @@ export class ObjectReader {
     }
     const opened = secret ?? (await this.#secretOf(entry));
     if (!opened.ok) return opened;
+    // An object formed here and not yet published has no catalog row: its pending record has the manifest.
+    const sealed = entry.sealedManifest.length > 0 ? entry.sealedManifest : await this.#deps.pendingManifest(entry.id);
+    if (!sealed) return err({ type: 'UnknownObject', id: entry.id });
     const manifest = await openManifest(
-      entry.sealedManifest,
+      sealed,
       entry.id as StorageId,
       objectKeys(opened.value).manifestKey,
       this.#deps.verifier,
@@ -147,8 +153,19 @@ export class ObjectReader {
     if (manifest.value.domain !== entry.domain) {
       return err({ type: 'ManifestMismatch', detail: 'the manifest names another domain than its catalog row' });
     }
-    this.#manifests.set(entry.id, { sealed: entry.sealedManifest.slice(), manifest: manifest.value });
+    this.#manifests.set(entry.id, { sealed: sealed.slice(), manifest: manifest.value });
     return manifest;
+  }
+
+  /** The manifests of the entries this machine can read (their secrets asked for in one call). */
+  async readable(entries: readonly CatalogEntry[]): Promise<ObjectManifest[]> {
+    const secrets = await this.#secrets(entries);
+    const manifests: ObjectManifest[] = [];
+    for (const [i, entry] of entries.entries()) {
+      const m = await this.manifest(entry, secrets[i]);
+      if (m.ok) manifests.push(m.value);
+    }
+    return manifests;
   }
 
   /**
@@ -165,6 +182,8 @@ export class ObjectReader {
     /** Top-level arguments, so comlink can hand them over as proxies. */
     progress?: (done: number, total: number) => void,
     onRows?: RowsFound,
+    /** The object tables whose rows may be deleted (`object_tables`): only their deletes apply. */
+    deletable: readonly string[] = [],
   ): Promise<Result<QueryResult, ReadError>> {
     const options = { id, progress, onRows };
     // Cancellable from the first moment: opening the manifests of a large catalog takes a while too.
@@ -187,9 +206,19 @@ export class ObjectReader {
         manifests.push(m.value);
         secretById.set(entry.id, secrets[i]!);
       }
-      const bound = bind(parsed.value, tableSchema(manifests, parsed.value.table));
+      const table = parsed.value.table;
+      const data = manifests.filter((m) => m.kind === undefined);
+      const bound = bind(parsed.value, tableSchema(data, table));
       if (!bound.ok) return bound;
-      return await execute(manifests, bound.value, {
+      const deletes = deletable.includes(table)
+        ? manifests.filter((m) => isDeleteManifest(m) && m.table === table)
+        : [];
+      const tombstones = await this.#tombstones(deletes, (m) => secretById.get(m.storageId)!);
+      if (!tombstones.ok) return tombstones;
+      const keepRow = tombstones.value.keepRow();
+      return await execute(data, bound.value, {
+        withRowIds: true,
+        ...(keepRow ? { keepRow } : {}),
         open: async (m) => {
           const secret = secretById.get(m.storageId)!;
           if (!secret.ok) return err({ type: 'ObjectUnavailable', id: m.storageId, reason: secret.error.type });
@@ -209,6 +238,37 @@ export class ObjectReader {
         keepNewest(this.#ended, options.id);
       }
     }
+  }
+
+  /**
+   * The identities the given delete objects name. One that cannot be read fails the lot: a
+   * query or export that went on without it would show rows someone deleted.
+   */
+  async #tombstones(
+    deletes: readonly ObjectManifest[],
+    secretOf: (m: ObjectManifest) => Result<Uint8Array, ReadError>,
+  ): Promise<Result<Tombstones, ReadError>> {
+    const tombstones = new Tombstones();
+    for (const m of deletes) {
+      let ids = this.#deleted.get(m.storageId);
+      if (!ids) {
+        const unavailable = (reason: string) => err({ type: 'ObjectUnavailable' as const, id: m.storageId, reason });
+        const secret = secretOf(m);
+        if (!secret.ok) return unavailable(secret.error.type);
+        const bytes = await this.#deps.bytes(m.storageId);
+        if (!bytes.ok) return unavailable(bytes.error.type);
+        const file = await openParquet(bytes.value, { footerKey: objectKeys(secret.value).dek }, webPmeCipher, {
+          decompressors: await zstdDecompressors(),
+        });
+        if (!file.ok) return unavailable(file.error.type);
+        const read = await deletedIds(file.value);
+        if (!read.ok) return unavailable(read.error.type);
+        ids = read.value;
+        this.#deleted.set(m.storageId, ids);
+      }
+      tombstones.add(m.domain, ids);
+    }
+    return ok(tombstones);
   }
 
   async cancelQuery(id: string): Promise<void> {
@@ -234,15 +294,43 @@ export class ObjectReader {
     return opened.ok ? ok(opened.value.file) : opened;
   }
 
-  /** The object decrypted, as CSV (with `_row_id` in hex) or as a plaintext Parquet file. */
-  async export(entry: CatalogEntry, format: 'csv' | 'parquet'): Promise<Result<Uint8Array, ReadError>> {
+  /**
+   * The object decrypted, as CSV (with `_row_id` in hex) or as a plaintext Parquet file,
+   * without the rows the deletes among `catalog` hide when its table's rows may be deleted.
+   */
+  async export(
+    entry: CatalogEntry,
+    format: 'csv' | 'parquet',
+    catalog: readonly CatalogEntry[] = [],
+    deletable: readonly string[] = [],
+  ): Promise<Result<Uint8Array, ReadError>> {
     const file = await this.#open(entry);
     if (!file.ok) return file;
+    const manifest = await this.manifest(entry);
+    const table = manifest.ok ? manifest.value.table : undefined;
+    let keepRow: ((rowId: Uint8Array) => boolean) | undefined;
+    if (table !== undefined && deletable.includes(table) && manifest.ok && manifest.value.kind === undefined) {
+      const others = catalog.filter((e) => e.domain === entry.domain && e.id !== entry.id);
+      const secrets = await this.#secrets(others);
+      const deletes: ObjectManifest[] = [];
+      const secretById = new Map<string, Result<Uint8Array, ReadError>>();
+      for (const [i, other] of others.entries()) {
+        const m = await this.manifest(other, secrets[i]);
+        if (!m.ok || !isDeleteManifest(m.value) || m.value.table !== table) continue;
+        deletes.push(m.value);
+        secretById.set(other.id, secrets[i]!);
+      }
+      const tombstones = await this.#tombstones(deletes, (m) => secretById.get(m.storageId)!);
+      if (!tombstones.ok) return tombstones;
+      const keep = tombstones.value.keepRow();
+      const object = { domain: entry.domain };
+      if (keep) keepRow = (rowId) => keep(rowId, object);
+    }
     if (format === 'csv') {
-      const csv = await parquetCsv(file.value);
+      const csv = await parquetCsv(file.value, keepRow ? { keepRow } : {});
       return csv.ok ? ok(new TextEncoder().encode(csv.value)) : csv;
     }
-    return plaintextParquet(file.value);
+    return plaintextParquet(file.value, keepRow);
   }
 
   /**
@@ -288,12 +376,19 @@ const PLAIN_TYPE = {
   rowid: 'STRING',
 } as const;
 
-/** Rewrites an opened object as plaintext Parquet (hyparquet-writer), row ids as hex strings. */
-async function plaintextParquet(file: ParquetFile): Promise<Result<Uint8Array, ReadError>> {
+/**
+ * Rewrites an opened object as plaintext Parquet (hyparquet-writer), row ids as hex strings,
+ * without the rows `keepRow` refuses.
+ */
+async function plaintextParquet(
+  file: ParquetFile,
+  keepRow?: (rowId: Uint8Array) => boolean,
+): Promise<Result<Uint8Array, ReadError>> {
   const { parquetWriteBuffer } = await import('hyparquet-writer');
   const names = [...new Set(file.columns.map((c) => c.name))];
   const columns = await file.readColumns({ columns: names });
   if (!columns.ok) return columns;
+  if (keepRow) keepRows(columns.value, keepRow);
   const specs = new Map<string, ColumnSpec>();
   for (const c of file.columns) specs.set(c.name, { name: c.name, type: columnTypeOf(file, c.name), nullable: true });
   const data = names.map((name) => {

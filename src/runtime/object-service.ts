@@ -20,7 +20,8 @@ import { encodeCbor } from '../core/cbor.js';
 import { blake3 } from '../core/hash.js';
 import { topicOf } from '../core/identity.js';
 import { csvObject, tableName, type CsvImportError } from '../core/object/csv-import.js';
-import { ObjectWriter, verifyStorageId, type FormedObject } from '../core/object/form.js';
+import { formDeleteObject, parseRowIds, type DeleteError } from '../core/object/deletes.js';
+import { ObjectWriter, ROW_ORIGIN_BYTES, verifyStorageId, type FormedObject } from '../core/object/form.js';
 import { isStorageId, objectKeys, storageIdBytes, type StorageId } from '../core/object/keys.js';
 import { openManifest } from '../core/object/manifest.js';
 import type { Clock } from '../core/ports.js';
@@ -59,6 +60,7 @@ import type { Codec } from '../core/parquet/write.js';
 export const MAX_SEALED_MANIFEST = 12 * 1024;
 
 export type ObjectError =
+  | DeleteError
   | ReadError
   | CsvImportError
   | NoDomainKey
@@ -293,6 +295,43 @@ export class ObjectService {
     return this.#keep(formed.value, progress);
   }
 
+  /**
+   * Forms the delete objects hiding these rows of `table` (identities in hex, as a query
+   * answers them: object/deletes.ts), one per domain the rows' objects are in — a delete
+   * hides rows of its own domain only. Each waits here until published, like any object.
+   */
+  async deleteRows(options: {
+    readonly table: string;
+    readonly rowIds: readonly string[];
+    readonly entries: readonly CatalogEntry[];
+  }): Promise<Result<PendingObject[], ObjectError>> {
+    const parsed = parseRowIds(options.rowIds);
+    if (!parsed.ok) return parsed;
+    const domainOf = new Map<string, DomainName>();
+    for (const m of await this.#reader.readable(options.entries)) {
+      if (m.kind === undefined && m.table === options.table) domainOf.set(m.rowOrigin, m.domain);
+    }
+    const byDomain = new Map<DomainName, string[]>();
+    for (const id of parsed.value) {
+      const domain = domainOf.get(id.slice(0, ROW_ORIGIN_BYTES * 2));
+      if (domain === undefined) {
+        return err({ type: 'InvalidDelete', detail: `no object of ${options.table} here holds row ${id}` });
+      }
+      byDomain.set(domain, [...(byDomain.get(domain) ?? []), id]);
+    }
+    const formed: PendingObject[] = [];
+    for (const [domain, ids] of byDomain) {
+      const ready = await this.#canForm(domain);
+      if (!ready.ok) return ready;
+      const object = await formDeleteObject(ids, await this.#formOptions(domain, options.table));
+      if (!object.ok) return object;
+      const kept = await this.#keep(object.value);
+      if (!kept.ok) return kept;
+      formed.push(kept.value);
+    }
+    return ok(formed);
+  }
+
   async #canForm(domain: DomainName): Promise<Result<void, ObjectError>> {
     if (!isDomainName(domain) || domain === 'CONTROL') return err({ type: 'NoDomainKey', domain });
     // Forming needs no key of the domain (publication does), but a machine that never held
@@ -447,8 +486,9 @@ export class ObjectService {
     id?: string,
     progress?: (done: number, total: number) => void,
     onRows?: RowsFound,
+    deletable: readonly string[] = [],
   ): Promise<Result<QueryResult, ObjectError>> {
-    return this.#reader.query(sql, entries, id, progress, onRows);
+    return this.#reader.query(sql, entries, id, progress, onRows, deletable);
   }
 
   cancelQuery(id: string): Promise<void> {
@@ -460,9 +500,17 @@ export class ObjectService {
     return (await zstdCompression()).codec;
   }
 
-  /** The object decrypted, as CSV (with `_row_id` in hex) or as a plaintext Parquet file. */
-  export(entry: CatalogEntry, format: 'csv' | 'parquet'): Promise<Result<Uint8Array, ObjectError>> {
-    return this.#reader.export(entry, format);
+  /**
+   * The object decrypted, as CSV (with `_row_id` in hex) or as a plaintext Parquet file,
+   * without the rows the deletes among `catalog` hide (tables in `deletable` only).
+   */
+  export(
+    entry: CatalogEntry,
+    format: 'csv' | 'parquet',
+    catalog: readonly CatalogEntry[] = [],
+    deletable: readonly string[] = [],
+  ): Promise<Result<Uint8Array, ObjectError>> {
+    return this.#reader.export(entry, format, catalog, deletable);
   }
 
   /** The bytes of an object: held here, or fetched from the relay (verified) and kept. */

@@ -10,28 +10,8 @@
  */
 import type { Page } from '@playwright/test';
 import { domain } from './domain-notes.ts';
+import { count, samples } from './object-steps.ts';
 import { expect, pair, test, view } from './relay-process.ts';
-
-async function samples(page: Page, domainName: string, table: string, count: number): Promise<void> {
-  await view(page, 'objects');
-  await page.getByTestId('object-domain').selectOption(domainName);
-  await page.getByTestId('object-table').fill(table);
-  await page.getByTestId('sample-rows').fill('5');
-  for (let i = 0; i < count; i++) {
-    await page.getByTestId('object-sample').click();
-    await expect(page.getByTestId('import-progress')).toHaveCount(0);
-  }
-}
-
-/** Runs `SELECT count(*)` over `table` on `page`'s Query view; its answer's text, or the error's. */
-async function count(page: Page, table: string): Promise<string> {
-  await page.getByTestId('query-sql').fill(`SELECT count(*) AS n FROM ${table}`);
-  await page.getByTestId('query-run').click();
-  const answer = page.getByTestId('query-row').or(page.getByTestId('query-error'));
-  await expect(answer.first()).toBeVisible();
-  await expect(page.getByTestId('query-progress')).toHaveCount(0);
-  return (await answer.first().textContent())!.trim();
-}
 
 test('an admin rotates a domain of 200 objects while a member queries; forward-only never opens older objects', async ({
   browser,

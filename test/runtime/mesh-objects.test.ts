@@ -204,3 +204,120 @@ async function setUpReader(rows: Map<string, RowState>): Promise<MeshObjects> {
     isAdmin: () => false,
   });
 }
+
+describe('deleting rows of an object table (delete objects)', () => {
+  let t: Awaited<ReturnType<typeof setUp>>;
+  beforeEach(async () => {
+    t = await setUp();
+    t.state.online = true;
+    const formed = await t.objects.importSample('GENERAL', 50, undefined, 'readings');
+    if (!formed.ok) throw new Error(formed.error.type);
+    await t.objects.sync();
+  });
+
+  const all = async (objects = t.objects) => {
+    const ran = await objects.query('SELECT device, time FROM readings');
+    if (!ran.ok) throw new Error(JSON.stringify(ran.error));
+    return ran.value;
+  };
+  const count = async (objects = t.objects) => {
+    const ran = await objects.query('SELECT count(*) AS n FROM readings');
+    return ran.ok ? ran.value.rows[0]?.[0] : ran.error;
+  };
+
+  it('hides the deleted rows from queries and downloads, for good, once an admin allowed it', async () => {
+    const before = await all();
+    expect(before.rowIds).toHaveLength(50);
+    const doomed = before.rowIds!.slice(0, 10);
+    expect(await t.objects.deleteRows('readings', doomed)).toMatchObject({
+      ok: false,
+      error: { type: 'InvalidDelete' },
+    });
+    expect((await t.objects.allowDeletes('readings')).ok).toBe(true);
+    expect(await t.objects.deletable()).toEqual(['readings']);
+    const deleted = await t.objects.deleteRows('readings', doomed);
+    if (!deleted.ok) throw new Error(JSON.stringify(deleted.error));
+    expect(deleted.value.map((p) => [p.domain, p.table, p.manifest?.kind, p.manifest?.rows])).toEqual([
+      ['GENERAL', 'readings', 'delete', 10],
+    ]);
+    await t.objects.sync();
+    const after = await all();
+    expect(after.rows).toHaveLength(40);
+    expect(after.rowIds!.filter((id) => doomed.includes(id))).toEqual([]);
+    expect(await count()).toBe(40);
+    // The delete object is an object like any: published, its manifest says what it is.
+    const listed = (await t.objects.entries()).find((e) => e.manifest?.kind === 'delete');
+    expect(listed).toMatchObject({ state: 'published', domain: 'GENERAL' });
+    // Downloads never show a deleted row either.
+    const data = (await t.objects.entries()).find((e) => e.manifest?.kind === undefined)!;
+    const csv = await t.objects.download(data.id, 'csv');
+    if (!csv.ok) throw new Error(csv.error.type);
+    const lines = new TextDecoder().decode(csv.value).trimEnd().split('\n');
+    expect(lines).toHaveLength(41);
+    expect(lines.some((line) => doomed.some((id) => line.includes(id)))).toBe(false);
+    const parquet = await t.objects.download(data.id, 'parquet');
+    expect(parquet.ok).toBe(true);
+  });
+
+  it('a delete known before the data object still hides its rows; an unknown identity is refused', async () => {
+    expect((await t.objects.allowDeletes('readings')).ok).toBe(true);
+    const doomed = (await all()).rowIds!.slice(5, 15);
+    expect(await t.objects.deleteRows('readings', ['ab'.repeat(16)])).toMatchObject({
+      ok: false,
+      error: { type: 'InvalidDelete' },
+    });
+    expect((await t.objects.deleteRows('readings', doomed)).ok).toBe(true);
+    await t.objects.sync();
+    // A machine that has the delete's catalog rows and not yet the data object's.
+    const deleteId = (await t.objects.entries()).find((e) => e.manifest?.kind === 'delete')!.id;
+    const dataKey = [...t.rows.keys()].find(
+      (key) => key.startsWith(`${CATALOG_TABLE}\u0000`) && !key.endsWith(deleteId),
+    )!;
+    const early = await setUpReader(new Map([...t.rows].filter(([key]) => key !== dataKey)));
+    expect(await count(early)).toMatchObject({ type: 'UnknownTable' });
+    const full = await setUpReader(t.rows);
+    expect(await count(full)).toBe(40);
+    expect((await all(full)).rowIds!.filter((id) => doomed.includes(id))).toEqual([]);
+  });
+
+  it('a delete this machine cannot open fails the query rather than show the rows it hides', async () => {
+    expect((await t.objects.allowDeletes('readings')).ok).toBe(true);
+    expect((await t.objects.deleteRows('readings', (await all()).rowIds!.slice(0, 3))).ok).toBe(true);
+    await t.objects.sync();
+    const reader = await setUpReader(t.rows);
+    expect(await count(reader)).toBe(47);
+    // Its bytes gone from this machine, and no relay to fetch them from.
+    const deleteId = (await t.objects.entries()).find((e) => e.manifest?.kind === 'delete')!.id;
+    const db = new ObjectDatabase(`mesh-objects-${stores}-objects`);
+    await db.transaction('rw', db.blobs, db.bytes, async () => {
+      await db.blobs.delete(deleteId);
+      await db.bytes.delete(deleteId);
+    });
+    db.close();
+    const blind = await setUpReader(t.rows);
+    expect(await count(blind)).toMatchObject({ type: 'ObjectUnavailable', id: deleteId });
+  });
+
+  it('rows deleted offline are hidden here at once, before their delete is published', async () => {
+    expect((await t.objects.allowDeletes('readings')).ok).toBe(true);
+    t.state.online = false;
+    expect((await t.objects.deleteRows('readings', (await all()).rowIds!.slice(0, 7))).ok).toBe(true);
+    await t.objects.sync();
+    expect((await t.objects.entries()).filter((e) => e.state === 'pending').map((e) => e.manifest?.kind)).toEqual([
+      'delete',
+    ]);
+    expect(await count()).toBe(43);
+    const data = (await t.objects.entries()).find((e) => e.manifest?.kind === undefined)!;
+    const csv = await t.objects.download(data.id, 'csv');
+    expect(csv.ok && new TextDecoder().decode(csv.value).trimEnd().split('\n')).toHaveLength(44);
+  });
+
+  it('deletes of a table nobody allowed deletes for are not applied', async () => {
+    expect((await t.objects.allowDeletes('readings')).ok).toBe(true);
+    expect((await t.objects.deleteRows('readings', (await all()).rowIds!.slice(0, 4))).ok).toBe(true);
+    await t.objects.sync();
+    expect(await count()).toBe(46);
+    t.rows.delete(`object_tables\u0000readings`);
+    expect(await count()).toBe(50);
+  });
+});

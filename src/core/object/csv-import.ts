@@ -17,9 +17,10 @@ import {
   type CsvError,
 } from '../csv.js';
 import type { ParquetFile } from '../parquet/read.js';
-import type { CellValue, ColumnSpec } from '../parquet/schema.js';
+import { ROW_ID_COLUMN, type CellValue, type ColumnSpec } from '../parquet/schema.js';
 import { err, ok, type Result } from '../result.js';
 import { DEFAULT_ROW_GROUP_ROWS, ObjectWriter, type FormError, type FormOptions, type FormedObject } from './form.js';
+import { keepRows } from './deletes.js';
 
 /** A fresh pass over the CSV's text, in chunks. */
 export type CsvSource = () => AsyncIterable<string>;
@@ -168,11 +169,14 @@ function cellText(value: unknown, timestamp: boolean): string {
 /** Every row of an opened Parquet file as CSV with a header row; timestamps in ISO 8601 (UTC). */
 export async function parquetCsv(
   file: ParquetFile,
-  options: { readonly columns?: readonly string[] } = {},
+  options: { readonly columns?: readonly string[]; readonly keepRow?: (rowId: Uint8Array) => boolean } = {},
 ): Promise<Result<string, Extract<Awaited<ReturnType<ParquetFile['readColumns']>>, { ok: false }>['error']>> {
   const names = options.columns ?? [...new Set(file.columns.map((c) => c.name))];
-  const columns = await file.readColumns({ columns: names });
+  // Rows a delete hides are dropped by their identity, read for that even when not written out.
+  const reads = options.keepRow && !names.includes(ROW_ID_COLUMN) ? [...names, ROW_ID_COLUMN] : names;
+  const columns = await file.readColumns({ columns: reads });
   if (!columns.ok) return columns;
+  if (options.keepRow) keepRows(columns.value, options.keepRow);
   const timestamps = new Set(
     file.metadata.schema
       .filter(

@@ -46,6 +46,8 @@ export type FormOptions = {
   readonly pageBytes?: number;
   /** Page compression (the runtime's ZSTD where it runs; Snappy otherwise). */
   readonly compression?: PageCompression;
+  /** A delete object (deletes.ts); absent for data. */
+  readonly kind?: 'delete';
 };
 
 export type FormedObject = {
@@ -168,6 +170,7 @@ export class ObjectWriter {
       hlc: o.hlc,
       supersedes: o.supersedes ?? [],
       rowOrigin: toHex(this.#origin),
+      ...(o.kind ? { kind: o.kind } : {}),
     };
     const sealedManifest = await sealManifest(manifest, o.signer, objectKeys(this.#secret).manifestKey, o.random);
     const bytes = this.#collected ? concatAll(this.#collected) : undefined;

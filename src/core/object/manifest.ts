@@ -47,6 +47,11 @@ export type ObjectManifest = {
   readonly supersedes: readonly StorageId[];
   /** The 8 bytes every row identity of this object begins with (hex). */
   readonly rowOrigin: string;
+  /**
+   * `delete`: a delete object (deletes.ts) — its rows are the identities of `table`'s rows it
+   * hides, for good; absent for a data object.
+   */
+  readonly kind?: 'delete';
 };
 
 export type ManifestError =
@@ -79,6 +84,7 @@ function encodeBody(m: ObjectManifest): Uint8Array {
     hlc: [m.hlc.ms, m.hlc.counter],
     sup: m.supersedes,
     origin: m.rowOrigin,
+    ...(m.kind ? { kind: m.kind } : {}),
   });
 }
 
@@ -91,7 +97,7 @@ function decodeBody(bytes: Uint8Array): Result<ObjectManifest, ManifestError> {
   if (!decoded.ok) return bad(decoded.error.reason);
   const m = decoded.value;
   if (!isRecord(m) || m['v'] !== 1) return bad('not a version 1 manifest');
-  const { id, domain, table, schema, rows, bytes: size, time, parts, cols, producer, hlc, sup, origin } = m;
+  const { id, domain, table, schema, rows, bytes: size, time, parts, cols, producer, hlc, sup, origin, kind } = m;
   if (!isStorageId(id)) return bad('storage id');
   if (!isDomainName(domain)) return bad('domain');
   if (typeof table !== 'string' || !TABLE.test(table)) return bad('table');
@@ -131,6 +137,7 @@ function decodeBody(bytes: Uint8Array): Result<ObjectManifest, ManifestError> {
   if (!isHlc({ ms, counter })) return bad('hlc');
   if (!Array.isArray(sup) || !sup.every(isStorageId)) return bad('supersedes');
   if (typeof origin !== 'string' || fromHex(origin)?.length !== 8) return bad('row origin');
+  if (kind !== undefined && kind !== 'delete') return bad('kind');
   return ok({
     storageId: id,
     domain,
@@ -145,6 +152,7 @@ function decodeBody(bytes: Uint8Array): Result<ObjectManifest, ManifestError> {
     hlc: { ms: ms as number, counter: counter as number },
     supersedes: sup,
     rowOrigin: origin,
+    ...(kind ? { kind } : {}),
   });
 }
 

@@ -5,11 +5,14 @@
  * feed per-group aggregates or become projected rows. No row object is built for a row
  * that does not survive the filters, and aggregates never build one at all.
  *
- * The row-identity filter (`keepRow`) is where delete objects will apply: when given,
- * `_row_id` is read too and rows it refuses are dropped before anything else sees them.
+ * The row-identity filter (`keepRow`) is where delete objects apply (object/deletes.ts): when
+ * given, `_row_id` is read too and rows it refuses are dropped before anything else sees them.
+ * With `withRowIds`, a query that neither groups nor aggregates answers each row's identity
+ * beside it (`rowIds`, hex), so that a person can pick rows of a result to delete.
  */
 import type { ParquetError } from '../parquet/modules.js';
 import type { ParquetFile } from '../parquet/read.js';
+import { toHex } from '../bytes.js';
 import { ROW_ID_COLUMN } from '../parquet/schema.js';
 import type { ObjectManifest } from '../object/manifest.js';
 import { err, ok, type Result } from '../result.js';
@@ -30,13 +33,24 @@ export type Explain = {
 };
 
 export type QueryResult = {
+  /** The table the query read. */
+  readonly table: string;
   readonly columns: readonly ResultColumn[];
   readonly rows: readonly (readonly Cell[])[];
+  /** Each row's identity (hex), in the order of `rows`: asked for, and the query neither groups nor aggregates. */
+  readonly rowIds?: readonly string[];
   readonly explain: Explain;
 };
 
-/** Rows found so far, with the result's columns (known before the first row), for a page to show as they come. */
-export type RowsFound = (rows: readonly (readonly Cell[])[], columns: readonly ResultColumn[]) => void;
+/**
+ * Rows found so far, with the result's columns (known before the first row), for a page to
+ * show as they come; with their identities when the query answers them.
+ */
+export type RowsFound = (
+  rows: readonly (readonly Cell[])[],
+  columns: readonly ResultColumn[],
+  rowIds?: readonly string[],
+) => void;
 
 export type ExecuteError =
   | ParquetError
@@ -46,7 +60,10 @@ export type ExecuteError =
 export type ExecuteOptions = {
   /** Opens one planned object (unwrap its key, decrypt its footer); called only for objects that survive planning. */
   readonly open: (manifest: ObjectManifest) => Promise<Result<ParquetFile, ExecuteError>>;
-  readonly keepRow?: (rowId: Uint8Array) => boolean;
+  /** Whether a row of an object is shown (false: a delete hides it). */
+  readonly keepRow?: (rowId: Uint8Array, object: ObjectManifest) => boolean;
+  /** Answer each row's identity (`QueryResult.rowIds`) when the query neither groups nor aggregates. */
+  readonly withRowIds?: boolean;
   readonly signal?: AbortSignal;
   readonly progress?: (objectsDone: number, objectsTotal: number) => void;
   /**
@@ -122,9 +139,12 @@ class Collector {
   readonly #groups = new Map<string, { keys: Cell[]; aggs: AggState[] }>();
   readonly #rows: Cell[][] = [];
   readonly #aggs: Extract<SelectItem, { kind: 'agg' }>[];
+  /** Whether each projected row carries its identity (hex) as one cell more, after its own. */
+  readonly ids: boolean;
 
-  constructor(q: BoundQuery) {
+  constructor(q: BoundQuery, ids: boolean) {
     this.#q = q;
+    this.ids = ids && !q.grouped;
     this.#aggs = q.select.filter((s): s is Extract<SelectItem, { kind: 'agg' }> => s.kind === 'agg');
   }
 
@@ -148,6 +168,7 @@ class Collector {
       for (let i = 0; i < count && !this.isFull(); i++) {
         if (!selected[i]) continue;
         const row = exprs.map((s) => evaluate(s.expr, columns[s.expr.column]![i]));
+        if (this.ids) row.push(toHex((columns[ROW_ID_COLUMN] as ArrayLike<Uint8Array>)[i]!));
         this.#rows.push(row);
         added.push(row);
       }
@@ -244,7 +265,13 @@ export async function execute(
   options: ExecuteOptions,
 ): Promise<Result<QueryResult, ExecuteError>> {
   const planned = plan(manifests, q);
-  const collector = new Collector(q);
+  const collector = new Collector(q, options.withRowIds === true);
+  const width = q.columns.length;
+  /** Rows without the identity cell the collector added, and the identities. */
+  const split = (rows: readonly Cell[][]) =>
+    collector.ids
+      ? { rows: rows.map((r) => r.slice(0, width)), rowIds: rows.map((r) => r[width] as string) }
+      : { rows };
   let rowGroupsScanned = 0;
   let rowGroupsPruned = 0;
   let rowsScanned = 0;
@@ -259,7 +286,7 @@ export async function execute(
     // An object formed before a column existed (or when it had another type) holds only
     // nulls for it: such a column is not read from it, and its row groups are not pruned by it.
     const own = new Set(m.schema.filter((c) => q.schema.get(c.name)?.type === c.type).map((c) => c.name));
-    const reads = options.keepRow ? [...q.reads, ROW_ID_COLUMN] : q.reads;
+    const reads = options.keepRow || collector.ids ? [...q.reads, ROW_ID_COLUMN] : q.reads;
     const stored = reads.filter((c) => c === ROW_ID_COLUMN || own.has(c));
     for (let g = 0; g < file.value.metadata.row_groups.length; g++) {
       if (options.signal?.aborted) return err({ type: 'Cancelled' });
@@ -283,20 +310,24 @@ export async function execute(
       const selected = new Uint8Array(count).fill(1);
       if (options.keepRow) {
         const ids = columns.value[ROW_ID_COLUMN] as ArrayLike<Uint8Array>;
-        for (let i = 0; i < count; i++) if (!options.keepRow(ids[i]!)) selected[i] = 0;
+        for (let i = 0; i < count; i++) if (!options.keepRow(ids[i]!, m)) selected[i] = 0;
       }
       for (const f of q.where) {
         const values = columns.value[f.column]!;
         for (let i = 0; i < count; i++) if (selected[i] && !passes(f, values[i])) selected[i] = 0;
       }
       const added = collector.add(columns.value, selected, count);
-      if (options.onRows && collector.streams && added.length > 0) options.onRows(added, q.columns);
+      if (options.onRows && collector.streams && added.length > 0) {
+        const found = split(added);
+        options.onRows(found.rows, q.columns, found.rowIds);
+      }
     }
     options.progress?.(++done, planned.scan.length);
   }
   return ok({
+    table: q.table,
     columns: q.columns,
-    rows: collector.finish(),
+    ...split(collector.finish()),
     explain: {
       considered: planned.considered,
       pruned: planned.pruned,
