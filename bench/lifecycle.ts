@@ -24,7 +24,13 @@
  *            REENCRYPT_SAMPLE objects and scaled to OBJECTS (sample objects are small, so
  *            the anchor is a lower bound for real ones).
  *
- * Objects default to 100,000 (SOV_BENCH_OBJECTS overrides, for a quick run).
+ * Then compaction, where it runs — in a browser that reads the domain (bench/lib/compaction-browser.ts):
+ * `compaction_rows_per_s` compacting COMPACT_OBJECTS objects of 1,000 rows into one, against
+ * `anchors.form_seconds` (forming one object of the same rows afresh in the same browser);
+ * `ratios.compaction_time_vs_form`.
+ *
+ * Objects default to 100,000 (SOV_BENCH_OBJECTS overrides, for a quick run), compacted objects
+ * to 1,000 (SOV_BENCH_COMPACT_OBJECTS).
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -35,6 +41,7 @@ import { openHeadless, type Headless } from '../src/cli/headless.ts';
 import type { NodeSnapshot } from '../src/runtime/mesh-node.js';
 import { seedCatalog } from '../test/helpers/catalog-seed.ts';
 import { freePort, spawnRelay } from '../test/helpers/relay-child.ts';
+import { measureCompaction } from './lib/compaction-browser.ts';
 import type { BenchResult } from './run.ts';
 
 const OBJECTS = Number(process.env['SOV_BENCH_OBJECTS'] ?? 100_000);
@@ -42,6 +49,8 @@ const SAMPLE = 20;
 const SAMPLE_ROWS = 1_000;
 const REENCRYPT_SAMPLE = 2_000;
 const ROTATION_MS = 60 * 60_000;
+const COMPACT_OBJECTS = Number(process.env['SOV_BENCH_COMPACT_OBJECTS'] ?? 1_000);
+const COMPACT_ROWS = 1_000;
 
 function until(machine: Headless, what: string, test: (s: NodeSnapshot) => boolean, timeout: number) {
   return new Promise<NodeSnapshot>((resolve, reject) => {
@@ -135,8 +144,13 @@ export async function run(): Promise<BenchResult> {
     }
     const samples = sizes.map((size) => new Uint8Array(randomBytes(size)));
     const anchor = (reencryptSeconds(samples, REENCRYPT_SAMPLE) * total) / REENCRYPT_SAMPLE;
+    const compaction = await measureCompaction(COMPACT_OBJECTS, COMPACT_ROWS);
     return {
       figures: {
+        compaction_objects: compaction.objects,
+        compaction_rows: compaction.rows,
+        compaction_seconds: compaction.compaction_seconds,
+        compaction_rows_per_s: compaction.rows / compaction.compaction_seconds,
         objects: total,
         rotation_seconds: seconds,
         objects_per_s: total / seconds,
@@ -144,8 +158,11 @@ export async function run(): Promise<BenchResult> {
         access_record_bytes: WRAPPED_BYTES,
         sample_object_bytes: sizes.reduce((a, b) => a + b, 0) / sizes.length,
       },
-      anchors: { reencrypt_seconds: anchor },
-      ratios: { rotation_time_vs_reencrypt: seconds / anchor },
+      anchors: { reencrypt_seconds: anchor, form_seconds: compaction.form_seconds },
+      ratios: {
+        rotation_time_vs_reencrypt: seconds / anchor,
+        compaction_time_vs_form: compaction.compaction_seconds / compaction.form_seconds,
+      },
     };
   } finally {
     await machine.close();

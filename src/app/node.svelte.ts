@@ -372,6 +372,20 @@ export class NodeStore {
     return this.#write(() => this.#require().objects.deleteRows(table, rowIds));
   }
 
+  /** Compacts the small objects of a table in a domain into one; what happened, as text for the page. */
+  async compact(domain: string, table: string): Promise<string> {
+    let text = '';
+    await this.#guard(async () => {
+      const done = await this.#require().objects.compact(domain, table);
+      if (!done.ok) throw new Error(describeQueryError(done.error));
+      const c = done.value;
+      text = c
+        ? `Compacted ${c.inputs} objects (${c.rows} rows${c.dropped ? `, ${c.dropped} deleted rows left out` : ''}) into one: it replaces them once published.`
+        : `Nothing to compact: ${table} has fewer than two small objects in ${domain}.`;
+    });
+    return text;
+  }
+
   /** An admin lets the rows of an object table be deleted, for good. */
   allowDeletes(table: string): Promise<boolean> {
     return this.#write(() => this.#require().objects.allowDeletes(table));

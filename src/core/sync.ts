@@ -126,9 +126,14 @@ export class SyncEngine {
   async connected(): Promise<void> {
     this.#online = true;
     this.#offered.clear();
-    await this.#replica.republish();
+    await this.#republish();
     await this.offerAll();
     await this.askAgain();
+  }
+
+  /** Before offering: own rows never published move to the current generation (none while nobody is offered anything). */
+  async #republish(): Promise<void> {
+    if (this.#peers.size > 0) await this.#replica.republish();
   }
 
   disconnected(): void {
@@ -150,7 +155,7 @@ export class SyncEngine {
    * limit behind one lost frame and stalled).
    */
   async resend(force = false): Promise<void> {
-    if (this.#online) await this.#replica.republish();
+    if (this.#online) await this.#republish();
     if (force || ++this.#cycles % ASK_EVERY === 0) await this.askAgain();
     const last = await this.#store.lastPos();
     for (const peer of this.#peers) {

@@ -59,6 +59,8 @@ export type ObjectPort = {
       | 'compression'
       | 'rewrap'
       | 'deleteRows'
+      | 'compact'
+      | 'dropSuperseded'
   ]: (...args: Parameters<ObjectService[K]>) => Promise<Awaited<ReturnType<ObjectService[K]>>>;
 };
 
@@ -121,6 +123,8 @@ export const PLACEMENT_TABLE = 'placement';
 export const OBJECT_TABLES = 'object_tables';
 
 const ID = /^[0-9a-f]{64}$/;
+/** How often superseded copies are looked for. */
+const DROP_EVERY_MS = 3600_000;
 const OBJECT_TABLE = /^[a-z][a-z0-9_]{0,63}$/;
 /** A catalog this large is listed for the UI at most every LISTING_MS (`entries`). */
 const LARGE_CATALOG = 1_000;
@@ -172,6 +176,8 @@ export class MeshObjects {
   readonly #failed = new Map<string, string>();
   #cycle: Promise<void> = Promise.resolve();
   #uploadFailure: string | undefined;
+  /** When superseded copies were last looked for (`#dropSuperseded`). */
+  #droppedAt = -Infinity;
   readonly #rewrap: RewrapJob;
   #listed: { readonly at: number; readonly took: number; readonly entries: ObjectEntry[] } | undefined;
   readonly #decoded = new Map<string, { readonly text: string; readonly bytes: Uint8Array | undefined }>();
@@ -276,7 +282,21 @@ export class MeshObjects {
     this.#uploadFailure = failure;
     await this.#place();
     await this.#rewrap.run();
+    await this.#dropSuperseded();
     this.#deps.changed();
+  }
+
+  /** At most hourly: copies of objects a compaction superseded a week ago go. */
+  async #dropSuperseded(): Promise<void> {
+    const now = Date.now();
+    if (now - this.#droppedAt < DROP_EVERY_MS) return;
+    this.#droppedAt = now;
+    await this.dropSuperseded();
+  }
+
+  /** Drops the copies held here of objects a compaction superseded a week ago (ObjectService.dropSuperseded). */
+  async dropSuperseded(): Promise<number> {
+    return this.#deps.service.dropSuperseded([...(await this.#catalog()).values()]);
   }
 
   async #publishOne(id: string): Promise<void> {
@@ -468,6 +488,18 @@ export class MeshObjects {
     return (await this.#deps.service.pending())
       .filter((p) => p.manifest?.kind === 'delete' && p.refused === undefined)
       .map((p) => ({ id: p.id, domain: p.domain, producer: self, sealedManifest: new Uint8Array(0), access: [] }));
+  }
+
+  /**
+   * Compacts the small objects of `table` in `domain` into one (core/object/compact.ts), published
+   * like any object; undefined when there is nothing worth compacting.
+   */
+  async compact(domain: DomainName, table: string): Promise<Awaited<ReturnType<ObjectService['compact']>>> {
+    const entries = [...(await this.#catalog()).values(), ...(await this.#pendingDeletes())];
+    const compacted = await this.#deps.service.compact({ domain, table, entries, deletable: await this.deletable() });
+    if (compacted.ok && compacted.value) void this.sync();
+    this.#deps.changed();
+    return compacted;
   }
 
   /** The object tables whose rows may be deleted (an admin said so in `object_tables`, for good). */

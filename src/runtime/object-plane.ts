@@ -10,7 +10,8 @@ import type { QueryResult } from '../core/query/execute.js';
 import type { Codec } from '../core/parquet/write.js';
 import type { WriteError } from '../core/replica.js';
 import type { MeshObjects, QueryOptions } from './mesh-objects.js';
-import type { ImportProgress, ObjectError, PendingObject } from './object-service.js';
+import type { CompactError } from '../core/object/compact.js';
+import type { Compaction, ImportProgress, ObjectError, PendingObject } from './object-service.js';
 
 export class ObjectPlane {
   readonly #objects: MeshObjects | undefined;
@@ -80,6 +81,15 @@ export class ObjectPlane {
   async deleteRows(table: string, rowIds: readonly string[]): Promise<Result<PendingObject[], ObjectError>> {
     const plane = this.#plane();
     return plane.ok ? plane.value.deleteRows(table, rowIds) : plane;
+  }
+
+  /** Compacts the small objects of a table in a domain into one; undefined when there is nothing to compact. */
+  async compact(
+    domain: DomainName,
+    table: string,
+  ): Promise<Result<Compaction | undefined, ObjectError | CompactError>> {
+    const plane = this.#plane(domain);
+    return plane.ok ? plane.value.compact(domain, table) : plane;
   }
 
   /** An admin lets the rows of an object table be deleted, for good. */

@@ -9,6 +9,7 @@
 import { bytesEqual, toHex } from '../core/bytes.js';
 import type { AccessRecord } from '../core/object/access.js';
 import { parquetCsv } from '../core/object/csv-import.js';
+import { compactionCandidates, type CompactInput } from '../core/object/compact.js';
 import { deletedIds, isDeleteManifest, keepRows, Tombstones } from '../core/object/deletes.js';
 import { openObject, type OpenError } from '../core/object/form.js';
 import { isStorageId, objectKeys, type StorageId } from '../core/object/keys.js';
@@ -157,15 +158,79 @@ export class ObjectReader {
     return manifest;
   }
 
-  /** The manifests of the entries this machine can read (their secrets asked for in one call). */
-  async readable(entries: readonly CatalogEntry[]): Promise<ObjectManifest[]> {
+  /**
+   * The manifests of the entries this machine can read, with each one's secret (asked for in
+   * one call); undefined once `cancelled` says so.
+   */
+  async #readable(entries: readonly CatalogEntry[], cancelled: () => boolean = () => false) {
     const secrets = await this.#secrets(entries);
     const manifests: ObjectManifest[] = [];
+    const secretById = new Map<string, Result<Uint8Array, ReadError>>();
     for (const [i, entry] of entries.entries()) {
+      if (cancelled()) return undefined;
       const m = await this.manifest(entry, secrets[i]);
-      if (m.ok) manifests.push(m.value);
+      if (!m.ok) continue; // not readable here: not part of this machine's catalog
+      manifests.push(m.value);
+      secretById.set(entry.id, secrets[i]!);
     }
-    return manifests;
+    return { manifests, secretOf: (m: ObjectManifest) => secretById.get(m.storageId)! };
+  }
+
+  /** The manifests of the entries this machine can read. */
+  async readable(entries: readonly CatalogEntry[]): Promise<ObjectManifest[]> {
+    return (await this.#readable(entries))!.manifests;
+  }
+
+  /** The tombstones of `table`'s deletes among `manifests`, when its rows may be deleted. */
+  #tableTombstones(
+    manifests: readonly ObjectManifest[],
+    table: string,
+    deletable: readonly string[],
+    secretOf: (m: ObjectManifest) => Result<Uint8Array, ReadError>,
+  ): Promise<Result<Tombstones, ReadError>> {
+    const deletes = deletable.includes(table) ? manifests.filter((m) => isDeleteManifest(m) && m.table === table) : [];
+    return this.#tombstones(deletes, secretOf);
+  }
+
+  /**
+   * What compacting `table` in `domain` takes (core/object/compact.ts): the small data objects
+   * nothing sets aside, opened, and the filter that leaves out the rows a delete hides.
+   */
+  async compactionInputs(
+    entries: readonly CatalogEntry[],
+    domain: DomainName,
+    table: string,
+    deletable: readonly string[],
+  ): Promise<
+    Result<{ inputs: CompactInput[]; keepRow?: (rowId: Uint8Array, object: ObjectManifest) => boolean }, ReadError>
+  > {
+    const { manifests, secretOf } = (await this.#readable(entries))!;
+    const picked = compactionCandidates(manifests, domain, table);
+    if (picked.length === 0) return ok({ inputs: [] });
+    const tombstones = await this.#tableTombstones(manifests, table, deletable, secretOf);
+    if (!tombstones.ok) return tombstones;
+    const inputs: CompactInput[] = [];
+    for (const m of picked) {
+      const file = await this.#openFile(m, secretOf(m));
+      if (!file.ok) return file;
+      inputs.push({ manifest: m, file: file.value });
+    }
+    const keepRow = tombstones.value.keepRow();
+    return ok({ inputs, ...(keepRow ? { keepRow } : {}) });
+  }
+
+  /** An object's Parquet file, decrypted under the DEK of its secret; its bytes fetched if need be. */
+  async #openFile(
+    m: ObjectManifest,
+    secret: Result<Uint8Array, ReadError>,
+  ): Promise<Result<ParquetFile, ExecuteError>> {
+    if (!secret.ok) return err({ type: 'ObjectUnavailable', id: m.storageId, reason: secret.error.type });
+    const bytes = await this.#deps.bytes(m.storageId);
+    if (!bytes.ok) return err({ type: 'ObjectUnavailable', id: m.storageId, reason: bytes.error.type });
+    const file = await openParquet(bytes.value, { footerKey: objectKeys(secret.value).dek }, webPmeCipher, {
+      decompressors: await zstdDecompressors(),
+    });
+    return file;
   }
 
   /**
@@ -196,38 +261,20 @@ export class ObjectReader {
       if (cancelled()) return err({ type: 'Cancelled' });
       const parsed = parseSql(sql);
       if (!parsed.ok) return parsed;
-      const secrets = await this.#secrets(entries);
-      const manifests: ObjectManifest[] = [];
-      const secretById = new Map<string, Result<Uint8Array, ReadError>>();
-      for (const [i, entry] of entries.entries()) {
-        if (cancelled()) return err({ type: 'Cancelled' });
-        const m = await this.manifest(entry, secrets[i]);
-        if (!m.ok) continue; // not readable here: not part of this machine's catalog
-        manifests.push(m.value);
-        secretById.set(entry.id, secrets[i]!);
-      }
+      const readable = await this.#readable(entries, cancelled);
+      if (!readable) return err({ type: 'Cancelled' });
+      const { manifests, secretOf } = readable;
       const table = parsed.value.table;
       const data = manifests.filter((m) => m.kind === undefined);
       const bound = bind(parsed.value, tableSchema(data, table));
       if (!bound.ok) return bound;
-      const deletes = deletable.includes(table)
-        ? manifests.filter((m) => isDeleteManifest(m) && m.table === table)
-        : [];
-      const tombstones = await this.#tombstones(deletes, (m) => secretById.get(m.storageId)!);
+      const tombstones = await this.#tableTombstones(manifests, table, deletable, secretOf);
       if (!tombstones.ok) return tombstones;
       const keepRow = tombstones.value.keepRow();
       return await execute(data, bound.value, {
         withRowIds: true,
         ...(keepRow ? { keepRow } : {}),
-        open: async (m) => {
-          const secret = secretById.get(m.storageId)!;
-          if (!secret.ok) return err({ type: 'ObjectUnavailable', id: m.storageId, reason: secret.error.type });
-          const bytes = await this.#deps.bytes(m.storageId);
-          if (!bytes.ok) return err({ type: 'ObjectUnavailable', id: m.storageId, reason: bytes.error.type });
-          return openParquet(bytes.value, { footerKey: objectKeys(secret.value).dek }, webPmeCipher, {
-            decompressors: await zstdDecompressors(),
-          });
-        },
+        open: (m) => this.#openFile(m, secretOf(m)),
         signal: controller.signal,
         ...(options.progress ? { progress: options.progress } : {}),
         ...(options.onRows ? { onRows: options.onRows } : {}),
@@ -252,17 +299,12 @@ export class ObjectReader {
     for (const m of deletes) {
       let ids = this.#deleted.get(m.storageId);
       if (!ids) {
-        const unavailable = (reason: string) => err({ type: 'ObjectUnavailable' as const, id: m.storageId, reason });
-        const secret = secretOf(m);
-        if (!secret.ok) return unavailable(secret.error.type);
-        const bytes = await this.#deps.bytes(m.storageId);
-        if (!bytes.ok) return unavailable(bytes.error.type);
-        const file = await openParquet(bytes.value, { footerKey: objectKeys(secret.value).dek }, webPmeCipher, {
-          decompressors: await zstdDecompressors(),
-        });
-        if (!file.ok) return unavailable(file.error.type);
-        const read = await deletedIds(file.value);
-        if (!read.ok) return unavailable(read.error.type);
+        const file = await this.#openFile(m, secretOf(m));
+        const read = file.ok ? await deletedIds(file.value) : file;
+        if (!read.ok) {
+          const reason = read.error.type === 'ObjectUnavailable' ? read.error.reason : read.error.type;
+          return err({ type: 'ObjectUnavailable', id: m.storageId, reason });
+        }
         ids = read.value;
         this.#deleted.set(m.storageId, ids);
       }
@@ -309,18 +351,9 @@ export class ObjectReader {
     const manifest = await this.manifest(entry);
     const table = manifest.ok ? manifest.value.table : undefined;
     let keepRow: ((rowId: Uint8Array) => boolean) | undefined;
-    if (table !== undefined && deletable.includes(table) && manifest.ok && manifest.value.kind === undefined) {
-      const others = catalog.filter((e) => e.domain === entry.domain && e.id !== entry.id);
-      const secrets = await this.#secrets(others);
-      const deletes: ObjectManifest[] = [];
-      const secretById = new Map<string, Result<Uint8Array, ReadError>>();
-      for (const [i, other] of others.entries()) {
-        const m = await this.manifest(other, secrets[i]);
-        if (!m.ok || !isDeleteManifest(m.value) || m.value.table !== table) continue;
-        deletes.push(m.value);
-        secretById.set(other.id, secrets[i]!);
-      }
-      const tombstones = await this.#tombstones(deletes, (m) => secretById.get(m.storageId)!);
+    if (table !== undefined && manifest.ok && manifest.value.kind === undefined) {
+      const { manifests, secretOf } = (await this.#readable(catalog.filter((e) => e.domain === entry.domain)))!;
+      const tombstones = await this.#tableTombstones(manifests, table, deletable, secretOf);
       if (!tombstones.ok) return tombstones;
       const keep = tombstones.value.keepRow();
       const object = { domain: entry.domain };

@@ -20,6 +20,7 @@ import { encodeCbor } from '../core/cbor.js';
 import { blake3 } from '../core/hash.js';
 import { topicOf } from '../core/identity.js';
 import { csvObject, tableName, type CsvImportError } from '../core/object/csv-import.js';
+import { compactObjects, type CompactError } from '../core/object/compact.js';
 import { formDeleteObject, parseRowIds, type DeleteError } from '../core/object/deletes.js';
 import { ObjectWriter, ROW_ORIGIN_BYTES, verifyStorageId, type FormedObject } from '../core/object/form.js';
 import { isStorageId, objectKeys, storageIdBytes, type StorageId } from '../core/object/keys.js';
@@ -27,6 +28,7 @@ import { openManifest } from '../core/object/manifest.js';
 import type { Clock } from '../core/ports.js';
 import type { CellValue, ColumnSpec } from '../core/parquet/schema.js';
 import type { QueryResult, RowsFound } from '../core/query/execute.js';
+import { setAside } from '../core/query/plan.js';
 import { err, ok, type Result } from '../core/result.js';
 import { isDomainName, type DomainName } from '../core/schema.js';
 import {
@@ -67,6 +69,17 @@ export type ObjectError =
   | { readonly type: 'ManifestTooLarge'; readonly bytes: number }
   | GenerationMoved
   | { readonly type: 'NotPublishable'; readonly reason: string };
+
+/** A compaction formed here: the new object, how many it supersedes, its rows and those left out as deleted. */
+export type Compaction = {
+  readonly object: PendingObject;
+  readonly inputs: number;
+  readonly rows: number;
+  readonly dropped: number;
+};
+
+/** How long a superseded object's copy stays on a machine that reads it (a week). */
+export const SUPERSEDED_GRACE_MS = 7 * 24 * 3600_000;
 
 /** One object's new access record, from a rewrap. */
 export type Rewrapped = { readonly id: string; readonly gen: number; readonly wrapped: Uint8Array };
@@ -330,6 +343,65 @@ export class ObjectService {
       formed.push(kept.value);
     }
     return ok(formed);
+  }
+
+  /**
+   * Compacts the small objects of `table` in `domain` into one (core/object/compact.ts): their
+   * rows without the ones a delete hides, under a fresh secret; it supersedes them once
+   * published. Nothing (undefined) when fewer than two objects are worth it.
+   */
+  async compact(options: {
+    readonly domain: DomainName;
+    readonly table: string;
+    readonly entries: readonly CatalogEntry[];
+    readonly deletable: readonly string[];
+  }): Promise<Result<Compaction | undefined, ObjectError | CompactError>> {
+    const ready = await this.#canForm(options.domain);
+    if (!ready.ok) return ready;
+    const taken = await this.#reader.compactionInputs(
+      options.entries,
+      options.domain,
+      options.table,
+      options.deletable,
+    );
+    if (!taken.ok) return taken;
+    if (taken.value.inputs.length === 0) return ok(undefined);
+    const compacted = await compactObjects(taken.value.inputs, {
+      ...(await this.#formOptions(options.domain, options.table)),
+      ...(taken.value.keepRow ? { keepRow: taken.value.keepRow } : {}),
+    });
+    if (!compacted.ok) return compacted;
+    const kept = await this.#keep(compacted.value.formed);
+    if (!kept.ok) return kept;
+    const { rows, dropped } = compacted.value;
+    return ok({ object: kept.value, inputs: taken.value.inputs.length, rows, dropped });
+  }
+
+  /**
+   * Drops this machine's copies of objects a compaction superseded, once that compaction is
+   * older than `graceMs` (by its clock): their rows live on in it. The relay keeps every object,
+   * and so do machines that store a domain without reading it (they cannot see `sup`).
+   */
+  async dropSuperseded(entries: readonly CatalogEntry[], graceMs = SUPERSEDED_GRACE_MS): Promise<number> {
+    const manifests = (await this.#reader.readable(entries)).filter((m) => m.kind === undefined);
+    const supersededAt = new Map<string, number>();
+    for (const table of new Set(manifests.map((m) => m.table))) {
+      const ofTable = manifests.filter((m) => m.table === table);
+      const aside = setAside(ofTable);
+      for (const c of ofTable) {
+        if (aside.has(c.storageId) && aside.get(c.storageId) !== 'superseded') continue;
+        for (const id of c.supersedes) if (aside.get(id) === 'superseded') supersededAt.set(id, c.hlc.ms);
+      }
+    }
+    const now = this.#clock.now();
+    let dropped = 0;
+    for (const { id } of await this.#db.held()) {
+      const at = supersededAt.get(id);
+      if (at === undefined || now - at < graceMs || (await this.#db.pending(id))) continue;
+      await this.#db.dropBlob(id);
+      dropped++;
+    }
+    return dropped;
   }
 
   async #canForm(domain: DomainName): Promise<Result<void, ObjectError>> {

@@ -68,6 +68,8 @@ export interface ObjectStore {
   hasBlob(id: string): Promise<boolean>;
   putBlob(record: BlobRecord): Promise<void>;
   markUploaded(id: string): Promise<void>;
+  /** Forgets an object's bytes here (a superseded copy past its grace period). */
+  dropBlob(id: string): Promise<void>;
   /** Every object held, without its bytes. */
   held(): Promise<Omit<BlobRecord, 'bytes'>[]>;
   /** Objects this machine formed (their domain is known) that the relay does not hold yet. */
@@ -107,6 +109,13 @@ export class DexieObjectStore implements ObjectStore {
 
   async markUploaded(id: string): Promise<void> {
     await this.db.blobs.update(id, { uploaded: true });
+  }
+
+  async dropBlob(id: string): Promise<void> {
+    await this.db.transaction('rw', this.db.blobs, this.db.bytes, async () => {
+      await this.db.blobs.delete(id);
+      await this.db.bytes.delete(id);
+    });
   }
 
   held(): Promise<BlobMeta[]> {

@@ -95,6 +95,10 @@ export class SqliteObjectStore implements ObjectStore {
     this.#db.prepare('UPDATE blobs SET uploaded = 1 WHERE id = ?').run(id);
   }
 
+  async dropBlob(id: string): Promise<void> {
+    this.#db.prepare('DELETE FROM blobs WHERE id = ?').run(id);
+  }
+
   async held(): Promise<Omit<BlobRecord, 'bytes'>[]> {
     const rows = this.#db.prepare('SELECT id, size, stored_at, domain, uploaded FROM blobs ORDER BY id').all();
     return (rows as BlobRow[]).map(meta);

@@ -140,4 +140,18 @@ describe('rows written offline are sealed under the generation current at public
     const withdrawn = (await b.store.entriesAfter(0, 100)).filter((e) => e.revoked);
     expect(withdrawn.map((e) => e.body?.row)).toEqual(['RESTRICTED:1']);
   });
+
+  it('with nobody to offer to nothing moves; rows still unpublished move once a peer is there', async () => {
+    const { a, b, engine, sent, rotate } = await setup('republish5');
+    engine.setPeers([]);
+    await mustWrite(b, 'field_notes', 'RESTRICTED:1', { title: 'alone', text: '' });
+    rotate();
+    const logged = await b.store.lastPos();
+    await engine.connected();
+    expect(await b.store.lastPos()).toBe(logged);
+    engine.setPeers([a.id]);
+    await engine.resend(true);
+    expect(gensOf(sent)).toEqual([2]);
+    expect(await b.store.lastPos()).toBe(logged + 1);
+  });
 });

@@ -321,3 +321,55 @@ describe('deleting rows of an object table (delete objects)', () => {
     expect(await count()).toBe(50);
   });
 });
+
+describe('compacting a table', () => {
+  it('merges the small objects into one that supersedes them: the same answers, less deleted rows', async () => {
+    const t = await setUp();
+    t.state.online = true;
+    for (let i = 0; i < 3; i++) {
+      const formed = await t.objects.importSample('GENERAL', 20, undefined, 'readings');
+      if (!formed.ok) throw new Error(formed.error.type);
+    }
+    await t.objects.sync();
+    const grouped = async (objects: MeshObjects) => {
+      const ran = await objects.query(
+        'SELECT device, count(*) AS n, min(temperature) AS lo, max(humidity) AS hi FROM readings GROUP BY device ORDER BY device',
+      );
+      if (!ran.ok) throw new Error(JSON.stringify(ran.error));
+      return ran.value;
+    };
+    expect((await t.objects.compact('GENERAL', 'nothing_here')).ok).toBe(true);
+    expect((await t.objects.allowDeletes('readings')).ok).toBe(true);
+    const listed = await t.objects.query('SELECT time FROM readings');
+    if (!listed.ok) throw new Error(listed.error.type);
+    expect((await t.objects.deleteRows('readings', listed.value.rowIds!.slice(0, 2))).ok).toBe(true);
+    await t.objects.sync();
+    const before = await grouped(t.objects);
+    expect(before.explain.scanned).toBe(3);
+
+    const compacted = await t.objects.compact('GENERAL', 'readings');
+    if (!compacted.ok || !compacted.value) throw new Error(JSON.stringify(compacted));
+    expect([compacted.value.inputs, compacted.value.rows, compacted.value.dropped]).toEqual([3, 58, 2]);
+    // Formed, not yet published: the old set is what queries read.
+    expect((await grouped(t.objects)).rows).toEqual(before.rows);
+    await t.objects.sync();
+    const after = await grouped(t.objects);
+    expect(after.rows).toEqual(before.rows);
+    expect([after.explain.scanned, after.explain.pruned.map((p) => p.reason)]).toEqual([
+      1,
+      ['superseded', 'superseded', 'superseded'],
+    ]);
+    // On another machine of the domain, the same; and nothing is left worth compacting.
+    expect((await grouped(await setUpReader(t.rows))).rows).toEqual(before.rows);
+    expect(await t.objects.compact('GENERAL', 'readings')).toEqual({ ok: true, value: undefined });
+    // A week on, this machine drops its copies of the three; the answers stay.
+    const held = async () => (await t.objects.entries()).filter((e) => e.held).length;
+    expect(await held()).toBe(5); // three inputs, the delete, the compaction
+    clock.advance(6 * 24 * 3600_000);
+    expect(await t.objects.dropSuperseded()).toBe(0);
+    clock.advance(2 * 24 * 3600_000);
+    expect(await t.objects.dropSuperseded()).toBe(3);
+    expect(await held()).toBe(2);
+    expect((await grouped(t.objects)).rows).toEqual(before.rows);
+  });
+});

@@ -120,13 +120,20 @@ export class ObjectWriter {
     return ok(new ObjectWriter(options, writer.value, secret, collected, hash));
   }
 
-  /** Adds one row group: the same number of cells for every column. */
-  async add(cells: Cells): Promise<Result<void, FormError>> {
+  /**
+   * Adds one row group: the same number of cells for every column. `carried`: the rows'
+   * identities, packed, when they come from other objects (compaction keeps them); new rows
+   * get this object's origin and the next ordinals.
+   */
+  async add(cells: Cells, carried?: Uint8Array): Promise<Result<void, FormError>> {
     const first = this.#options.columns[0];
     const count = first ? (cells[first.name]?.length ?? 0) : 0;
-    const ids = new Uint8Array(count * ROW_ID_BYTES);
-    const view = new DataView(ids.buffer);
-    for (let i = 0; i < count; i++) {
+    if (carried && carried.length !== count * ROW_ID_BYTES) {
+      return err({ type: 'InvalidObject', detail: 'carried row identities do not match the rows' });
+    }
+    const ids = carried ?? new Uint8Array(count * ROW_ID_BYTES);
+    const view = new DataView(ids.buffer, ids.byteOffset, ids.byteLength);
+    for (let i = 0; i < count && !carried; i++) {
       ids.set(this.#origin, i * ROW_ID_BYTES);
       view.setBigUint64(i * ROW_ID_BYTES + ROW_ORIGIN_BYTES, BigInt(this.#rows + i));
     }

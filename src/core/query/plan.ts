@@ -127,13 +127,42 @@ function pruneReason(m: ObjectManifest, q: BoundQuery): string | undefined {
   return undefined;
 }
 
+/** Orders objects by hybrid logical clock, then storage id: the same order on every machine. */
+const byStamp = (a: ObjectManifest, b: ObjectManifest): number =>
+  compareHlc(a.hlc, b.hlc) || (a.storageId < b.storageId ? -1 : a.storageId > b.storageId ? 1 : 0);
+
+/**
+ * Why objects of one table are set aside before pruning: `superseded` when a compaction of the
+ * same domain lists them in `sup` (a machine of another domain cannot hide a domain's rows);
+ * `overlapping compaction` for a compaction whose list shares an object with an earlier one
+ * (two machines compacted the same objects): the earlier, by clock then storage id, is applied,
+ * the later is set aside with its list, and each row is shown once either way.
+ */
+export function setAside(ofTable: readonly ObjectManifest[]): Map<string, string> {
+  const reasons = new Map<string, string>();
+  const claimed = new Set<string>();
+  const key = (domain: string, id: string) => `${domain}\u0000${id}`;
+  for (const c of ofTable.filter((m) => m.supersedes.length > 0).sort(byStamp)) {
+    if (c.supersedes.some((id) => claimed.has(key(c.domain, id)))) {
+      reasons.set(key(c.domain, c.storageId), 'overlapping compaction');
+      continue;
+    }
+    for (const id of c.supersedes) claimed.add(key(c.domain, id));
+  }
+  for (const m of ofTable) {
+    const k = key(m.domain, m.storageId);
+    if (claimed.has(k)) reasons.set(k, 'superseded');
+  }
+  return new Map([...reasons].map(([k, why]) => [k.split('\u0000')[1]!, why]));
+}
+
 export function plan(manifests: readonly ObjectManifest[], q: BoundQuery): Plan {
   const ofTable = manifests.filter((m) => m.table === q.table);
-  const superseded = new Set(ofTable.flatMap((m) => m.supersedes));
+  const aside = setAside(ofTable);
   const pruned: Pruned[] = [];
   const scan: ObjectManifest[] = [];
   for (const m of ofTable) {
-    const reason = superseded.has(m.storageId) ? 'superseded' : pruneReason(m, q);
+    const reason = aside.get(m.storageId) ?? pruneReason(m, q);
     if (reason) pruned.push({ id: m.storageId, reason });
     else scan.push(m);
   }
