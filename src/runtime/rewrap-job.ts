@@ -71,16 +71,19 @@ export class RewrapJob {
   /** Rewraps what is left in every domain this machine may rewrap; resolves when done or stopped. */
   async run(): Promise<void> {
     if (!this.#deps.isAdmin()) return;
+    // The catalog is read once a run, and only when some domain's generation carries history.
+    let catalog: readonly CatalogEntry[] | undefined;
     for (const view of this.#deps.views()) {
       const gen = view.generations.at(-1);
       if (!isDomainName(view.domain) || view.removed || view.awaiting || gen === undefined) continue;
       if (!view.historyGens.includes(gen)) continue;
-      await this.#domain(view.domain, gen, view);
+      catalog ??= [...(await this.#deps.catalog()).values()];
+      await this.#domain(view.domain, gen, view, catalog);
     }
   }
 
-  async #domain(domain: DomainName, gen: number, view: DomainView): Promise<void> {
-    const entries = [...(await this.#deps.catalog()).values()].filter((e) => e.domain === domain);
+  async #domain(domain: DomainName, gen: number, view: DomainView, catalog: readonly CatalogEntry[]): Promise<void> {
+    const entries = catalog.filter((e) => e.domain === domain);
     const plan = planRewrap(
       entries.map((e) => ({ id: e.id, gens: e.access.map((a) => a.gen) })),
       { gen, carriesHistory: true },

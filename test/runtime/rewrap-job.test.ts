@@ -43,14 +43,17 @@ function fixture(origins: number[], over: { admin?: boolean; views?: () => Domai
       access: [{ gen, wrapped: new Uint8Array(60) }],
     }),
   );
-  const log = { batches: [] as number[], rows: [] as string[], progress: [] as RewrapProgress[] };
+  const log = { batches: [] as number[], rows: [] as string[], progress: [] as RewrapProgress[], reads: 0 };
   const fail = { rewrap: false, write: -1 };
   let current = view();
   const job = new RewrapJob({
     views: over.views ?? (() => [current]),
     isAdmin: () => over.admin ?? true,
     self: () => 'aa',
-    catalog: async () => catalog,
+    catalog: async () => {
+      log.reads++;
+      return catalog;
+    },
     rewrap: async (domain, gen, entries) => {
       log.batches.push(entries.length);
       if (fail.rewrap) return err({ type: 'GenerationMoved', domain, asked: gen, current: gen + 1 });
@@ -124,5 +127,16 @@ describe('rewrap job', () => {
     f.fail.write = -1;
     await f.job.run();
     expect(f.job.progress()).toEqual([{ domain: 'LAB', gen: 3, done: 150, total: 150, withheld: 0 }]);
+  });
+
+  it('reads the catalog once a run for every domain, and not at all while no generation carries history', async () => {
+    const lab = view();
+    const other = view({ domain: 'SITE', group: '01' });
+    const f = fixture([2, 2], { views: () => [lab, other] });
+    await f.job.run();
+    expect(f.log.reads).toBe(1);
+    const quiet = fixture([2], { views: () => [view({ historyGens: [2] })] });
+    await quiet.job.run();
+    expect(quiet.log.reads).toBe(0);
   });
 });
