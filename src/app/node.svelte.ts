@@ -372,15 +372,27 @@ export class NodeStore {
     return this.#write(() => this.#require().objects.deleteRows(table, rowIds));
   }
 
-  /** Compacts the small objects of a table in a domain into one; what happened, as text for the page. */
+  /**
+   * Compacts the small objects of a table in a domain, a round at a time (each takes up to 100
+   * objects) until none is left worth it; what happened, as text for the page.
+   */
   async compact(domain: string, table: string): Promise<string> {
     let text = '';
     await this.#guard(async () => {
-      const done = await this.#require().objects.compact(domain, table);
-      if (!done.ok) throw new Error(describeQueryError(done.error));
-      const c = done.value;
-      text = c
-        ? `Compacted ${c.inputs} objects (${c.rows} rows${c.dropped ? `, ${c.dropped} deleted rows left out` : ''}) into one: it replaces them once published.`
+      const sum = { rounds: 0, inputs: 0, rows: 0, dropped: 0 };
+      for (;;) {
+        const done = await this.#require().objects.compact(domain, table);
+        if (!done.ok) throw new Error(describeQueryError(done.error));
+        const c = done.value;
+        if (!c) break;
+        sum.rounds++;
+        sum.inputs += c.inputs;
+        sum.rows += c.rows;
+        sum.dropped += c.dropped;
+      }
+      const into = sum.rounds === 1 ? 'one' : `${sum.rounds}`;
+      text = sum.rounds
+        ? `Compacted ${sum.inputs} objects (${sum.rows} rows${sum.dropped ? `, ${sum.dropped} deleted rows left out` : ''}) into ${into}: ${sum.rounds === 1 ? 'it replaces' : 'they replace'} them once published.`
         : `Nothing to compact: ${table} has fewer than two small objects in ${domain}.`;
     });
     return text;

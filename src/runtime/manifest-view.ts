@@ -28,6 +28,8 @@ export type ManifestView = {
   readonly formedAt: number;
   /** `delete`: a delete object, whose rows are the identities it hides (core/object/deletes.ts). */
   readonly kind: 'delete' | undefined;
+  /** The objects a compaction replaces (core/object/compact.ts); none for any other object. */
+  readonly supersedes: readonly string[];
 };
 
 function boundText(spec: ColumnSpec, bytes: Uint8Array | undefined): string | undefined {
@@ -54,5 +56,6 @@ export function manifestView(m: ObjectManifest): ManifestView {
     }),
     formedAt: m.hlc.ms,
     kind: m.kind,
+    supersedes: m.supersedes,
   };
 }

@@ -483,10 +483,15 @@ export class MeshObjects {
   }
 
   /** The delete objects formed here and not yet published, as catalog entries (their manifests are local). */
-  async #pendingDeletes(): Promise<CatalogEntry[]> {
+  #pendingDeletes(): Promise<CatalogEntry[]> {
+    return this.#pendingEntries((m) => m.kind === 'delete');
+  }
+
+  /** Objects formed here, not yet published, whose manifests say `keep`, as catalog entries. */
+  async #pendingEntries(keep: (m: ManifestView) => boolean): Promise<CatalogEntry[]> {
     const self = this.#deps.self();
     return (await this.#deps.service.pending())
-      .filter((p) => p.manifest?.kind === 'delete' && p.refused === undefined)
+      .filter((p) => p.manifest !== undefined && keep(p.manifest) && p.refused === undefined)
       .map((p) => ({ id: p.id, domain: p.domain, producer: self, sealedManifest: new Uint8Array(0), access: [] }));
   }
 
@@ -495,8 +500,19 @@ export class MeshObjects {
    * like any object; undefined when there is nothing worth compacting.
    */
   async compact(domain: DomainName, table: string): Promise<Awaited<ReturnType<ObjectService['compact']>>> {
-    const entries = [...(await this.#catalog()).values(), ...(await this.#pendingDeletes())];
-    const compacted = await this.#deps.service.compact({ domain, table, entries, deletable: await this.deletable() });
+    // In turn with publication: a compaction formed here must be pending or in the catalog
+    // when the next round reads them, never between the two.
+    const round = this.#cycle.then(async () => {
+      // A compaction formed here and not yet published already takes its inputs: the next round takes others.
+      const pending = await this.#pendingEntries((m) => m.kind === 'delete' || m.supersedes.length > 0);
+      const entries = [...(await this.#catalog()).values(), ...pending];
+      return this.#deps.service.compact({ domain, table, entries, deletable: await this.deletable() });
+    });
+    this.#cycle = round.then(
+      () => undefined,
+      () => undefined,
+    );
+    const compacted = await round;
     if (compacted.ok && compacted.value) void this.sync();
     this.#deps.changed();
     return compacted;

@@ -6,7 +6,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { toHex } from '../../src/core/bytes.js';
-import { compactionCandidates, compactObjects, type CompactInput } from '../../src/core/object/compact.js';
+import {
+  compactionCandidates,
+  compactObjects,
+  MAX_COMPACTION_INPUTS,
+  type CompactInput,
+} from '../../src/core/object/compact.js';
 import { formObject, type FormedObject } from '../../src/core/object/form.js';
 import { objectKeys, type StorageId } from '../../src/core/object/keys.js';
 import type { ObjectManifest } from '../../src/core/object/manifest.js';
@@ -175,6 +180,10 @@ describe('setting objects aside', () => {
       compactionCandidates([...objects, m('k', 9, ['a', 'b'])], 'GENERAL', 'readings').map((o) => o.storageId),
     ).toEqual(['c', 'k']);
     expect(compactionCandidates([m('a', 1)], 'GENERAL', 'readings')).toEqual([]);
+    // At most MAX_COMPACTION_INPUTS a round: a manifest names each one it replaces.
+    const many = Array.from({ length: MAX_COMPACTION_INPUTS + 5 }, (_, i) => m(`o${String(i).padStart(3, '0')}`, i));
+    const picked = compactionCandidates(many, 'GENERAL', 'readings');
+    expect(picked.map((o) => o.storageId)).toEqual(many.slice(0, MAX_COMPACTION_INPUTS).map((o) => o.storageId));
   });
 
   it('the planner prunes what is set aside with the reason', () => {

@@ -373,3 +373,25 @@ describe('compacting a table', () => {
     expect((await grouped(t.objects)).rows).toEqual(before.rows);
   });
 });
+
+describe('compacting more objects than one manifest can name', () => {
+  it('goes in rounds of at most 100, each manifest small enough to publish', async () => {
+    const t = await setUp();
+    t.state.online = true;
+    for (let i = 0; i < 103; i++) {
+      const formed = await t.objects.importSample('GENERAL', 2, undefined, 'tiny');
+      if (!formed.ok) throw new Error(formed.error.type);
+    }
+    await t.objects.sync();
+    const first = await t.objects.compact('GENERAL', 'tiny');
+    expect(first.ok && first.value?.inputs).toBe(100);
+    // The round formed here, not yet published, already holds its inputs: the next takes the rest and it.
+    const second = await t.objects.compact('GENERAL', 'tiny');
+    expect(second.ok && [second.value?.inputs, second.value?.rows]).toEqual([4, 206]);
+    expect(await t.objects.compact('GENERAL', 'tiny')).toEqual({ ok: true, value: undefined });
+    await t.objects.sync();
+    expect(t.state.notices.filter((n) => n.includes('not published'))).toEqual([]);
+    const counted = await t.objects.query('SELECT count(*) AS n FROM tiny');
+    expect(counted.ok && [counted.value.rows, counted.value.explain.scanned]).toEqual([[[206]], 1]);
+  });
+});

@@ -25,6 +25,12 @@ import type { ObjectManifest } from './manifest.js';
 export const SMALL_OBJECT_ROWS = 100_000;
 /** Most rows one compaction writes. */
 export const MAX_COMPACTED_ROWS = 5_000_000;
+/**
+ * Most objects one compaction supersedes: its manifest names each (`sup`, 64 hex characters),
+ * and a sealed manifest must fit a catalog row (MAX_SEALED_MANIFEST, object-service.ts: about
+ * 12 KB) — 1,000 inputs did not. More objects take more rounds.
+ */
+export const MAX_COMPACTION_INPUTS = 100;
 
 export type CompactInput = { readonly manifest: ObjectManifest; readonly file: ParquetFile };
 
@@ -42,7 +48,8 @@ const byStamp = (a: ObjectManifest, b: ObjectManifest): number =>
 
 /**
  * The objects of `table` in `domain` worth compacting: data objects nothing sets aside, each
- * under SMALL_OBJECT_ROWS rows, in order, as many as fit MAX_COMPACTED_ROWS; none unless two.
+ * under SMALL_OBJECT_ROWS rows, in order, at most MAX_COMPACTION_INPUTS of them and as many as
+ * fit MAX_COMPACTED_ROWS; none unless two.
  */
 export function compactionCandidates(
   manifests: readonly ObjectManifest[],
@@ -57,6 +64,7 @@ export function compactionCandidates(
     if (m.rows >= SMALL_OBJECT_ROWS || rows + m.rows > MAX_COMPACTED_ROWS) continue;
     picked.push(m);
     rows += m.rows;
+    if (picked.length === MAX_COMPACTION_INPUTS) break;
   }
   return picked.length >= 2 ? picked : [];
 }
