@@ -9,6 +9,7 @@ import { toHex } from '../../src/core/bytes.js';
 import {
   compactionCandidates,
   compactObjects,
+  MAX_COMPACTED_ROWS,
   MAX_COMPACTION_INPUTS,
   type CompactInput,
 } from '../../src/core/object/compact.js';
@@ -125,19 +126,75 @@ describe('compacting objects', () => {
     expect(await query([a, b, c], 'SELECT count(*) AS n, sum(v) AS s FROM readings')).toEqual([[7, 59]]);
   });
 
+  it('keeps shared partitions only, a time column only the newest schema has as one, and nulls for a column of another type', async () => {
+    const TEXT_V: ColumnSpec[] = [
+      { name: 'time', type: 'timestamp', nullable: false },
+      { name: 'v', type: 'string', nullable: false },
+    ];
+    const form = async (
+      seed: string,
+      ms: number,
+      columns: ColumnSpec[],
+      rows: Record<string, CellValue>[],
+      partitions: Record<string, string>,
+      timeColumn?: string,
+    ) => {
+      const formed = await formObject(rows, {
+        domain: 'GENERAL',
+        table: 'readings',
+        columns,
+        ...(timeColumn ? { timeColumn } : {}),
+        partitions,
+        signer,
+        random: seededRandom(seed),
+        cipher: webPmeCipher,
+        hlc: { ms, counter: 0 },
+      });
+      if (!formed.ok) throw new Error(JSON.stringify(formed.error));
+      return formed.value;
+    };
+    const a = await form('p1', 1, TEXT_V, [{ time: 5, v: 'five' }], { site: 'north', kind: 'a' }, 'time');
+    const b = await form('p2', 2, OLD, [{ time: 6, v: 6 }], { site: 'north', kind: 'b' });
+    const compacted = await compactObjects([await input(b), await input(a)], {
+      signer,
+      random: seededRandom('p3'),
+      cipher: webPmeCipher,
+      hlc: { ms: 9, counter: 0 },
+    });
+    if (!compacted.ok) throw new Error(JSON.stringify(compacted.error));
+    const m = compacted.value.formed.manifest;
+    expect(m.partitions).toEqual({ site: 'north' });
+    // The newest object (b) names no time column.
+    expect(m.time).toBeUndefined();
+    // a's `v` is text, not the table's int32: null in its row, so the column is nullable here.
+    expect(m.schema).toEqual([OLD[0], { ...OLD[1], nullable: true }]);
+    expect((await contents(compacted.value.formed)).rows).toEqual([
+      [5, null],
+      [6, 6],
+    ]);
+  });
+
   it('refuses fewer than two objects, mixed tables or domains, and a set whose every row is deleted', async () => {
     const a = await object('a2', 1, rowsOf(0, 2));
     const b = await object('b2', 2, rowsOf(5, 2));
     const lab = await object('lab', 3, rowsOf(9, 2), OLD, 'LAB');
     const opts = { signer, random: seededRandom('x'), cipher: webPmeCipher, hlc: { ms: 9, counter: 0 } };
-    expect(await compactObjects([await input(a)], opts)).toMatchObject({
+    expect(await compactObjects([await input(a)], opts)).toEqual({
       ok: false,
-      error: { type: 'NothingToCompact' },
+      error: { type: 'NothingToCompact', detail: 'fewer than two objects' },
     });
-    expect(await compactObjects([await input(a), await input(lab)], opts)).toMatchObject({
+    const invalid = {
       ok: false,
-      error: { type: 'InvalidObject' },
-    });
+      error: { type: 'InvalidObject', detail: 'a compaction takes data objects of one table in one domain' },
+    };
+    expect(await compactObjects([await input(a), await input(lab)], opts)).toEqual(invalid);
+    const other = await input(b);
+    expect(
+      await compactObjects([await input(a), { ...other, manifest: { ...other.manifest, table: 'other' } }], opts),
+    ).toEqual(invalid);
+    expect(
+      await compactObjects([await input(a), { ...other, manifest: { ...other.manifest, kind: 'delete' } }], opts),
+    ).toEqual(invalid);
     expect(await compactObjects([await input(a), await input(b)], { ...opts, keepRow: () => false })).toMatchObject({
       ok: false,
       error: { type: 'NothingToCompact', detail: 'every row of these objects is deleted' },
@@ -180,6 +237,17 @@ describe('setting objects aside', () => {
       compactionCandidates([...objects, m('k', 9, ['a', 'b'])], 'GENERAL', 'readings').map((o) => o.storageId),
     ).toEqual(['c', 'k']);
     expect(compactionCandidates([m('a', 1)], 'GENERAL', 'readings')).toEqual([]);
+    // Other tables and delete objects are not compacted; equal clocks go by storage id.
+    const other = { ...m('t', 1), table: 'other' };
+    const del = { ...m('d', 1), kind: 'delete' as const };
+    expect(
+      compactionCandidates([m('q', 7), m('p', 7), other, del], 'GENERAL', 'readings').map((o) => o.storageId),
+    ).toEqual(['p', 'q']);
+    // No more rows than MAX_COMPACTED_ROWS in all.
+    const heavy = Array.from({ length: 60 }, (_, i) => m(`h${String(i).padStart(2, '0')}`, i, [], 'GENERAL', 99_999));
+    const capped = compactionCandidates(heavy, 'GENERAL', 'readings');
+    expect(capped).toHaveLength(50);
+    expect(capped.reduce((n, o) => n + o.rows, 0)).toBeLessThanOrEqual(MAX_COMPACTED_ROWS);
     // At most MAX_COMPACTION_INPUTS a round: a manifest names each one it replaces.
     const many = Array.from({ length: MAX_COMPACTION_INPUTS + 5 }, (_, i) => m(`o${String(i).padStart(3, '0')}`, i));
     const picked = compactionCandidates(many, 'GENERAL', 'readings');

@@ -62,8 +62,16 @@ describe('row identities', () => {
     for (const bad of ['aa'.repeat(15), 'AA'.repeat(16), 'zz'.repeat(16), `${a}00`]) {
       expect(parseRowIds([a, bad])).toMatchObject({ ok: false, error: { type: 'InvalidDelete' } });
     }
-    const many = Array.from({ length: MAX_DELETED_ROWS + 1 }, (_, i) => i.toString(16).padStart(32, '0'));
-    expect(parseRowIds(many)).toMatchObject({ ok: false, error: { type: 'InvalidDelete' } });
+    const most = Array.from({ length: MAX_DELETED_ROWS }, (_, i) => i.toString(16).padStart(32, '0'));
+    expect(parseRowIds(most).ok).toBe(true);
+    expect(parseRowIds([...most, 'ff'.repeat(16)])).toEqual({
+      ok: false,
+      error: { type: 'InvalidDelete', detail: `more than ${MAX_DELETED_ROWS} rows in one delete` },
+    });
+    expect(parseRowIds([`${'ab'.repeat(30)}zz`])).toEqual({
+      ok: false,
+      error: { type: 'InvalidDelete', detail: `not a row identity: ${'ab'.repeat(20)}` },
+    });
   });
 });
 
@@ -87,6 +95,25 @@ describe('a delete object', () => {
     expect(named.ok && [...named.value].sort()).toEqual([...doomed].sort());
   });
 
+  it('is refused without identities; what a file of another shape names is a typed error', async () => {
+    expect(await formDeleteObject([], options('delete-0'))).toMatchObject({
+      ok: false,
+      error: { type: 'InvalidDelete', detail: 'no rows named' },
+    });
+    // A column `row` of text, not identities.
+    const text = await formObject([{ row: 'x' }], {
+      ...options('delete-text'),
+      columns: [{ name: 'row', type: 'string', nullable: false }],
+    });
+    if (!text.ok) throw new Error(text.error.type);
+    const file = await openParquet(text.value.bytes!, { footerKey: objectKeys(text.value.secret).dek }, webPmeCipher);
+    if (!file.ok) throw new Error(file.error.type);
+    expect(await deletedIds(file.value)).toEqual({
+      ok: false,
+      error: { type: 'InvalidDelete', detail: 'a row identity is not 16 bytes' },
+    });
+  });
+
   it('a data manifest is none, nor one of kind delete with another schema', async () => {
     const { formed } = await data('delete-data-2');
     expect(formed.manifest.kind).toBeUndefined();
@@ -94,7 +121,15 @@ describe('a delete object', () => {
     expect(isDeleteManifest({ ...formed.manifest, kind: 'delete' })).toBe(false);
     const del = await formDeleteObject(['01'.repeat(16)], options('delete-2'));
     if (!del.ok) throw new Error(del.error.type);
-    expect(isDeleteManifest({ ...del.value.manifest, schema: [{ ...DELETE_SCHEMA[0]!, nullable: true }] })).toBe(false);
+    const m = del.value.manifest;
+    const column = DELETE_SCHEMA[0]!;
+    expect(isDeleteManifest({ ...m, schema: [{ ...column, nullable: true }] })).toBe(false);
+    expect(isDeleteManifest({ ...m, schema: [{ ...column, name: 'rows' }] })).toBe(false);
+    expect(isDeleteManifest({ ...m, schema: [{ ...column, type: 'string' }] })).toBe(false);
+    expect(isDeleteManifest({ ...m, schema: [column, { name: 'why', type: 'string', nullable: true }] })).toBe(false);
+    expect(isDeleteManifest({ ...m, schema: [] })).toBe(false);
+    const { kind: _kind, ...plain } = m; // eslint-disable-line @typescript-eslint/no-unused-vars
+    expect(isDeleteManifest(plain)).toBe(false);
   });
 });
 
@@ -104,12 +139,16 @@ describe('tombstones', () => {
     const other = new Uint8Array(16).fill(8);
     const t = new Tombstones();
     expect(t.keepRow()).toBeUndefined();
-    t.add('LAB', new Set([toHex(id)]));
     t.add('GENERAL', new Set());
+    expect(t.keepRow()).toBeUndefined();
+    t.add('LAB', new Set([toHex(id)]));
+    t.add('LAB', new Set([toHex(new Uint8Array(16).fill(9))]));
     const keep = t.keepRow()!;
     expect(keep(id, { domain: 'LAB' })).toBe(false);
     expect(keep(other, { domain: 'LAB' })).toBe(true);
     expect(keep(id, { domain: 'GENERAL' })).toBe(true);
+    // Every delete of the domain counts, not only its first.
+    expect(keep(new Uint8Array(16).fill(9), { domain: 'LAB' })).toBe(false);
   });
 
   it('drop rows from every column read, and need the identities read', () => {

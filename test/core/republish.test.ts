@@ -154,4 +154,34 @@ describe('rows written offline are sealed under the generation current at public
     expect(gensOf(sent)).toEqual([2]);
     expect(await b.store.lastPos()).toBe(logged + 1);
   });
+
+  it('moves only its own rows: others’ rows it holds, withdrawn originals and local-lane rows stay as they are', async () => {
+    const { a, b, engine, sent, rotate } = await setup('republish6');
+    // A's row under generation 1, held by B and never offered by B: not B's to move.
+    await mustWrite(a, 'field_notes', 'RESTRICTED:from-a', { title: 'a wrote it', text: '' });
+    const fromA = (await a.store.entriesAfter(0, 100)).filter((e) => e.domain === 'RESTRICTED').map((e) => e.sealed);
+    await b.replica.ingest(a.id, fromA, 99);
+    await mustWrite(b, 'field_notes', 'RESTRICTED:from-b', { title: 'b wrote it', text: '' });
+    rotate();
+    const moved = await b.replica.republish();
+    expect(moved.map((m) => [m.domain, m.from, m.to])).toEqual([['RESTRICTED', 1, 2]]);
+    // A third generation: the withdrawn original is not moved again, the moved row is.
+    const third = seededRandom('republish6/gen3').bytes(32);
+    b.keyring.add('RESTRICTED', 3, third);
+    const again = await b.replica.republish();
+    expect(again.map((m) => [m.from, m.to])).toEqual([[2, 3]]);
+    await engine.connected();
+    expect(gensOf(sent)).toEqual([3]);
+  });
+
+  it('a removed machine moves nothing', async () => {
+    const { a, b, rotate } = await setup('republish7');
+    await mustWrite(b, 'field_notes', 'RESTRICTED:1', { title: 'before removal', text: '' });
+    expect((await a.replica.remove(b.id)).ok).toBe(true);
+    const removal = (await a.store.entriesAfter(0, 100)).map((e) => e.sealed);
+    await b.replica.ingest(a.id, removal, 99);
+    expect((await b.store.row('keyring', b.id))?.removed).toBeDefined();
+    rotate();
+    expect(await b.replica.republish()).toEqual([]);
+  });
 });

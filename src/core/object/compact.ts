@@ -14,7 +14,7 @@
  */
 import type { ParquetError } from '../parquet/modules.js';
 import type { ParquetFile } from '../parquet/read.js';
-import { ROW_ID_BYTES, ROW_ID_COLUMN, type CellValue } from '../parquet/schema.js';
+import { ROW_ID_BYTES, ROW_ID_COLUMN, type CellValue, type ColumnSpec } from '../parquet/schema.js';
 import { setAside, tableSchema } from '../query/plan.js';
 import { compareHlc } from '../hlc.js';
 import { err, ok, type Result } from '../result.js';
@@ -85,7 +85,10 @@ export async function compactObjects(
   }
   const ordered = [...inputs].sort((a, b) => byStamp(a.manifest, b.manifest));
   const manifests = ordered.map((i) => i.manifest);
-  const schema = tableSchema(manifests, table)!;
+  // The table's newest schema; a column some input lacks (or holds with another type) is null
+  // in that input's rows, so it is nullable here whatever the newest object says.
+  const held = (c: ColumnSpec) => manifests.every((m) => m.schema.some((o) => o.name === c.name && o.type === c.type));
+  const schema = tableSchema(manifests, table)!.map((c) => (c.nullable || held(c) ? c : { ...c, nullable: true }));
   const newest = manifests.at(-1)!;
   const time = newest.time?.column;
   const timeColumn = schema.some((c) => c.name === time && c.type === 'timestamp') ? time : undefined;
