@@ -20,15 +20,13 @@ import { encodeCbor } from '../core/cbor.js';
 import { blake3 } from '../core/hash.js';
 import { topicOf } from '../core/identity.js';
 import { csvObject, tableName, type CsvImportError } from '../core/object/csv-import.js';
-import { compactObjects, type CompactError } from '../core/object/compact.js';
+import { compactObjects, supersessions, type CompactError } from '../core/object/compact.js';
 import { formDeleteObject, parseRowIds, type DeleteError } from '../core/object/deletes.js';
 import { ObjectWriter, ROW_ORIGIN_BYTES, verifyStorageId, type FormedObject } from '../core/object/form.js';
 import { isStorageId, objectKeys, storageIdBytes, type StorageId } from '../core/object/keys.js';
 import { openManifest } from '../core/object/manifest.js';
 import type { Clock } from '../core/ports.js';
-import type { CellValue, ColumnSpec } from '../core/parquet/schema.js';
 import type { QueryResult, RowsFound } from '../core/query/execute.js';
-import { setAside } from '../core/query/plan.js';
 import { err, ok, type Result } from '../core/result.js';
 import { isDomainName, type DomainName } from '../core/schema.js';
 import {
@@ -56,6 +54,7 @@ import { RelayObjectClient } from './relay-objects-client.js';
 import { unwrapSecret, wrapSecret } from '../storage/key-wrap.js';
 import { webRandom, webSigner, webVerifier } from './webcrypto.js';
 import { zstdCompression } from './zstd.js';
+import { blobText, sampleGroups, SAMPLE_COLUMNS } from './sample-objects.js';
 import type { Codec } from '../core/parquet/write.js';
 
 /** A sealed manifest travels in one state-plane cell (core/event.ts MAX_VALUE_CHARS, base64url). */
@@ -120,50 +119,6 @@ export type ImportProgress = (
   phase: 'reading' | 'writing' | 'storing',
   file?: { readonly read: number; readonly size: number },
 ) => void;
-
-const SAMPLE_DEVICES = ['north-shed', 'south-field', 'pump-house', 'weir', 'orchard', 'ridge'];
-const SAMPLE_COLUMNS: readonly ColumnSpec[] = [
-  { name: 'time', type: 'timestamp', nullable: false },
-  { name: 'device', type: 'string', nullable: false },
-  { name: 'temperature', type: 'double', nullable: true },
-  { name: 'humidity', type: 'double', nullable: true },
-  { name: 'pressure', type: 'double', nullable: true },
-  { name: 'battery', type: 'double', nullable: true },
-  { name: 'status', type: 'string', nullable: true },
-];
-const SAMPLE_GROUP_ROWS = 50_000;
-
-/** Reads a Blob's text in chunks (ReadableStream async iteration is not everywhere yet). */
-/**
- * The text of a blob, as often as it is asked for; `read` hears, on each pass, how many
- * of its bytes that pass has read so far (and which pass it is, from 1).
- */
-function blobText(blob: Blob, read?: (bytes: number, pass: number) => void): () => AsyncIterable<string> {
-  let passes = 0;
-  return async function* () {
-    const pass = ++passes;
-    let bytes = 0;
-    const counted = blob.stream().pipeThrough(
-      new TransformStream<Uint8Array<ArrayBuffer>, BufferSource>({
-        transform(chunk, out) {
-          bytes += chunk.byteLength;
-          read?.(bytes, pass);
-          out.enqueue(chunk);
-        },
-      }),
-    );
-    const reader = counted.pipeThrough(new TextDecoderStream()).getReader();
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) return;
-        yield value;
-      }
-    } finally {
-      reader.releaseLock();
-    }
-  };
-}
 
 /** The placement tag of a domain: the relay groups objects by it without learning the domain. */
 export function placementTag(groupSecret: Uint8Array, domain: DomainName): Uint8Array {
@@ -281,27 +236,10 @@ export class ObjectService {
       timeColumn: 'time',
     });
     if (!started.ok) return started;
-    const end = Math.floor(this.#clock.now() / 60_000) * 60_000;
-    const start = end - Math.ceil(rows / SAMPLE_DEVICES.length) * 60_000;
-    for (let from = 0; from < rows; from += SAMPLE_GROUP_ROWS) {
-      const n = Math.min(SAMPLE_GROUP_ROWS, rows - from);
-      const cells: Record<string, CellValue[]> = Object.fromEntries(SAMPLE_COLUMNS.map((c) => [c.name, []]));
-      for (let i = from; i < from + n; i++) {
-        const device = i % SAMPLE_DEVICES.length;
-        const minute = Math.floor(i / SAMPLE_DEVICES.length);
-        const phase = (minute / 1440) * 2 * Math.PI;
-        const noise = webRandom.bytes(1)[0]! / 255 - 0.5;
-        cells['time']!.push(start + minute * 60_000);
-        cells['device']!.push(SAMPLE_DEVICES[device]!);
-        cells['temperature']!.push(Math.round((12 + 8 * Math.sin(phase) + device + noise) * 100) / 100);
-        cells['humidity']!.push(Math.round((60 - 20 * Math.sin(phase) + noise * 4) * 10) / 10);
-        cells['pressure']!.push(i % 97 === 13 ? null : Math.round((1013 + 5 * Math.cos(phase / 7) + noise) * 10) / 10);
-        cells['battery']!.push(Math.round(Math.max(0, 100 - minute / 200) * 10) / 10);
-        cells['status']!.push(i % 211 === 7 ? 'fault' : i % 53 === 0 ? null : 'ok');
-      }
-      const added = await started.value.add(cells);
+    for (const group of sampleGroups(rows, this.#clock.now())) {
+      const added = await started.value.add(group.cells);
       if (!added.ok) return added;
-      progress?.(from + n, 'writing');
+      progress?.(group.upto, 'writing');
     }
     const formed = await started.value.finish();
     if (!formed.ok) return formed;
@@ -383,16 +321,7 @@ export class ObjectService {
    * and so do machines that store a domain without reading it (they cannot see `sup`).
    */
   async dropSuperseded(entries: readonly CatalogEntry[], graceMs = SUPERSEDED_GRACE_MS): Promise<number> {
-    const manifests = (await this.#reader.readable(entries)).filter((m) => m.kind === undefined);
-    const supersededAt = new Map<string, number>();
-    for (const table of new Set(manifests.map((m) => m.table))) {
-      const ofTable = manifests.filter((m) => m.table === table);
-      const aside = setAside(ofTable);
-      for (const c of ofTable) {
-        if (aside.has(c.storageId) && aside.get(c.storageId) !== 'superseded') continue;
-        for (const id of c.supersedes) if (aside.get(id) === 'superseded') supersededAt.set(id, c.hlc.ms);
-      }
-    }
+    const supersededAt = supersessions(await this.#reader.readable(entries));
     const now = this.#clock.now();
     let dropped = 0;
     for (const { id } of await this.#db.held()) {

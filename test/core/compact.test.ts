@@ -11,6 +11,7 @@ import {
   compactObjects,
   MAX_COMPACTED_ROWS,
   MAX_COMPACTION_INPUTS,
+  supersessions,
   type CompactInput,
 } from '../../src/core/object/compact.js';
 import { formObject, type FormedObject } from '../../src/core/object/form.js';
@@ -252,6 +253,21 @@ describe('setting objects aside', () => {
     const many = Array.from({ length: MAX_COMPACTION_INPUTS + 5 }, (_, i) => m(`o${String(i).padStart(3, '0')}`, i));
     const picked = compactionCandidates(many, 'GENERAL', 'readings');
     expect(picked.map((o) => o.storageId)).toEqual(many.slice(0, MAX_COMPACTION_INPUTS).map((o) => o.storageId));
+  });
+
+  it('knows when each object was superseded, by the compaction that applies', () => {
+    const at = supersessions([
+      m('x', 1),
+      m('y', 1),
+      m('z', 1),
+      m('c1', 5, ['x', 'y']),
+      m('c2', 6, ['y', 'z']),
+      { ...m('gone', 7, ['z']), kind: 'delete' as const },
+      { ...m('w', 1), table: 'other' },
+      { ...m('c3', 8, ['w']), table: 'other' },
+    ]);
+    // c2 overlaps c1 and is set aside: z stays; a delete supersedes nothing.
+    expect(Object.fromEntries(at)).toEqual({ x: 5, y: 5, w: 8 });
   });
 
   it('the planner prunes what is set aside with the reason', () => {

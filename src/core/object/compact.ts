@@ -155,3 +155,22 @@ export async function compactObjects(
   const formed = await writer.finish();
   return formed.ok ? ok({ formed: formed.value, rows, dropped }) : formed;
 }
+
+/**
+ * When each superseded object was superseded: the clock (ms) of the compaction that the planner
+ * applies to it (query/plan.ts `setAside`), by storage id. Objects of no table compaction and
+ * objects only a set-aside compaction lists are not in it.
+ */
+export function supersessions(manifests: readonly ObjectManifest[]): Map<string, number> {
+  const data = manifests.filter((m) => m.kind === undefined);
+  const at = new Map<string, number>();
+  for (const table of new Set(data.map((m) => m.table))) {
+    const ofTable = data.filter((m) => m.table === table);
+    const aside = setAside(ofTable);
+    for (const c of ofTable) {
+      if (aside.has(c.storageId) && aside.get(c.storageId) !== 'superseded') continue;
+      for (const id of c.supersedes) if (aside.get(id) === 'superseded') at.set(id, c.hlc.ms);
+    }
+  }
+  return at;
+}
