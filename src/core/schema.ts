@@ -7,7 +7,9 @@
  * The CONTROL tables are the mesh's own records (SSP/1 "Revoking a machine"):
  *   keyring   row = signer id (hex)    admitted machines: endpoint id, frame key (the
  *                                     X25519 key its frames are sealed with), name,
- *                                     trusted (may hold Trusted tables); removal is
+ *                                     trusted (may hold Trusted tables), recovery (the
+ *                                     machine of a recovery kit: admitted, never
+ *                                     delivered to; recovery/kit.ts); removal is
  *                                     permanent
  *   roles     row = signer id (hex)    grow-only: a role is granted, never lowered
  *                                     (taking power away is a keyring removal)
@@ -77,7 +79,7 @@ export const TABLES = {
     write: 'admin',
     deletable: false,
     removable: true,
-    columns: { endpoint: 'string', frame: 'string', name: 'string', trusted: 'boolean' },
+    columns: { endpoint: 'string', frame: 'string', name: 'string', trusted: 'boolean', recovery: 'boolean' },
   },
   roles: {
     domain: 'CONTROL',

@@ -50,6 +50,7 @@ import { unwrapSecret, wrapSecret } from '../storage/key-wrap.js';
 import { generateSigningIdentity, webRandom, webSigner, webVerifier } from './webcrypto.js';
 import { webEnvelopes } from './web-aead.js';
 import { JoinCeremony, type JoinError, type JoinStart } from './join-ceremony.js';
+import { GROUP_SECRET, RecoveryCrypto } from './crypto-recovery.js';
 
 export type IdentityView = {
   readonly signer: string;
@@ -92,7 +93,6 @@ const PAIRING = new Set([
   'join-refused',
 ]);
 
-const GROUP_SECRET = 'group';
 export const INVITATION_TTL_MS = 24 * 60 * 60 * 1000;
 /** Request ids are kept as long as core/frame.ts would accept their frames. */
 const REPLAY_RETAIN_MS = MAX_FRAME_AGE_MS + MAX_FRAME_SKEW_MS;
@@ -153,6 +153,20 @@ export class CryptoService {
     deleteSecrets: (names) => this.#db.deleteSecrets([...names]),
     seal: (endpoint, kid, message) => this.#seal(endpoint, kid, message),
   });
+  /** Recovery kits, checkpoints and roots (crypto-recovery.ts). */
+  readonly #recovery = new RecoveryCrypto({
+    db: () => this.#db,
+    clock: () => this.#clock,
+    verifier: this.#verifier,
+    domains: this.#domains,
+    identity: () => this.#id(),
+    group: () => this.#group,
+    joinGroup: async (secret) => {
+      await this.#storeSecret(GROUP_SECRET, secret);
+      await this.#setGroup(secret);
+    },
+    setIdentity: (identity) => void (this.#identity = identity),
+  });
 
   constructor(
     db: KeyDatabase | KeyStore,
@@ -199,6 +213,11 @@ export class CryptoService {
   groupIdOf(domain: DomainName): Uint8Array {
     if (!this.#group) throw new Error('crypto: no group');
     return blake3(encodeCbor(['sov/1/mls-group', this.#group.secret, domain])).subarray(0, 16);
+  }
+
+  /** Every generation this machine holds (names only). */
+  heldGenerations(): { domain: DomainName; gen: number }[] {
+    return this.#domains.list().map(({ domain, gen }) => ({ domain, gen }));
   }
 
   /** Which domains this machine holds a key for, with their newest generation. */
@@ -566,4 +585,11 @@ export class CryptoService {
   openEvent(sealed: SealedEvent): Promise<Result<Uint8Array, SealError>> {
     return this.#envelopes.open(sealed);
   }
+
+  // ---- recovery (crypto-recovery.ts) ------------------------------------------------------
+  readonly makeKit: RecoveryCrypto['makeKit'] = (meta) => this.#recovery.makeKit(meta);
+  readonly importKit: RecoveryCrypto['importKit'] = (file, code) => this.#recovery.importKit(file, code);
+  readonly sealCheckpoint: RecoveryCrypto['sealCheckpoint'] = (e, r) => this.#recovery.sealCheckpoint(e, r);
+  readonly chooseRoot: RecoveryCrypto['chooseRoot'] = (roots) => this.#recovery.chooseRoot(roots);
+  readonly openCheckpoint: RecoveryCrypto['openCheckpoint'] = (id, b) => this.#recovery.openCheckpoint(id, b);
 }

@@ -7,9 +7,11 @@
 import type { LocalClassChoices, PrivacyClass } from '../core/sync-manifest.js';
 import type { MachineStore } from './machine-store.js';
 import type { PeerAddress } from './crypto-service.js';
+import type { CheckpointMark, RecoveryStatus } from './mesh-recovery.js';
 
 export type MeshMeta = {
-  readonly status: 'joining' | 'member';
+  /** `recovering`: restoring from a recovery kit until the three components are there (mesh-recovery.ts). */
+  readonly status: 'joining' | 'member' | 'recovering';
   readonly relay: string;
   readonly name: string;
   /** Signers this machine trusts as admins without a control record: the founder and its inviter. */
@@ -22,6 +24,10 @@ export type MeshMeta = {
   readonly admissionVersion?: number;
   /** Privacy classes this machine narrowed for itself (never replicated; sync-manifest.ts). */
   readonly narrowing?: Readonly<Record<string, PrivacyClass>>;
+  /** A restore from a recovery kit: how it went (mesh-recovery.ts). */
+  readonly recovery?: RecoveryStatus;
+  /** The last checkpoint this machine (an admin) wrote. */
+  readonly checkpoint?: CheckpointMark;
   /** The manifest the admitting admin sent with the keys, followed until the signed records arrive. */
   readonly provisionalClasses?: Readonly<Record<string, PrivacyClass>>;
 };

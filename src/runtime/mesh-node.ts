@@ -25,6 +25,7 @@ import { MeshMetaKeeper } from './mesh-meta.js';
 import { MeshObjects, PLACEMENT_TABLE, type ObjectPort } from './mesh-objects.js';
 import { MeshPairing } from './mesh-pairing.js';
 import { ObjectPlane } from './object-plane.js';
+import { MeshRecovery } from './mesh-recovery.js';
 import { MeshRoster } from './mesh-roster.js';
 import { RelayLead } from './relay-lead.js';
 import type { MachineStore } from './machine-store.js';
@@ -65,6 +66,8 @@ export class MeshNode {
   readonly objects: ObjectPlane;
   /** Creating data domains and choosing their readers (domain-admin.ts). */
   readonly domains: DomainAdmin;
+  /** Recovery kits, checkpoints, and restoring a mesh from a kit (mesh-recovery.ts). */
+  readonly recovery: MeshRecovery;
   readonly #relay: RelayLead;
   readonly #dispatch: FrameDispatch;
 
@@ -169,6 +172,22 @@ export class MeshNode {
       changed: () => feed.publish(),
     });
     this.objects = new ObjectPlane(this.#objects, (domain) => this.domains.reads(domain));
+    this.recovery = new MeshRecovery({
+      crypto,
+      state,
+      meta,
+      roster,
+      objects: () => this.#objects,
+      logEnd: () => store.lastPos(),
+      write: (table, row, cols) => this.#local(() => state.write(table, row, cols)),
+      pushAdmission: () => this.#relay.pushAdmission(),
+      becameMember: async () => {
+        this.#tabs.announceChange();
+        await this.#startRelay();
+      },
+      changed: () => void feed.publish(),
+      now: () => Date.now(),
+    });
     this.#relay = new RelayLead({
       crypto,
       mls,
@@ -186,7 +205,10 @@ export class MeshNode {
         feed.publishSoon();
       },
       ready: () => this.#onReady(),
-      syncObjects: () => void this.#objects?.sync(),
+      syncObjects: () => {
+        void this.#objects?.sync();
+        void this.recovery.maybeCheckpoint();
+      },
       reevaluate: async () => {
         this.#changed(await state.reevaluate());
         await feed.publish();
@@ -249,7 +271,9 @@ export class MeshNode {
     await node.#objects?.keysChanged();
     await mls.setSequencer(proxy((bundle: Uint8Array) => node.#domains.sequence(bundle)));
     await node.#domains.refresh();
-    if (meta) await node.#startRelay();
+    // A machine restoring from a recovery kit talks to the relay's object store only, until restored.
+    if (meta?.status === 'recovering') void node.recovery.restore();
+    else if (meta) await node.#startRelay();
     return node;
   }
 

@@ -61,6 +61,10 @@ export type ObjectPort = {
       | 'deleteRows'
       | 'compact'
       | 'dropSuperseded'
+      | 'putRecovery'
+      | 'recoveryRoots'
+      | 'recoveryCheckpoint'
+      | 'missingObjects'
   ]: (...args: Parameters<ObjectService[K]>) => Promise<Awaited<ReturnType<ObjectService[K]>>>;
 };
 
@@ -347,6 +351,21 @@ export class MeshObjects {
   }
 
   /** The catalog as this machine sees it, by object. */
+  // ---- recovery (mesh-recovery.ts): checkpoints and roots in the blind store, and what a restore checks
+  readonly putRecovery: ObjectPort['putRecovery'] = (kind, bytes) => this.#deps.service.putRecovery(kind, bytes);
+  readonly recoveryRoots: ObjectPort['recoveryRoots'] = () => this.#deps.service.recoveryRoots();
+  readonly recoveryCheckpoint: ObjectPort['recoveryCheckpoint'] = (id) => this.#deps.service.recoveryCheckpoint(id);
+  readonly missingObjects: ObjectPort['missingObjects'] = (objects) => this.#deps.service.missingObjects(objects);
+
+  /** Each catalog object with the generations its access records are under. */
+  async catalogObjects(): Promise<{ id: string; domain: DomainName; gens: number[] }[]> {
+    return [...(await this.#catalog()).values()].map((e) => ({
+      id: e.id,
+      domain: e.domain,
+      gens: e.access.map((a) => a.gen),
+    }));
+  }
+
   async #catalog(): Promise<Map<string, CatalogEntry>> {
     const out = new Map<string, CatalogEntry & { access: { gen: number; wrapped: Uint8Array }[] }>();
     for (const r of await this.#deps.rows(CATALOG_TABLE)) {

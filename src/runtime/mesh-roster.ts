@@ -57,7 +57,8 @@ export class MeshRoster {
     this.#trusted = trusted;
     const endpoints = new Set(this.#deps.anchorPeers().map((p) => p.endpoint));
     for (const machine of this.#machines) {
-      if (machine.removed) endpoints.delete(machine.endpoint);
+      // A recovery kit's machine sleeps in a drawer: frames for it would only fill its mailbox.
+      if (machine.removed || machine.recovery) endpoints.delete(machine.endpoint);
       else endpoints.add(machine.endpoint);
     }
     endpoints.delete(this.#deps.self().endpoint);
@@ -80,6 +81,13 @@ export class MeshRoster {
 
   removedSigners(): Set<string> {
     return new Set(this.#machines.filter((m) => m.removed).map((m) => m.signer));
+  }
+
+  /** The frame keys of the live recovery kits: each recovery root carries an access record for each. */
+  recoveryKits(): string[] {
+    return this.live()
+      .filter((m) => m.recovery && m.frame !== '')
+      .map((m) => m.frame);
   }
 
   trustedEndpoints(): string[] {

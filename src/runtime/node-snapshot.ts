@@ -8,6 +8,7 @@ import type { IdentityView } from './crypto-service.js';
 import type { MachineStore } from './machine-store.js';
 import { deletableTables, OBJECT_TABLES, PLACEMENT_TABLE, type ObjectEntry } from './mesh-objects.js';
 import type { RewrapProgress } from './rewrap-job.js';
+import type { CheckpointMark, RecoveryStatus } from './mesh-recovery.js';
 import type { DomainView } from './mls-service.js';
 import type { PairingView } from './pairing-inviter.js';
 import type { JoinView } from './pairing-joiner.js';
@@ -22,7 +23,7 @@ import {
   type SyncView,
 } from './views.js';
 
-export type MeshStatus = 'new' | 'joining' | 'member';
+export type MeshStatus = 'new' | 'joining' | 'member' | 'recovering';
 
 export type Notice = {
   readonly id: number;
@@ -70,6 +71,10 @@ export type NodeSnapshot = {
   readonly placement: Readonly<Record<string, string>>;
   /** Object tables whose rows may be deleted (admins' `object_tables` records, for good). */
   readonly deletableTables: readonly string[];
+  /** A restore from a recovery kit, while this machine is (or once it was) recovering. */
+  readonly recovery: RecoveryStatus | undefined;
+  /** The last checkpoint this machine wrote (admins with recovery kits). */
+  readonly checkpoint: CheckpointMark | undefined;
 };
 
 /** A domain as the Domains page shows it. */
@@ -88,7 +93,11 @@ export type DomainEntry = {
 export type SnapshotSources = {
   readonly store: MachineStore;
   identity(): IdentityView;
-  readonly meta: { readonly status: MeshStatus; readonly value: { readonly name: string } | undefined };
+  readonly meta: {
+    readonly status: MeshStatus;
+    readonly value:
+      { readonly name: string; readonly recovery?: RecoveryStatus; readonly checkpoint?: CheckpointMark } | undefined;
+  };
   /** Who the machines are (mesh-roster.ts); `peers` are the endpoints this machine syncs with. */
   readonly roster: { readonly machines: readonly Machine[]; readonly peers: readonly string[]; isAdmin(): boolean };
   /** What the machine counted and noticed (node-feed.ts); counts are refusals never stored, by reason. */
@@ -148,6 +157,8 @@ export async function buildSnapshot(src: SnapshotSources): Promise<NodeSnapshot>
       (await src.store.rows(PLACEMENT_TABLE)).map((r) => [r.row, String(r.cells['domains']?.value ?? '')]),
     ),
     deletableTables: deletableTables(await src.store.rows(OBJECT_TABLES)),
+    recovery: src.meta.value?.recovery,
+    checkpoint: src.meta.value?.checkpoint,
   };
 }
 

@@ -41,6 +41,8 @@ import {
   type ObjectStore,
 } from '../storage/object-db.js';
 import type { AccessKeys } from './access-keys.js';
+import { RecoveryObjects } from './recovery-objects.js';
+import { recoveryTags } from '../core/recovery/checkpoint.js';
 import { ObjectForming, type ObjectError, type PendingObject } from './object-forming.js';
 import { systemClock } from './clock.js';
 import { manifestView, type ManifestView } from './manifest-view.js';
@@ -102,6 +104,13 @@ export class ObjectService {
   readonly #pendingViews = new Map<string, ManifestView>();
   /** Imports, deletes, compactions (object-forming.ts). */
   readonly #forming: ObjectForming;
+  /** Checkpoints and recovery roots in the blind store (recovery-objects.ts). */
+  readonly #recovery = new RecoveryObjects({
+    client: () => this.#client(),
+    group: () => this.#id().group,
+    hasBlob: (id) => this.#db.hasBlob(id),
+    placementTag: (domain) => placementTag(this.#id().group!, domain),
+  });
   #loaded: Loaded | undefined;
   #relay: RelayObjectClient | undefined;
   #relayUrl: string | undefined;
@@ -353,6 +362,12 @@ export class ObjectService {
     return ok(got.value);
   }
 
+  // ---- recovery objects (recovery-objects.ts) -------------------------------------------
+  readonly putRecovery: RecoveryObjects['put'] = (kind, bytes) => this.#recovery.put(kind, bytes);
+  readonly recoveryRoots: RecoveryObjects['roots'] = () => this.#recovery.roots();
+  readonly recoveryCheckpoint: RecoveryObjects['checkpoint'] = (id) => this.#recovery.checkpoint(id);
+  readonly missingObjects: RecoveryObjects['missing'] = (objects) => this.#recovery.missing(objects);
+
   // ---- placement ----------------------------------------------------------------------
 
   async held(): Promise<HeldObject[]> {
@@ -389,7 +404,10 @@ export class ObjectService {
     const client = this.#client();
     if (!client.ok) return client;
     const { group } = this.#id();
-    const tags = domains === '*' ? [null] : domains.map((d) => placementTag(group!, d));
+    // Storage machines keep the mesh's checkpoints and recovery roots whatever they place.
+    const recovery = recoveryTags(group!);
+    const tags =
+      domains === '*' ? [null] : [...domains.map((d) => placementTag(group!, d)), recovery.roots, recovery.checkpoints];
     let fetched = 0;
     for (const tag of tags) {
       const listed = await client.value.listAll(tag);

@@ -140,6 +140,9 @@ export class RelayConnection {
       if (!(event.data instanceof ArrayBuffer)) return socket.close(4000, 'text frame');
       void this.#handle(socket, new Uint8Array(event.data));
     };
+    // A refused or failed connection is followed by `close`, which reconnects. Without a
+    // handler, Node's `ws` (the headless node's WebSocket) throws the error out of the process.
+    socket.onerror = () => undefined;
     socket.onclose = () => {
       if (socket !== this.#socket) return;
       this.#socket = undefined;

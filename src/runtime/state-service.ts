@@ -142,6 +142,19 @@ const EMPTY_CONFIG: StateConfig = {
   signers: {},
 };
 
+/** What a checkpoint's envelopes became on a restoring machine (StateService.restore). */
+export type RestoredLog = {
+  readonly applied: number;
+  readonly parked: number;
+  readonly rejected: number;
+  /** Envelopes no generation held here opens, by `DOMAIN.gen`. */
+  readonly opaque: Readonly<Record<string, number>>;
+};
+
+/** The peer a checkpoint's envelopes are taken in from (its watermark means nothing). */
+const CHECKPOINT_PEER = 'checkpoint';
+const CHECKPOINT_BATCH = 1024;
+
 export type StateServiceDeps = {
   readonly store: ReplicaStore;
   /** This machine's crypto; called only once `self` is known (after the identity exists). */
@@ -313,6 +326,45 @@ export class StateService {
   /** Asks every peer again for what it may hold now (trust or classes changed). */
   async askAgain(): Promise<void> {
     await (await this.#ready()).sync.askAgain();
+  }
+
+  /**
+   * Every envelope a checkpoint carries (core/recovery/checkpoint.ts): the public lane's, in
+   * log order, without the revoked (a removal revokes them again wherever they land).
+   */
+  async checkpointEntries(): Promise<Uint8Array[]> {
+    const { store } = this.#deps;
+    const through = await store.lastPos();
+    const out: Uint8Array[] = [];
+    for (let after = 0; after < through;) {
+      const batch = await store.sealedAfter(after, through, CHECKPOINT_BATCH);
+      if (batch.length === 0) break;
+      for (const e of batch) if (e.lane === undefined && !e.revoked) out.push(e.sealed);
+      after = batch[batch.length - 1]!.pos;
+    }
+    return out;
+  }
+
+  /**
+   * Takes in a checkpoint's envelopes as from a peer (opened, verified, admitted like any),
+   * and says what became of them: envelopes held but not opened, by `domain.gen`, are the
+   * key history this machine lacks.
+   */
+  async restore(entries: readonly Uint8Array[]): Promise<RestoredLog> {
+    const { replica } = await this.#ready();
+    const outcomes: IngestOutcome[] = [];
+    for (let i = 0; i < entries.length; i += CHECKPOINT_BATCH) {
+      outcomes.push(...(await replica.ingest(CHECKPOINT_PEER, entries.slice(i, i + CHECKPOINT_BATCH))));
+    }
+    this.#track(outcomes);
+    const opaque: Record<string, number> = {};
+    const count = (type: IngestOutcome['type']) => outcomes.filter((o) => o.type === type).length;
+    for (const o of outcomes) {
+      if (o.type !== 'StoredOpaque') continue;
+      const at = o.outerId.split('.').slice(1, 3).join('.');
+      opaque[at] = (opaque[at] ?? 0) + 1;
+    }
+    return { applied: count('Applied'), parked: count('Parked'), rejected: count('Rejected'), opaque };
   }
 
   async #collect(run: () => Promise<void>): Promise<ChangeSummary> {

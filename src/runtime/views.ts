@@ -28,6 +28,8 @@ export type Machine = {
   readonly role: 'admin' | 'member';
   /** May hold Trusted tables: marked trusted by an admin, or an admin itself. */
   readonly trusted: boolean;
+  /** The machine of a recovery kit (core/recovery/kit.ts): admitted at the relay, never a delivery peer. */
+  readonly recovery: boolean;
   readonly removed: boolean;
 };
 
@@ -97,6 +99,7 @@ export function machinesView(keyring: readonly RowState[], roles: readonly RowSt
       name: String(v['name'] ?? ''),
       role: roleOf.get(row.row) === 'admin' ? 'admin' : 'member',
       trusted: roleOf.get(row.row) === 'admin' || v['trusted'] === true,
+      recovery: v['recovery'] === true,
       removed: row.removed !== undefined,
     };
   });

@@ -73,6 +73,12 @@ export interface KeyStore {
   identity(): Promise<IdentityRecord | undefined>;
   /** This machine's identity, made on first use; if two contexts race, both get the one that was kept. */
   ensureIdentity(make: IdentityMaker, now: number): Promise<IdentityRecord>;
+  /**
+   * Replaces the identity of a machine that belongs to no mesh yet (a fresh one restoring from
+   * a recovery kit takes the kit's keys): `undefined`, and nothing changed, if the secret named
+   * `unless` (the group secret) exists. Every other secret goes with the identity it was for.
+   */
+  replaceIdentity(make: IdentityMaker, now: number, unless: string): Promise<IdentityRecord | undefined>;
   secret(name: string): Promise<SecretRecord | undefined>;
   /** Every secret whose name starts with `prefix`. */
   secretsUnder(prefix: string): Promise<SecretRecord[]>;
@@ -175,6 +181,21 @@ export class DexieKeyStore implements KeyStore {
       if ((e as Error).name !== 'ConstraintError') throw storeError('save this machine’s identity', e);
     }
     return this.#readBack();
+  }
+
+  async replaceIdentity(make: IdentityMaker, now: number, unless: string): Promise<IdentityRecord | undefined> {
+    const existing = await this.identity();
+    const wrapping = existing?.wrapping ?? (await generateWrappingKey());
+    const keys = await keptKeys(make, await this.keeping(), wrapping);
+    const replaced = await storeCall('replace this machine’s identity', () =>
+      this.db.transaction('rw', this.db.identity, this.db.secrets, async () => {
+        if ((await this.db.secrets.get(unless)) !== undefined) return false;
+        await this.db.secrets.clear();
+        await this.db.identity.put({ id: SELF, ...keys, wrapping, createdAt: now });
+        return true;
+      }),
+    );
+    return replaced ? this.#readBack() : undefined;
   }
 
   /**

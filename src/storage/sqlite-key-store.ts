@@ -138,6 +138,25 @@ export class SqliteKeyStore implements KeyStore {
     return (await this.identity())!;
   }
 
+  async replaceIdentity(make: IdentityMaker, now: number, unless: string): Promise<IdentityRecord | undefined> {
+    const keys = await make(WRAP_ALL);
+    const stored: StoredIdentity = {
+      signing: await wrapPair(this.#root, 'signing', keys.signing),
+      endpoint: await wrapPair(this.#root, 'endpoint', keys.endpoint),
+      frame: await wrapPair(this.#root, 'frame', keys.frame),
+      createdAt: now,
+    };
+    const replace = this.#db.transaction(() => {
+      if (this.#db.prepare('SELECT 1 FROM secrets WHERE name = ?').get(unless)) return false;
+      this.#db.prepare('DELETE FROM secrets').run();
+      this.#db.prepare('INSERT OR REPLACE INTO identity (id, record) VALUES (?, ?)').run('self', encodeCbor(stored));
+      return true;
+    });
+    if (!replace()) return undefined;
+    this.#identity = undefined;
+    return this.identity();
+  }
+
   async secret(name: string): Promise<SecretRecord | undefined> {
     const row = this.#db.prepare('SELECT name, iv, ct FROM secrets WHERE name = ?').get(name) as
       { name: string; iv: Uint8Array; ct: Uint8Array } | undefined;

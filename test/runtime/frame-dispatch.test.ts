@@ -41,7 +41,16 @@ function fixture(status: MeshStatus = 'member') {
       isPeer: (endpoint) => endpoint !== 'stranger',
       peerAt: (endpoint) =>
         endpoint === 'peer'
-          ? { signer: 'peer-signer', endpoint, frame: '', name: '', role: 'member', trusted: false, removed: false }
+          ? {
+              signer: 'peer-signer',
+              endpoint,
+              frame: '',
+              name: '',
+              role: 'member',
+              trusted: false,
+              recovery: false,
+              removed: false,
+            }
           : undefined,
     },
     pairing: async (from, m) => void log.push(`pairing ${m.t} from ${from.endpoint} ${from.frame}`),

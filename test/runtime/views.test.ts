@@ -25,6 +25,7 @@ const machine = (signer: string, removed = false): Machine => ({
   endpoint: `${signer}-e`,
   frame: `${signer}-f`,
   trusted: false,
+  recovery: false,
   name: signer,
   role: 'member',
   removed,

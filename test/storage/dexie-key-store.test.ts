@@ -96,6 +96,22 @@ describe('key generation on engines that fail a draw', () => {
 });
 
 describe('DexieKeyStore', () => {
+  it('replaces the identity of a machine in no mesh (a kit restore), dropping its other secrets', async () => {
+    const db = freshDb();
+    const store = new DexieKeyStore(db);
+    const first = await store.ensureIdentity(makeKeys, 1);
+    await store.putSecrets([{ name: 'mls/standing', iv: new Uint8Array(12), ct: new Uint8Array(4) }]);
+    const replaced = await store.replaceIdentity(makeKeys, 2, 'group');
+    expect(replaced && Buffer.from(replaced.signingPublic).equals(Buffer.from(first.signingPublic))).toBe(false);
+    expect(replaced!.signing.privateKey.extractable).toBe(false);
+    expect(await store.secret('mls/standing')).toBeUndefined();
+    expect((await new DexieKeyStore(db).identity())!.signingPublic).toEqual(replaced!.signingPublic);
+
+    await store.putSecrets([{ name: 'group', iv: new Uint8Array(12), ct: new Uint8Array(4) }]);
+    expect(await store.replaceIdentity(makeKeys, 3, 'group')).toBeUndefined();
+    expect((await new DexieKeyStore(db).identity())!.signingPublic).toEqual(replaced!.signingPublic);
+  });
+
   it('keeps CryptoKeys as they are where the engine can clone them', async () => {
     const db = freshDb();
     const identity = await new DexieKeyStore(db).ensureIdentity(makeKeys, 1);

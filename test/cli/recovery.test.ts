@@ -1,0 +1,133 @@
+/**
+ * Disaster recovery end to end on headless machines as `sov node` wires them, through a real
+ * relay (issue 24): an admin publishes objects and makes a recovery kit (a checkpoint follows
+ * at once); a fresh machine given only the kit, its code and the relay restores the catalog
+ * and answers the admin's query. A wrong code changes nothing; a relay that lost the
+ * checkpoint, or an object's ciphertext, leaves the machine recovering and saying which.
+ */
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openHeadless, type Headless } from '../../src/cli/headless.ts';
+import type { NodeSnapshot } from '../../src/runtime/mesh-node.js';
+import type { RecoveryStatus } from '../../src/runtime/mesh-recovery.js';
+import { freePort, spawnRelay } from '../helpers/relay-child.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'sov-recovery-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const open = (name: string) =>
+  openHeadless(join(dir, name), {
+    role: 'server',
+    restart: () => {
+      throw new Error(`${name} asked to restart`);
+    },
+  });
+
+function until(machine: Headless, done: (s: NodeSnapshot) => boolean, what: string): Promise<NodeSnapshot> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`timed out waiting until ${what}`)), 60_000);
+    const stop = machine.node.subscribe((s) => {
+      if (!done(s)) return;
+      clearTimeout(timer);
+      queueMicrotask(() => stop());
+      resolve(s);
+    });
+  });
+}
+
+const settled = (s: NodeSnapshot) => s.recovery !== undefined && s.recovery.state !== 'restoring';
+
+/** A fresh machine restored from the kit (it starts again once the kit is in, as a page reloads). */
+async function restore(name: string, kit: { file: Uint8Array; code: string }): Promise<[Headless, RecoveryStatus]> {
+  const fresh = await open(name);
+  const imported = await fresh.node.recovery.importKit(kit.file, kit.code);
+  expect(imported.ok).toBe(true);
+  await fresh.close();
+  const again = await open(name);
+  const status = (await until(again, settled, `${name} restored or said what is missing`)).recovery!;
+  return [again, status];
+}
+
+describe('disaster recovery', () => {
+  it('restores a mesh from its kit and a relay, and names what is missing', async () => {
+    const port = await freePort();
+    const relayDir = join(dir, 'relay');
+    let relay = await spawnRelay(port, relayDir);
+    /** The relay loses files of its object store (a disk restored from an old backup): it restarts without them. */
+    const lose = async (...ids: string[]) => {
+      const stopped = new Promise((resolve) => relay.once('exit', resolve));
+      relay.kill('SIGTERM');
+      await stopped;
+      const topicDir = join(relayDir, 'objects', readdirSync(join(relayDir, 'objects'))[0]!);
+      for (const id of ids) rmSync(join(topicDir, id));
+      relay = await spawnRelay(port, relayDir);
+    };
+    const machines: Headless[] = [];
+    try {
+      const admin = await open('admin');
+      machines.push(admin);
+      const ready = until(admin, (s) => s.relay === 'ready', 'the admin is online');
+      await admin.node.pairing.found('admin', `ws://127.0.0.1:${port}/ws`);
+      await ready;
+      for (const rows of [300, 200]) {
+        const formed = await admin.node.objects.importSample('GENERAL', rows);
+        expect(formed.ok).toBe(true);
+      }
+      await until(
+        admin,
+        (s) => s.objects.filter((o) => o.state === 'published' && o.uploaded).length === 2,
+        'both objects are published and uploaded',
+      );
+      const sql = 'SELECT device, count(*) AS n FROM measurements GROUP BY device ORDER BY device';
+      const expected = await admin.node.objects.query(sql);
+      if (!expected.ok) throw new Error(expected.error.type);
+
+      expect(await admin.node.recovery.checkpoint()).toMatchObject({ ok: false, error: { type: 'NoKit' } });
+      const kit = await admin.node.recovery.makeKit();
+      if (!kit.ok) throw new Error(kit.error.reason);
+      expect(kit.value.code).toMatch(/^[0-9A-Z]{4}(-[0-9A-Z]{4}){6}$/);
+      const marked = await until(admin, (s) => s.checkpoint !== undefined, 'a checkpoint is written');
+      expect(marked.checkpoint!.kits).toBe(1);
+      expect(marked.machines.find((m) => m.signer === kit.value.signer)).toMatchObject({ recovery: true });
+
+      // A wrong code opens nothing and leaves the machine as new as it was.
+      const stranger = await open('stranger');
+      machines.push(stranger);
+      const wrongCode = kit.value.code.startsWith('2')
+        ? kit.value.code.replace(/^2/, '3')
+        : `2${kit.value.code.slice(1)}`;
+      const refused = await stranger.node.recovery.importKit(kit.value.file, wrongCode);
+      expect(refused).toMatchObject({ ok: false });
+      expect(['MistypedCode', 'WrongCode']).toContain(!refused.ok && refused.error.type);
+      expect(stranger.node.subscribe(() => undefined)).toBeTypeOf('function');
+
+      const [restored, status] = await restore('restored', kit.value);
+      machines.push(restored);
+      expect(status).toMatchObject({ state: 'restored', objects: 2 });
+      const answer = await restored.node.objects.query(sql);
+      if (!answer.ok) throw new Error(answer.error.type);
+      expect(answer.value.rows).toEqual(expected.value.rows);
+
+      // The relay loses one object's ciphertext: a restore says so, and how many.
+      await lose(marked.objects.find((o) => o.state === 'published')!.id);
+      const [lacking, missingCiphertext] = await restore('lacking', kit.value);
+      machines.push(lacking);
+      expect(missingCiphertext).toMatchObject({
+        state: 'incomplete',
+        missing: [{ part: 'ciphertext', objects: 1, of: 2 }],
+      });
+      expect(lacking.node.subscribe(() => undefined)).toBeTypeOf('function');
+
+      // The relay loses the checkpoint: nothing is restored, and the state says the checkpoint.
+      await lose(marked.checkpoint!.checkpointId);
+      const [, missingCheckpoint] = await restore('no-checkpoint', kit.value);
+      expect(missingCheckpoint).toMatchObject({ state: 'incomplete', missing: [{ part: 'checkpoint' }] });
+      expect(missingCheckpoint.state === 'incomplete' && missingCheckpoint.missing[0]!.reason).toMatch(/does not hold/);
+    } finally {
+      for (const m of machines) await m.close();
+      relay.kill('SIGTERM');
+    }
+  }, 240_000);
+});
