@@ -6,7 +6,8 @@
 import { proxy, transfer, wrap } from 'comlink';
 import { saveFile } from './save.js';
 import { formatBytes } from './locale.ts';
-import { toHex } from '../core/bytes.js';
+import { fromBase64Url, toHex } from '../core/bytes.js';
+import type { KitExport } from '../runtime/mesh-recovery.js';
 import { decodeTicket } from '../core/ticket.js';
 import { missingFeatures, missingFeaturesMessage } from './features.ts';
 import type { CryptoWorkerApi } from '../../workers/crypto.worker.ts';
@@ -47,6 +48,9 @@ function readDismissed(): string[] {
   }
 }
 
+/** What a recovery kit's file is called when saved. */
+export const KIT_FILE_NAME = 'sovereign-mesh-recovery-kit.sovkit';
+
 export class NodeStore {
   snapshot = $state<NodeSnapshot | undefined>(undefined);
   /** Grows whenever rows change (before the snapshot that says so): paged views ask again. */
@@ -74,6 +78,8 @@ export class NodeStore {
   updateReady = $state(false);
   /** Who used the last invitation shown, once a machine did. */
   invitationUsedBy = $state('');
+  /** The recovery kit just made: its file and code, shown once until hidden (the code is kept nowhere). */
+  kit = $state.raw<KitExport | undefined>(undefined);
   #node: MeshNode | undefined;
   #queryId: string | undefined;
 
@@ -162,6 +168,54 @@ export class NodeStore {
       const ticket = await this.#require().pairing.invite();
       const decoded = decodeTicket(ticket);
       if (decoded.ok) this.invitation = { ticket, inv: toHex(decoded.value.inv) };
+    });
+  }
+
+  /** Admins: makes a recovery kit (mesh-recovery.ts); its code is shown until `hideKit`. */
+  async makeKit(): Promise<void> {
+    this.kit = undefined;
+    await this.#guard(async () => {
+      const made = await this.#require().recovery.makeKit();
+      if (!made.ok) throw new Error(`No recovery kit: ${made.error.reason}`);
+      this.kit = made.value;
+    });
+  }
+
+  hideKit(): void {
+    this.kit = undefined;
+  }
+
+  saveKit(): void {
+    if (this.kit) saveFile(new Blob([new Uint8Array(this.kit.file)]), KIT_FILE_NAME);
+  }
+
+  /** Admins: writes a checkpoint for the recovery kits now. */
+  async checkpoint(): Promise<void> {
+    await this.#guard(async () => {
+      const written = await this.#require().recovery.checkpoint();
+      if (!written.ok) throw new Error(`No checkpoint: ${written.error.reason}`);
+    });
+  }
+
+  /**
+   * A fresh machine takes a recovery kit (its file's bytes, or the text its printed QR code
+   * holds) and becomes the kit's machine; every tab reloads and the restore begins.
+   */
+  async restoreFromKit(kit: Uint8Array | string, code: string): Promise<void> {
+    this.#sayOnSetup('');
+    await this.#guard(async () => {
+      const bytes = typeof kit === 'string' ? fromBase64Url(kit.trim()) : kit;
+      if (!bytes) throw new Error('That text is not a recovery kit: paste what its QR code holds, or choose its file.');
+      const imported = await this.#require().recovery.importKit(bytes, code);
+      if (!imported.ok) throw new Error(`Not restored: ${imported.error.reason}.`);
+      location.reload();
+    });
+  }
+
+  /** A restore that found something missing tries again (an archive may be back). */
+  async retryRestore(): Promise<void> {
+    await this.#guard(async () => {
+      await this.#require().recovery.restore();
     });
   }
 
