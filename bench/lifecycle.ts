@@ -29,8 +29,12 @@
  * `anchors.form_seconds` (forming one object of the same rows afresh in the same browser);
  * `ratios.compaction_time_vs_form`.
  *
+ * Then disaster recovery (bench/lib/recovery-headless.ts): `recovery_seconds`, a fresh headless
+ * machine restoring a RECOVERY_OBJECTS-object catalog from a recovery kit and the relay, against
+ * `anchors.query_all_seconds` (its first query over every object); `ratios.recovery_vs_query_all`.
+ *
  * Objects default to 100,000 (SOV_BENCH_OBJECTS overrides, for a quick run), compacted objects
- * to 1,000 (SOV_BENCH_COMPACT_OBJECTS).
+ * to 1,000 (SOV_BENCH_COMPACT_OBJECTS), recovered objects to 1,000 (SOV_BENCH_RECOVERY_OBJECTS).
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -42,6 +46,7 @@ import type { NodeSnapshot } from '../src/runtime/mesh-node.js';
 import { seedCatalog } from '../test/helpers/catalog-seed.ts';
 import { freePort, spawnRelay } from '../test/helpers/relay-child.ts';
 import { measureCompaction } from './lib/compaction-browser.ts';
+import { measureRecovery } from './lib/recovery-headless.ts';
 import type { BenchResult } from './run.ts';
 
 const OBJECTS = Number(process.env['SOV_BENCH_OBJECTS'] ?? 100_000);
@@ -51,6 +56,7 @@ const REENCRYPT_SAMPLE = 2_000;
 const ROTATION_MS = 60 * 60_000;
 const COMPACT_OBJECTS = Number(process.env['SOV_BENCH_COMPACT_OBJECTS'] ?? 1_000);
 const COMPACT_ROWS = 1_000;
+const RECOVERY_OBJECTS = Number(process.env['SOV_BENCH_RECOVERY_OBJECTS'] ?? 1_000);
 
 function until(machine: Headless, what: string, test: (s: NodeSnapshot) => boolean, timeout: number) {
   return new Promise<NodeSnapshot>((resolve, reject) => {
@@ -145,6 +151,7 @@ export async function run(): Promise<BenchResult> {
     const samples = sizes.map((size) => new Uint8Array(randomBytes(size)));
     const anchor = (reencryptSeconds(samples, REENCRYPT_SAMPLE) * total) / REENCRYPT_SAMPLE;
     const compaction = await measureCompaction(COMPACT_OBJECTS, COMPACT_ROWS);
+    const recovery = await measureRecovery(RECOVERY_OBJECTS);
     return {
       figures: {
         compaction_objects: compaction.objects,
@@ -157,11 +164,20 @@ export async function run(): Promise<BenchResult> {
         rewrap_bytes_per_object: bytes / total,
         access_record_bytes: WRAPPED_BYTES,
         sample_object_bytes: sizes.reduce((a, b) => a + b, 0) / sizes.length,
+        recovery_objects: recovery.objects,
+        recovery_entries: recovery.entries,
+        recovery_checkpoint_bytes: recovery.checkpoint_bytes,
+        recovery_seconds: recovery.recovery_seconds,
       },
-      anchors: { reencrypt_seconds: anchor, form_seconds: compaction.form_seconds },
+      anchors: {
+        reencrypt_seconds: anchor,
+        form_seconds: compaction.form_seconds,
+        query_all_seconds: recovery.query_all_seconds,
+      },
       ratios: {
         rotation_time_vs_reencrypt: seconds / anchor,
         compaction_time_vs_form: compaction.compaction_seconds / compaction.form_seconds,
+        recovery_vs_query_all: recovery.recovery_seconds / recovery.query_all_seconds,
       },
     };
   } finally {

@@ -79,6 +79,7 @@ environment:
   SOV_BENCH_PROFILE=DIR write CPU profiles of the catch-ups into DIR (default: none)
   SOV_BENCH_OBJECTS=N   objects lifecycle rotates (default 100000)
   SOV_BENCH_COMPACT_OBJECTS=N  objects of 1,000 rows lifecycle compacts in Chromium (default 1000)
+  SOV_BENCH_RECOVERY_OBJECTS=N objects of the catalog lifecycle restores from a recovery kit (default 1000)
 
 example:
   SOV_BENCH_EVENTS=10000 sov bench catchup-node objects

@@ -57,13 +57,16 @@ is the admins' choice (domain membership), not its role.
   --name NAME             the name other machines see (default: the role)
   --join                  join a mesh: paste the pairing ticket on standard input, then
                           confirm the six-digit code the inviting machine shows
+  --restore KIT           restore a mesh from a recovery kit's file (made by an admin in the
+                          app's Machines view): its recovery code on standard input
   -h, --help              this text
 
-A machine that joined once starts again from DIR without --join. State changes, pairing
+A machine that joined (or restored) once starts again from DIR without --join or --restore. State changes, pairing
 codes and notices are printed one per line; keys and tickets never are.
 
 example:
   sov node --role archive --data /srv/sov-archive --name "cellar archive" --join < ticket.txt
+  sov node --role server --data /srv/sov-restored --restore mesh.sovkit < code.txt
 `;
 
 export const OBJECT_HELP = `usage: sov object write --csv FILE --out DIR [options]

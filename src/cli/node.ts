@@ -6,13 +6,18 @@
  * `<data>/keys.sqlite` under the machine key file `<data>/machine.key` (0600), and
  * `<data>/objects.sqlite` (headless.ts wires them).
  *
- *   sov node --role server|archive --data DIR [--name NAME] [--join]
+ *   sov node --role server|archive --data DIR [--name NAME] [--join | --restore KIT]
  *
  * First run with `--join`: the pairing ticket is read from the first line of standard
  * input (never from the command line, where other users could see it, and never
  * logged). The node prints the pairing code and asks, on standard input, whether the
  * inviting machine shows the same; only a `y` confirms. Afterwards it runs until SIGINT
  * or SIGTERM, printing its state: relay session, machines, objects held and readable.
+ *
+ * First run with `--restore KIT`: the machine restores a mesh from a recovery kit's file
+ * (runtime/mesh-recovery.ts), its recovery code read from the first line of standard input
+ * (never from the command line). It prints how the restore goes and, if a checkpoint, key
+ * history or ciphertext is missing, which; it keeps trying while it runs.
  *
  * Roles: both store what the admins' placement records name for them; an archive with
  * no record stores everything. What it may read is the admins' choice (domain
@@ -21,15 +26,20 @@
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import type { NodeSnapshot } from '../runtime/mesh-node.js';
-import { openHeadless } from './headless.js';
+import { readFileSync } from 'node:fs';
+import type { RecoveryStatus } from '../runtime/mesh-recovery.js';
+import { openHeadless, type Headless } from './headless.js';
 
-export const NODE_USAGE = 'node --role server|archive --data DIR [--name NAME] [--join]   (ticket on stdin)';
+export const NODE_USAGE =
+  'node --role server|archive --data DIR [--name NAME] [--join | --restore KIT]   (ticket or recovery code on stdin)';
 
 type Role = 'server' | 'archive';
 
 class UsageError extends Error {}
 
-function parse(argv: readonly string[]): { role: Role; data: string; name: string; join: boolean } {
+type Args = { role: Role; data: string; name: string; join: boolean; restore: string | undefined };
+
+function parse(argv: readonly string[]): Args {
   const { values } = parseArgs({
     args: [...argv],
     strict: true,
@@ -38,11 +48,19 @@ function parse(argv: readonly string[]): { role: Role; data: string; name: strin
       data: { type: 'string' },
       name: { type: 'string' },
       join: { type: 'boolean' },
+      restore: { type: 'string' },
     },
   });
   if (values.role !== 'server' && values.role !== 'archive') throw new UsageError('--role must be server or archive');
   if (!values.data) throw new UsageError('--data DIR is required');
-  return { role: values.role, data: values.data, name: values.name ?? values.role, join: values.join ?? false };
+  if (values.join && values.restore !== undefined) throw new UsageError('--join and --restore exclude each other');
+  return {
+    role: values.role,
+    data: values.data,
+    name: values.name ?? values.role,
+    join: values.join ?? false,
+    restore: values.restore,
+  };
 }
 
 /** Lines of standard input, one at a time. */
@@ -78,7 +96,42 @@ function stateLine(s: NodeSnapshot): string {
   const held = s.objects.filter((o) => o.held);
   const readable = held.filter((o) => o.manifest);
   const live = s.machines.filter((m) => !m.removed).length;
-  return `status=${s.status} relay=${s.relay} machines=${live} objects_held=${held.length} objects_readable=${readable.length}`;
+  const line = `status=${s.status} relay=${s.relay} machines=${live} objects_held=${held.length} objects_readable=${readable.length}`;
+  return s.status === 'recovering' && s.recovery ? `${line} ${recoveryLine(s.recovery)}` : line;
+}
+
+/** How a restore from a recovery kit goes, and what is missing. */
+function recoveryLine(r: RecoveryStatus): string {
+  if (r.state === 'restoring') return `recovery=restoring (${r.step})`;
+  if (r.state === 'restored') return `recovery=restored objects=${r.objects}`;
+  return `recovery=incomplete ${r.missing.map((m) => `missing ${m.part}: ${m.reason}`).join('; ')}`;
+}
+
+/**
+ * A fresh machine takes the kit (its code on standard input) and opens again as the kit's
+ * machine, whose restore then starts; undefined, said why, when the kit was refused.
+ */
+async function restoreFrom(
+  machine: Headless,
+  args: Args & { restore: string },
+  readLine: () => Promise<string | undefined>,
+): Promise<Headless | undefined> {
+  const code = (await readLine())?.trim() ?? '';
+  let file: Uint8Array;
+  try {
+    file = new Uint8Array(readFileSync(args.restore));
+  } catch (e) {
+    say(`restore refused: cannot read ${args.restore} (${(e as Error).message})`);
+    return undefined;
+  }
+  const imported = await machine.node.recovery.importKit(file, code);
+  if (!imported.ok) {
+    say(`restore refused: ${imported.error.reason}`);
+    return undefined;
+  }
+  say('kit opened: starting again as its machine to restore the mesh');
+  await machine.close();
+  return openHeadless(args.data, { role: args.role, restart: () => undefined });
 }
 
 export async function nodeMain(argv: readonly string[]): Promise<number> {
@@ -104,15 +157,25 @@ export async function nodeMain(argv: readonly string[]): Promise<number> {
   process.once('SIGINT', () => stop(0, 'SIGINT, closing'));
   process.once('SIGTERM', () => stop(0, 'SIGTERM, closing'));
 
-  const machine = await openHeadless(args.data, {
+  const input = stdinLines();
+  const readLine = input.next;
+  let machine = await openHeadless(args.data, {
     role: args.role,
     restart: () => stop(1, 'the join was abandoned; start again with --join and a new ticket'),
   });
+  if (args.restore !== undefined && machine.node.status === 'new') {
+    const restored = await restoreFrom(machine, { ...args, restore: args.restore }, readLine);
+    if (!restored) {
+      input.close();
+      process.stdin.destroy();
+      await machine.close();
+      return 1;
+    }
+    machine = restored;
+  }
   const { node } = machine;
   say(`role ${args.role}, machine ${machine.fingerprint}, data ${args.data}`);
 
-  const input = stdinLines();
-  const readLine = input.next;
   let asked = false;
   let last = '';
   let lastNotice = 0;
@@ -139,7 +202,7 @@ export async function nodeMain(argv: readonly string[]): Promise<number> {
 
   if (node.status === 'new') {
     if (!args.join) {
-      stop(2, 'this machine is in no mesh yet: run with --join and the ticket on standard input');
+      stop(2, 'this machine is in no mesh yet: run with --join (ticket on standard input) or --restore KIT');
     } else {
       const ticket = (await readLine())?.trim();
       const joined = ticket ? await node.pairing.join(ticket, args.name) : undefined;

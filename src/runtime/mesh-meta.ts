@@ -7,7 +7,7 @@
 import type { LocalClassChoices, PrivacyClass } from '../core/sync-manifest.js';
 import type { MachineStore } from './machine-store.js';
 import type { PeerAddress } from './crypto-service.js';
-import type { CheckpointMark, RecoveryStatus } from './mesh-recovery.js';
+import type { CheckpointMark, RecoveryStatus } from './recovery-status.js';
 
 export type MeshMeta = {
   /** `recovering`: restoring from a recovery kit until the three components are there (mesh-recovery.ts). */

@@ -25,35 +25,9 @@ import type { CryptoPort, StatePort } from './ports.js';
 import type { MeshMetaKeeper } from './mesh-meta.js';
 import type { MeshRoster } from './mesh-roster.js';
 import type { MeshObjects } from './mesh-objects.js';
+import type { CheckpointMark, MissingPart, RecoveryStatus } from './recovery-status.js';
 
-/** A part of what recovery needs that this machine could not get, and why. */
-export type MissingPart =
-  | { readonly part: 'checkpoint'; readonly reason: string }
-  | { readonly part: 'key-history'; readonly reason: string }
-  | { readonly part: 'ciphertext'; readonly reason: string; readonly objects: number; readonly of: number };
-
-export type RecoveryStatus =
-  | { readonly state: 'restoring'; readonly step: string }
-  | {
-      readonly state: 'restored';
-      readonly checkpointAt: number;
-      readonly by: string;
-      readonly entries: number;
-      readonly objects: number;
-    }
-  | { readonly state: 'incomplete'; readonly missing: readonly MissingPart[]; readonly checkedAt: number };
-
-/** The last checkpoint this admin wrote. */
-export type CheckpointMark = {
-  readonly at: number;
-  readonly rootId: string;
-  readonly checkpointId: string;
-  readonly entries: number;
-  readonly bytes: number;
-  readonly kits: number;
-  /** The log's length when it was written: nothing new, no new checkpoint. */
-  readonly logEnd: number;
-};
+export type { CheckpointMark, MissingPart, RecoveryStatus } from './recovery-status.js';
 
 /** A kit as the admin's screen shows it: the file to save, the code to write down (once). */
 export type KitExport = { readonly file: Uint8Array; readonly code: string; readonly signer: string };

@@ -8,7 +8,7 @@ import type { IdentityView } from './crypto-service.js';
 import type { MachineStore } from './machine-store.js';
 import { deletableTables, OBJECT_TABLES, PLACEMENT_TABLE, type ObjectEntry } from './mesh-objects.js';
 import type { RewrapProgress } from './rewrap-job.js';
-import type { CheckpointMark, RecoveryStatus } from './mesh-recovery.js';
+import type { CheckpointMark, RecoveryStatus } from './recovery-status.js';
 import type { DomainView } from './mls-service.js';
 import type { PairingView } from './pairing-inviter.js';
 import type { JoinView } from './pairing-joiner.js';

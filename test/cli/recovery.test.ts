@@ -5,7 +5,8 @@
  * and answers the admin's query. A wrong code changes nothing; a relay that lost the
  * checkpoint, or an object's ciphertext, leaves the machine recovering and saying which.
  */
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -33,6 +34,30 @@ function until(machine: Headless, done: (s: NodeSnapshot) => boolean, what: stri
       clearTimeout(timer);
       queueMicrotask(() => stop());
       resolve(s);
+    });
+  });
+}
+
+/** Runs `sov node` on a fresh data directory with `stdin` until a line matches `until`; that line. */
+function sovNode(args: readonly string[], stdin: string, until: RegExp): Promise<string> {
+  const data = mkdtempSync(join(dir, 'cli-'));
+  const child = spawn(process.execPath, ['src/cli/sov.mjs', 'node', '--role', 'server', '--data', data, ...args], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  child.stdin.end(`${stdin}\n`);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`sov node printed nothing matching ${until}`));
+    }, 60_000);
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const line = out.split('\n').find((l) => until.test(l));
+      if (!line) return;
+      clearTimeout(timer);
+      child.kill('SIGTERM');
+      resolve(line);
     });
   });
 }
@@ -118,7 +143,13 @@ describe('disaster recovery', () => {
         state: 'incomplete',
         missing: [{ part: 'ciphertext', objects: 1, of: 2 }],
       });
-      expect(lacking.node.subscribe(() => undefined)).toBeTypeOf('function');
+      // `sov node --restore KIT` (the code on standard input) says the same.
+      const kitFile = join(dir, 'mesh.sovkit');
+      writeFileSync(kitFile, kit.value.file);
+      expect(await sovNode(['--restore', kitFile], kit.value.code, /recovery=incomplete missing ciphertext/)).toMatch(
+        /1 of 2 objects are on no store/,
+      );
+      expect(await sovNode(['--restore', kitFile], 'AAAA-AAAA', /restore refused/)).toMatch(/mistyped/);
 
       // The relay loses the checkpoint: nothing is restored, and the state says the checkpoint.
       await lose(marked.checkpoint!.checkpointId);
