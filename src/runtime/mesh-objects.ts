@@ -333,6 +333,9 @@ export class MeshObjects {
     if (!policy) return;
     const placed = await this.#deps.service.place(policy);
     if (!placed.ok) this.#deps.notice('warning', `objects: placement failed (${describe(placed.error)})`);
+    else if (placed.value.reseeded > 0) {
+      this.#deps.notice('info', `objects: gave the relay back ${placed.value.reseeded} objects it no longer held`);
+    }
   }
 
   /**

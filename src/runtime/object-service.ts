@@ -15,7 +15,7 @@
  * then-current generation, so a producer that formed objects offline is never stranded on
  * a stale key. Nothing here logs or returns a key.
  */
-import { fromBase64Url, toHex } from '../core/bytes.js';
+import { fromBase64Url, fromHex, toHex } from '../core/bytes.js';
 import { encodeCbor } from '../core/cbor.js';
 import { blake3 } from '../core/hash.js';
 import { topicOf } from '../core/identity.js';
@@ -343,7 +343,7 @@ export class ObjectService {
   }
 
   /** Fetches one object from the relay's blind store into this machine, verified against its id. */
-  async fetchObject(id: string, domain?: DomainName): Promise<Result<Uint8Array, ReadError>> {
+  async fetchObject(id: string, domain?: DomainName, tag?: string): Promise<Result<Uint8Array, ReadError>> {
     if (!isStorageId(id)) return err({ type: 'UnknownObject', id });
     const client = this.#client();
     if (!client.ok) return client;
@@ -357,6 +357,7 @@ export class ObjectService {
       size: got.value.length,
       storedAt: this.#clock.now(),
       ...(domain ? { domain } : {}),
+      ...(tag ? { tag } : {}),
       uploaded: true,
     });
     return ok(got.value);
@@ -398,9 +399,13 @@ export class ObjectService {
 
   /**
    * A storage machine's placement: copies every object the relay holds for these domains
-   * (or, with '*', for the whole mesh) that this machine does not hold yet.
+   * (or, with '*', for the whole mesh) that this machine does not hold yet — and gives the
+   * relay back every object it placed here that the relay no longer holds (`reseeded`: a relay
+   * that lost its store, or a new one, is filled again from the archives).
    */
-  async place(domains: readonly DomainName[] | '*'): Promise<Result<{ fetched: number; held: number }, ObjectError>> {
+  async place(
+    domains: readonly DomainName[] | '*',
+  ): Promise<Result<{ fetched: number; held: number; reseeded: number }, ObjectError>> {
     const client = this.#client();
     if (!client.ok) return client;
     const { group } = this.#id();
@@ -409,18 +414,39 @@ export class ObjectService {
     const tags =
       domains === '*' ? [null] : [...domains.map((d) => placementTag(group!, d)), recovery.roots, recovery.checkpoints];
     let fetched = 0;
+    let reseeded = 0;
     for (const tag of tags) {
       const listed = await client.value.listAll(tag);
       if (!listed.ok) return listed;
+      const onRelay = new Set<string>();
       for (const o of listed.value) {
         const id = toHex(o.id);
+        onRelay.add(id);
         if (await this.#db.hasBlob(id)) continue;
-        const got = await this.fetchObject(id);
+        const got = await this.fetchObject(id, undefined, toHex(o.tag));
         if (!got.ok) return got;
         fetched++;
       }
+      const put = await this.#reseed(client.value, onRelay, tag && toHex(tag));
+      if (!put.ok) return put;
+      reseeded += put.value;
     }
-    return ok({ fetched, held: (await this.#db.held()).length });
+    return ok({ fetched, held: (await this.#db.held()).length, reseeded });
+  }
+
+  /** Uploads the copies held here under `tag` (any, for null) that the relay's listing lacks. */
+  async #reseed(client: RelayObjectClient, onRelay: ReadonlySet<string>, tag: string | null) {
+    let reseeded = 0;
+    for (const b of await this.#db.held()) {
+      if (b.tag === undefined || onRelay.has(b.id) || (tag !== null && b.tag !== tag)) continue;
+      const held = await this.#db.blob(b.id);
+      const tagBytes = fromHex(b.tag);
+      if (!held || !tagBytes || !isStorageId(b.id)) continue;
+      const put = await client.upload(storageIdBytes(b.id), tagBytes, held.bytes);
+      if (!put.ok) return put;
+      reseeded++;
+    }
+    return ok(reseeded);
   }
 
   /**

@@ -20,6 +20,8 @@ export type BlobRecord = {
   readonly size: number;
   readonly storedAt: number;
   readonly domain?: string;
+  /** The placement tag (hex) the relay listed it under, for an object a storage machine copied. */
+  readonly tag?: string;
   readonly uploaded: boolean;
 };
 

@@ -10,7 +10,7 @@ import type { BlobRecord, ObjectStore, PendingRecord } from './object-db.js';
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS blobs (
     id TEXT PRIMARY KEY, bytes BLOB NOT NULL, size INTEGER NOT NULL, stored_at INTEGER NOT NULL,
-    domain TEXT, uploaded INTEGER NOT NULL
+    domain TEXT, uploaded INTEGER NOT NULL, tag TEXT
   );
   CREATE TABLE IF NOT EXISTS pending (
     id TEXT PRIMARY KEY, domain TEXT NOT NULL, tbl TEXT NOT NULL, sealed_manifest BLOB NOT NULL,
@@ -25,6 +25,7 @@ type BlobRow = {
   stored_at: number;
   domain: string | null;
   uploaded: number;
+  tag: string | null;
 };
 type PendingRow = {
   id: string;
@@ -41,6 +42,7 @@ function meta(r: BlobRow): Omit<BlobRecord, 'bytes'> {
     size: r.size,
     storedAt: r.stored_at,
     ...(r.domain !== null ? { domain: r.domain } : {}),
+    ...(r.tag !== null ? { tag: r.tag } : {}),
     uploaded: r.uploaded === 1,
   };
 }
@@ -66,6 +68,9 @@ export class SqliteObjectStore implements ObjectStore {
     // An object is on the disk before it is published (docs/architecture.md, durability).
     this.#db.pragma('synchronous = FULL');
     this.#db.exec(SCHEMA);
+    // Stores made before storage machines kept the placement tag of what they copied lack the column.
+    const columns = this.#db.prepare('PRAGMA table_info(blobs)').all() as { name: string }[];
+    if (!columns.some((c) => c.name === 'tag')) this.#db.exec('ALTER TABLE blobs ADD COLUMN tag TEXT');
   }
 
   close(): void {
@@ -87,8 +92,10 @@ export class SqliteObjectStore implements ObjectStore {
 
   #putBlob(r: BlobRecord): void {
     this.#db
-      .prepare('INSERT OR REPLACE INTO blobs (id, bytes, size, stored_at, domain, uploaded) VALUES (?, ?, ?, ?, ?, ?)')
-      .run(r.id, r.bytes, r.size, r.storedAt, r.domain ?? null, r.uploaded ? 1 : 0);
+      .prepare(
+        'INSERT OR REPLACE INTO blobs (id, bytes, size, stored_at, domain, uploaded, tag) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      )
+      .run(r.id, r.bytes, r.size, r.storedAt, r.domain ?? null, r.uploaded ? 1 : 0, r.tag ?? null);
   }
 
   async markUploaded(id: string): Promise<void> {
@@ -100,7 +107,7 @@ export class SqliteObjectStore implements ObjectStore {
   }
 
   async held(): Promise<Omit<BlobRecord, 'bytes'>[]> {
-    const rows = this.#db.prepare('SELECT id, size, stored_at, domain, uploaded FROM blobs ORDER BY id').all();
+    const rows = this.#db.prepare('SELECT id, size, stored_at, domain, uploaded, tag FROM blobs ORDER BY id').all();
     return (rows as BlobRow[]).map(meta);
   }
 

@@ -2,8 +2,10 @@
  * Disaster recovery end to end on headless machines as `sov node` wires them, through a real
  * relay (issue 24): an admin publishes objects and makes a recovery kit (a checkpoint follows
  * at once); a fresh machine given only the kit, its code and the relay restores the catalog
- * and answers the admin's query. A wrong code changes nothing; a relay that lost the
- * checkpoint, or an object's ciphertext, leaves the machine recovering and saying which.
+ * and answers the admin's query. A wrong code changes nothing; a relay that lost an object's
+ * ciphertext while the archive is away, or the checkpoint, leaves the machine recovering and
+ * saying which (`sov node --restore` too); the archive, back, gives the relay the object again
+ * and the restore completes.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,9 +20,9 @@ import { freePort, spawnRelay } from '../helpers/relay-child.ts';
 const dir = mkdtempSync(join(tmpdir(), 'sov-recovery-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const open = (name: string) =>
+const open = (name: string, role: 'server' | 'archive' = 'server') =>
   openHeadless(join(dir, name), {
-    role: 'server',
+    role,
     restart: () => {
       throw new Error(`${name} asked to restart`);
     },
@@ -60,6 +62,20 @@ function sovNode(args: readonly string[], stdin: string, until: RegExp): Promise
       resolve(line);
     });
   });
+}
+
+/** `joiner` pairs with the admin `inviter`, both comparing the code as their humans would. */
+async function pairHeadless(inviter: Headless, joiner: Headless, name: string): Promise<void> {
+  const ticket = await inviter.node.pairing.invite();
+  const joined = await joiner.node.pairing.join(ticket, name);
+  expect(joined.ok).toBe(true);
+  const asking = await until(inviter, (s) => s.pairings.some((p) => p.sas !== undefined), `${name} asks to join`);
+  const pairing = asking.pairings.find((p) => p.sas !== undefined)!;
+  const shown = await until(joiner, (s) => s.join.sas !== undefined, `${name} shows the code`);
+  expect(shown.join.sas).toBe(pairing.sas);
+  await joiner.node.pairing.answerJoin(true);
+  await inviter.node.pairing.answer(pairing.inv, true, 'code');
+  await until(joiner, (s) => s.status === 'member' && s.relay === 'ready', `${name} is a member`);
 }
 
 const settled = (s: NodeSnapshot) => s.recovery !== undefined && s.recovery.state !== 'restoring';
@@ -109,6 +125,11 @@ describe('disaster recovery', () => {
       const expected = await admin.node.objects.query(sql);
       if (!expected.ok) throw new Error(expected.error.type);
 
+      // An archive (a blind storage machine that reads nothing) copies every object, and the checkpoints.
+      const archive = await open('archive', 'archive');
+      await pairHeadless(admin, archive, 'archive');
+      await until(archive, (s) => s.objects.filter((o) => o.held).length === 2, 'the archive holds both objects');
+
       expect(await admin.node.recovery.checkpoint()).toMatchObject({ ok: false, error: { type: 'NoKit' } });
       const kit = await admin.node.recovery.makeKit();
       if (!kit.ok) throw new Error(kit.error.reason);
@@ -135,8 +156,12 @@ describe('disaster recovery', () => {
       if (!answer.ok) throw new Error(answer.error.type);
       expect(answer.value.rows).toEqual(expected.value.rows);
 
-      // The relay loses one object's ciphertext: a restore says so, and how many.
-      await lose(marked.objects.find((o) => o.state === 'published')!.id);
+      await until(archive, (s) => s.objects.filter((o) => o.held).length === 4, 'the archive holds the checkpoint');
+      await archive.close();
+
+      // The relay loses one object's ciphertext while the archive is away: a restore says so, and how many.
+      const lost = marked.objects.find((o) => o.state === 'published')!.id;
+      await lose(lost);
       const [lacking, missingCiphertext] = await restore('lacking', kit.value);
       machines.push(lacking);
       expect(missingCiphertext).toMatchObject({
@@ -150,6 +175,14 @@ describe('disaster recovery', () => {
         /1 of 2 objects are on no store/,
       );
       expect(await sovNode(['--restore', kitFile], 'AAAA-AAAA', /restore refused/)).toMatch(/mistyped/);
+
+      // The archive comes back and gives the relay the object again: trying again restores.
+      const back = await open('archive', 'archive');
+      machines.push(back);
+      await until(back, (s) => s.notices.some((n) => n.text.includes('gave the relay back 1 objects')), 'a reseed');
+      expect(await lacking.node.recovery.restore()).toMatchObject({ state: 'restored', objects: 2 });
+      await back.close();
+      machines.pop();
 
       // The relay loses the checkpoint: nothing is restored, and the state says the checkpoint.
       await lose(marked.checkpoint!.checkpointId);

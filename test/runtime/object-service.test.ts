@@ -8,7 +8,7 @@
  * RESTRICTED object byte for byte and opens none of it while it opens GENERAL's.
  */
 import 'fake-indexeddb/auto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -312,8 +312,8 @@ describe('object service', () => {
   it('copies objects through the relay to a server that stores RESTRICTED and reads only GENERAL', async () => {
     expect(uploads).toEqual([{ uploaded: 2 }, { uploaded: 0 }]);
     await S.objects.reload();
-    expect(value(await S.objects.place('*'))).toEqual({ fetched: 2, held: 2 });
-    expect(value(await S.objects.place('*'))).toEqual({ fetched: 0, held: 2 });
+    expect(value(await S.objects.place('*'))).toEqual({ fetched: 2, held: 2, reseeded: 0 });
+    expect(value(await S.objects.place('*'))).toEqual({ fetched: 0, held: 2, reseeded: 0 });
     const held = new Map((await S.objects.held()).map((h) => [h.id, h]));
     const mine = new Map((await W.objects.held()).map((h) => [h.id, h]));
     for (const id of [general.id, restricted.id]) expect(held.get(id)?.size).toBe(mine.get(id)?.size);
@@ -327,6 +327,21 @@ describe('object service', () => {
     if (!tried.ok && tried.error.type === 'NoKeyOpens') expect(tried.error.keys).toBeGreaterThanOrEqual(2);
     expectErr(await S.objects.openManifest(entryOf(restricted, W.signer)), 'NoKeyOpens');
     expectErr(await S.objects.export(entryOf(restricted, W.signer), 'csv'), 'NoKeyOpens');
+  });
+
+  it('gives a relay that lost objects back the copies a storage machine placed, under their tags', async () => {
+    await S.objects.reload();
+    value(await S.objects.place('*'));
+    await relay.close();
+    const topicDir = join(dir, 'relay', 'objects', readdirSync(join(dir, 'relay', 'objects'))[0]!);
+    rmSync(join(topicDir, general.id));
+    relay = await startRelay({ port: 0, dataDir: join(dir, 'relay'), log: () => undefined, admission: 'open' });
+    for (const m of [W, S]) await m.objects.reload(relay.wsUrl);
+    expect(value(await S.objects.place(['RESTRICTED']))).toMatchObject({ fetched: 0, reseeded: 0 });
+    expect(value(await S.objects.place('*'))).toMatchObject({ fetched: 0, reseeded: 1 });
+    expect(value(await S.objects.place('*'))).toMatchObject({ fetched: 0, reseeded: 0 });
+    // What it gave back is the object: another machine fetches it, verified against its id.
+    expect((await W.objects.fetchObject(general.id)).ok).toBe(true);
   });
 
   it('fetches on demand, verifying the bytes against the storage id', async () => {
