@@ -69,4 +69,22 @@ test('a fresh browser restores a mesh from its recovery kit, and names what is m
   await expect(another.getByTestId('missing-part')).toHaveAttribute('data-part', 'checkpoint');
   await expect(another.getByTestId('missing-part')).toContainText('does not hold');
   await expect(another.getByTestId('new-profile-name')).toHaveCount(0);
+
+  // A new checkpoint; then the relay restarts without one object: the ciphertext is what is missing.
+  await expect(admin.getByTestId('relay-state')).toHaveText('ready', { timeout: 60_000 });
+  await admin.getByTestId('recovery-checkpoint').click();
+  await expect(admin.getByTestId('recovery-last')).not.toHaveAttribute('data-checkpoint', checkpointId!, {
+    timeout: 30_000,
+  });
+  await view(admin, 'objects');
+  const objectId = await admin
+    .locator('[data-testid="object"][data-state="published"]')
+    .first()
+    .getAttribute('data-id');
+  await relay.stop();
+  rmSync(join(objects, readdirSync(objects)[0]!, objectId!));
+  await relay.start();
+  await another.getByTestId('recovery-retry').click();
+  await expect(another.getByTestId('missing-part')).toHaveAttribute('data-part', 'ciphertext', { timeout: 60_000 });
+  await expect(another.getByTestId('missing-part')).toContainText('1 of 3 objects');
 });
