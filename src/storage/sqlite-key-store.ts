@@ -126,26 +126,25 @@ export class SqliteKeyStore implements KeyStore {
   async ensureIdentity(make: IdentityMaker, now: number): Promise<IdentityRecord> {
     const existing = await this.identity();
     if (existing) return existing;
-    const keys = await make(WRAP_ALL);
-    const stored: StoredIdentity = {
-      signing: await wrapPair(this.#root, 'signing', keys.signing),
-      endpoint: await wrapPair(this.#root, 'endpoint', keys.endpoint),
-      frame: await wrapPair(this.#root, 'frame', keys.frame),
-      createdAt: now,
-    };
+    const stored = await this.#made(make, now);
     // OR IGNORE: if another process made the identity first, its identity is the one in force.
     this.#db.prepare('INSERT OR IGNORE INTO identity (id, record) VALUES (?, ?)').run('self', encodeCbor(stored));
     return (await this.identity())!;
   }
 
-  async replaceIdentity(make: IdentityMaker, now: number, unless: string): Promise<IdentityRecord | undefined> {
+  /** A new identity's keys, each wrapped under the machine key. */
+  async #made(make: IdentityMaker, now: number): Promise<StoredIdentity> {
     const keys = await make(WRAP_ALL);
-    const stored: StoredIdentity = {
+    return {
       signing: await wrapPair(this.#root, 'signing', keys.signing),
       endpoint: await wrapPair(this.#root, 'endpoint', keys.endpoint),
       frame: await wrapPair(this.#root, 'frame', keys.frame),
       createdAt: now,
     };
+  }
+
+  async replaceIdentity(make: IdentityMaker, now: number, unless: string): Promise<IdentityRecord | undefined> {
+    const stored = await this.#made(make, now);
     const replace = this.#db.transaction(() => {
       if (this.#db.prepare('SELECT 1 FROM secrets WHERE name = ?').get(unless)) return false;
       this.#db.prepare('DELETE FROM secrets').run();

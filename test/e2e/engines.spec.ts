@@ -5,7 +5,8 @@
  *   the first screen (under LANG=C.UTF-8, whose `C` locale WebKit reports as a language tag);
  *   founding a mesh that Chromium joins, and joining one Chromium founded, with profile edits
  *   both ways; a sample object, an hourly query and its chart; a reload with the relay down,
- *   served by the service worker; a pairing ticket read by the QR scanner from a fake camera.
+ *   served by the service worker; a pairing ticket read by the QR scanner from a fake camera; a
+ *   mesh restored from the recovery kit a Chromium admin made (the kit pasted as text).
  * Browsers come from Debian's packages (scripts/ensure-browsers.sh), never downloaded.
  */
 import { chromiumMachine } from './engines/chromium.ts';
@@ -21,6 +22,7 @@ import {
   type EnginePage,
 } from './engines/engine-page.ts';
 import { launchEngine } from './engines/launch.ts';
+import { samples } from './object-steps.ts';
 import { expect, test, type RelayProcess } from './relay-process.ts';
 
 const profileCard = (name: string): string => `[data-testid="profile"][data-name="${name}"]`;
@@ -209,6 +211,33 @@ for (const engine of ENGINES) {
       await confirmPairing(founder, joiner);
       await editsTravelBothWays(joiner, founder);
       await noErrorShown(joiner);
+    });
+
+    test('restores a mesh a Chromium admin made a recovery kit of, and answers its query', async ({
+      browser,
+      relay,
+    }) => {
+      const { page: admin, machine: adminMachine } = await chromiumMachine(browser);
+      await foundMesh(relay, adminMachine, 'chromium workstation');
+      await samples(admin, 'GENERAL', 'readings', 2);
+      await expectCount(adminMachine, `${tid('object')}[data-state="published"]`, 2, 60_000);
+      await showView(adminMachine, 'machines');
+      await adminMachine.click(tid('recovery-make'));
+      const code = await expectText(adminMachine, tid('recovery-code'), /^[0-9A-Z]{4}(-[0-9A-Z]{4}){6}$/);
+      const kit = await expectValue(adminMachine, tid('recovery-text'), /^[A-Za-z0-9_-]{200,}$/);
+      await expectCount(adminMachine, tid('recovery-last'), 1);
+
+      const m = await open();
+      await m.goto(relay.url);
+      await m.fill(tid('restore-text'), kit);
+      await m.fill(tid('restore-code'), code);
+      await m.click(tid('restore-start'));
+      await expectText(m, tid('relay-state'), 'ready', 90_000);
+      await showView(m, 'query');
+      await m.fill(tid('query-sql'), 'SELECT count(*) AS n FROM readings');
+      await m.click(tid('query-run'));
+      await expectText(m, tid('query-row'), '10', 60_000);
+      await noErrorShown(m);
     });
 
     test('turns a sample into an object, queries it hourly and draws the chart', async ({ relay }) => {

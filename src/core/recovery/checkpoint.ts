@@ -29,8 +29,7 @@ import { decodeCbor, encodeCbor, isRecord } from '../cbor.js';
 import { blake3, deriveKey } from '../hash.js';
 import type { Random, Signer, Verifier } from '../ports.js';
 import { err, ok, type Result } from '../result.js';
-import { isDomainName } from '../schema.js';
-import type { KitGeneration } from './kit.js';
+import { decodeGenerations, type KitGeneration } from './kit.js';
 
 const CHECKPOINT_LABEL = 'sov/1/checkpoint';
 const ROOT_LABEL = 'sov/1/recovery-root';
@@ -133,19 +132,11 @@ export function openCheckpoint(
   const { at, by, gens, entries } = c;
   if (!isBytes(c['topic'], 32) || !bytesEqual(c['topic'], topic)) return bad('of another mesh');
   if (typeof at !== 'number' || !Number.isSafeInteger(at) || !isBytes(by, 32)) return bad('header malformed');
-  if (!Array.isArray(gens) || !Array.isArray(entries) || !entries.every((e) => isBytes(e))) {
+  if (!Array.isArray(entries) || !entries.every((e) => isBytes(e))) {
     return bad('body malformed');
   }
-  const history: KitGeneration[] = [];
-  for (const g of gens) {
-    if (!Array.isArray(g) || g.length !== 3) return bad('key history malformed');
-    const [domain, gen, key] = g as [unknown, unknown, unknown];
-    if (!isDomainName(domain) || typeof gen !== 'number' || !Number.isSafeInteger(gen) || gen < 1) {
-      return bad('key history malformed');
-    }
-    if (!isBytes(key, 32)) return bad('key history malformed');
-    history.push({ domain, gen, key });
-  }
+  const history = decodeGenerations(gens);
+  if (!history) return bad('key history malformed');
   return ok({ topic, at, by, gens: history, entries: entries });
 }
 

@@ -139,6 +139,19 @@ const isSmall = (v: unknown, min: number, max: number): v is number =>
 
 const isKey = (v: unknown): v is Uint8Array => isBytes(v) && v.length >= 32 && v.length <= 128;
 
+/** A key history as kits and checkpoints carry it, `[[domain, gen, key]]`; undefined if malformed. */
+export function decodeGenerations(gens: unknown): KitGeneration[] | undefined {
+  if (!Array.isArray(gens) || gens.length > MAX_GENERATIONS) return undefined;
+  const history: KitGeneration[] = [];
+  for (const g of gens) {
+    if (!Array.isArray(g) || g.length !== 3) return undefined;
+    const [domain, gen, key] = g as [unknown, unknown, unknown];
+    if (!isDomainName(domain) || !isSmall(gen, 1, 2 ** 32 - 1) || !isBytes(key, 32)) return undefined;
+    history.push({ domain, gen, key });
+  }
+  return history;
+}
+
 function decodeBody(bytes: Uint8Array): Result<RecoveryKit, KitError> {
   const decoded = decodeCbor(bytes, MAX_KIT_BYTES);
   if (!decoded.ok) return unreadable(decoded.error.reason);
@@ -158,16 +171,8 @@ function decodeBody(bytes: Uint8Array): Result<RecoveryKit, KitError> {
   if (!isBytes(signingPub, 32) || !isBytes(endpointPub, 32) || !isBytes(framePub, 32)) {
     return unreadable('machine keys malformed');
   }
-  if (!Array.isArray(gens) || gens.length > MAX_GENERATIONS) return unreadable('key history malformed');
-  const history: KitGeneration[] = [];
-  for (const g of gens) {
-    if (!Array.isArray(g) || g.length !== 3) return unreadable('key history malformed');
-    const [domain, gen, key] = g as [unknown, unknown, unknown];
-    if (!isDomainName(domain) || !isSmall(gen, 1, 2 ** 32 - 1) || !isBytes(key, 32)) {
-      return unreadable('key history malformed');
-    }
-    history.push({ domain, gen, key });
-  }
+  const history = decodeGenerations(gens);
+  if (!history) return unreadable('key history malformed');
   if (!isBytes(root) || (root.length !== 0 && root.length !== 32)) return unreadable('root pointer malformed');
   return ok({
     group,
