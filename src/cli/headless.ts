@@ -38,6 +38,7 @@ export type Headless = {
     readonly crypto: CryptoService;
     readonly state: StateService;
     readonly replica: SqliteReplicaStore;
+    readonly objects: ObjectService;
   };
   /** This machine's fingerprint, as its screen would show it. */
   readonly fingerprint: string;
@@ -78,7 +79,7 @@ export async function openHeadless(data: string, options: HeadlessOptions): Prom
   });
   return {
     node,
-    services: { crypto, state, replica },
+    services: { crypto, state, replica, objects: services.objects },
     get fingerprint() {
       return crypto.view().fingerprint;
     },

@@ -18,7 +18,7 @@ import {
   type CheckpointError,
 } from '../core/recovery/checkpoint.js';
 import { newRecoveryCode } from '../core/recovery/code.js';
-import { openKit, sealKit, type KitError, type RecoveryKit } from '../core/recovery/kit.js';
+import { openKit, sealKit, type KitError, type KitGeneration, type RecoveryKit } from '../core/recovery/kit.js';
 import { err, ok, type Result } from '../core/result.js';
 import { wrapGenerations } from '../storage/domain-generations.js';
 import type { IdentityRecord, KeyStore } from '../storage/key-store.js';
@@ -85,6 +85,8 @@ export class RecoveryCrypto {
   readonly #d: RecoveryCryptoDeps;
   /** The secret of the checkpoint the chosen root names, kept here until it is opened. */
   #chosen: { readonly id: string; readonly secret: Uint8Array } | undefined;
+  /** The key history of the checkpoint opened last, kept apart until its root's signer proves an admin. */
+  #opened: { readonly id: string; readonly gens: readonly KitGeneration[] } | undefined;
 
   constructor(deps: RecoveryCryptoDeps) {
     this.#d = deps;
@@ -207,7 +209,10 @@ export class RecoveryCrypto {
    * Of the roots found in the blind store, the newest (then the largest) this machine's kit
    * opens; the checkpoint secret it carries stays here. `NoRoot` says why none would do.
    */
-  async chooseRoot(roots: readonly Uint8Array[]): Promise<Result<ChosenRoot, RecoveryKeyError>> {
+  async chooseRoot(
+    roots: readonly Uint8Array[],
+    setAside: readonly string[] = [],
+  ): Promise<Result<ChosenRoot, RecoveryKeyError>> {
     const group = this.#d.group();
     const id = this.#d.identity();
     if (!group || !id.frame || !id.framePublic) return err({ type: 'NoRoot', reason: 'no mesh on this machine' });
@@ -222,6 +227,7 @@ export class RecoveryCrypto {
         continue;
       }
       const { root, secret } = opened.value;
+      if (setAside.includes(toHex(root.checkpoint))) continue;
       const chosen = {
         checkpointId: toHex(root.checkpoint),
         by: toHex(root.by),
@@ -248,8 +254,9 @@ export class RecoveryCrypto {
   }
 
   /**
-   * Opens the checkpoint the chosen root names (its bytes already verified against its id):
-   * the key history it carries is kept here, its envelopes are returned for the replica.
+   * Opens the checkpoint the chosen root names (its bytes already verified against its id)
+   * and returns its envelopes for the replica. Its key history is kept apart (`adoptKeys`):
+   * any member could sign a root, and only an admin's checkpoint may add keys.
    */
   async openCheckpoint(
     id: string,
@@ -259,10 +266,18 @@ export class RecoveryCrypto {
     if (!group || this.#chosen?.id !== id) return err({ type: 'NoRoot', reason: 'no root names this checkpoint' });
     const opened = openCheckpoint(bytes, this.#chosen.secret, group.topic);
     if (!opened.ok) return opened;
-    const fresh = opened.value.gens.filter((g) => this.#d.domains.get(g.domain, g.gen) === undefined);
+    this.#opened = { id, gens: opened.value.gens };
+    return ok({ entries: [...opened.value.entries], generations: opened.value.gens.length });
+  }
+
+  /** Keeps the generations of checkpoint `id` that this machine lacks (its root's signer is an admin); how many. */
+  async adoptKeys(id: string): Promise<number> {
+    if (this.#opened?.id !== id) return 0;
+    const fresh = this.#opened.gens.filter((g) => this.#d.domains.get(g.domain, g.gen) === undefined);
     const wrapping = this.#d.identity().wrapping;
     await this.#d.db().putSecrets(await wrapGenerations(wrapping, fresh, () => false));
     for (const g of fresh) this.#d.domains.add(g.domain, g.gen, g.key);
-    return ok({ entries: [...opened.value.entries], generations: fresh.length });
+    this.#opened = undefined;
+    return fresh.length;
   }
 }

@@ -590,6 +590,7 @@ export class CryptoService {
   readonly makeKit: RecoveryCrypto['makeKit'] = (meta) => this.#recovery.makeKit(meta);
   readonly importKit: RecoveryCrypto['importKit'] = (file, code) => this.#recovery.importKit(file, code);
   readonly sealCheckpoint: RecoveryCrypto['sealCheckpoint'] = (e, r) => this.#recovery.sealCheckpoint(e, r);
-  readonly chooseRoot: RecoveryCrypto['chooseRoot'] = (roots) => this.#recovery.chooseRoot(roots);
+  readonly chooseRoot: RecoveryCrypto['chooseRoot'] = (roots, aside) => this.#recovery.chooseRoot(roots, aside);
+  readonly adoptKeys: RecoveryCrypto['adoptKeys'] = (id) => this.#recovery.adoptKeys(id);
   readonly openCheckpoint: RecoveryCrypto['openCheckpoint'] = (id, b) => this.#recovery.openCheckpoint(id, b);
 }

@@ -40,9 +40,9 @@ export const CHECKPOINT_EVERY_MS = 3600_000;
 export type RecoveryWiring = {
   readonly crypto: Pick<
     CryptoPort,
-    'makeKit' | 'importKit' | 'sealCheckpoint' | 'chooseRoot' | 'openCheckpoint' | 'heldGenerations'
+    'makeKit' | 'importKit' | 'sealCheckpoint' | 'chooseRoot' | 'openCheckpoint' | 'adoptKeys' | 'heldGenerations'
   >;
-  readonly state: Pick<StatePort, 'checkpointEntries' | 'restore'>;
+  readonly state: Pick<StatePort, 'checkpointEntries' | 'restore' | 'unopened' | 'reopen'>;
   readonly meta: MeshMetaKeeper;
   readonly roster: Pick<MeshRoster, 'isAdmin' | 'recoveryKits' | 'refresh'>;
   objects(): MeshObjects | undefined;
@@ -54,6 +54,12 @@ export type RecoveryWiring = {
   changed(): void;
   now(): number;
 };
+
+const incomplete = (missing: MissingPart[], checkedAt: number): RecoveryStatus => ({
+  state: 'incomplete',
+  missing,
+  checkedAt,
+});
 
 const reasonOf = (e: { readonly type: string; readonly reason?: string; readonly detail?: string }) =>
   e.reason ?? e.detail ?? e.type;
@@ -195,58 +201,41 @@ export class MeshRecovery {
   }
 
   async #assess(): Promise<RecoveryStatus> {
-    const { crypto, state, roster } = this.#w;
+    const { crypto, state } = this.#w;
     const objects = this.#w.objects();
-    const incomplete = (missing: MissingPart[]): RecoveryStatus => ({
-      state: 'incomplete',
-      missing,
-      checkedAt: this.#w.now(),
-    });
-    const noCheckpoint = (reason: string) => incomplete([{ part: 'checkpoint', reason }]);
-    if (!objects) return noCheckpoint('this page runs no Parquet worker');
-    await this.#step('looking for recovery roots on the relay');
-    const roots = await objects.recoveryRoots();
-    if (!roots.ok) return noCheckpoint(`the relay did not answer: ${reasonOf(roots.error)}`);
-    const chosen = await crypto.chooseRoot(roots.value);
-    if (!chosen.ok) return noCheckpoint(reasonOf(chosen.error));
-    const { checkpointId, at } = chosen.value;
-    const when = new Date(at).toISOString();
-    await this.#step(`fetching the checkpoint of ${when}`);
-    const bytes = await objects.recoveryCheckpoint(checkpointId);
-    if (!bytes.ok) {
-      return noCheckpoint(
-        `the root of ${when} names checkpoint ${checkpointId.slice(0, 12)}…, which the relay does not hold`,
-      );
-    }
-    const opened = await crypto.openCheckpoint(checkpointId, bytes.value);
-    if (!opened.ok) return noCheckpoint(`the checkpoint of ${when} does not open: ${reasonOf(opened.error)}`);
-    await this.#step(`restoring ${opened.value.entries.length} records`);
-    const log = await state.restore(opened.value.entries);
-    await roster.refresh();
-    if (!roster.isAdmin(chosen.value.by)) {
-      return noCheckpoint(
-        `the root of ${when} is signed by ${chosen.value.by.slice(0, 16)}…, not an admin of this mesh`,
-      );
-    }
+    if (!objects)
+      return incomplete([{ part: 'checkpoint', reason: 'this page runs no Parquet worker' }], this.#w.now());
+    const restored = await this.#restoreCheckpoint(objects);
+    if (!restored.ok) return incomplete([{ part: 'checkpoint', reason: restored.error }], this.#w.now());
     await this.#step('checking keys and ciphertext of every object');
     const missing: MissingPart[] = [];
     const held = new Set((await crypto.heldGenerations()).map((g) => `${g.domain}.${g.gen}`));
     const catalog = await objects.catalogObjects();
     const unopenable = catalog.filter((o) => !o.gens.some((g) => held.has(`${o.domain}.${g}`)));
-    const opaque = Object.entries(log.opaque).filter(([at]) => !held.has(at));
+    const opaque = Object.entries(await state.unopened());
     if (unopenable.length > 0 || opaque.length > 0) {
-      const gens = [
-        ...new Set([...unopenable.map((o) => `${o.domain}.${Math.min(...o.gens)}`), ...opaque.map(([g]) => g)]),
-      ];
+      const gens = new Set([...unopenable.map((o) => `${o.domain}.${Math.min(...o.gens)}`), ...opaque.map(([g]) => g)]);
       missing.push({
         part: 'key-history',
         reason:
           `${unopenable.length} object(s) and ${opaque.reduce((n, [, c]) => n + c, 0)} record(s) need key ` +
-          `generations neither the kit nor the checkpoint holds: ${gens.slice(0, 8).join(', ')}`,
+          `generations neither the kit nor the checkpoint holds: ${[...gens].slice(0, 8).join(', ')}`,
       });
     }
     const absent = await objects.missingObjects(catalog.map((o) => ({ id: o.id, domain: o.domain })));
-    if (!absent.ok) return noCheckpoint(`the relay did not answer: ${reasonOf(absent.error)}`);
+    if (!absent.ok) {
+      return incomplete(
+        [
+          {
+            part: 'ciphertext',
+            reason: `the relay did not answer: ${reasonOf(absent.error)}`,
+            objects: catalog.length,
+            of: catalog.length,
+          },
+        ],
+        this.#w.now(),
+      );
+    }
     if (absent.value.length > 0) {
       missing.push({
         part: 'ciphertext',
@@ -255,14 +244,48 @@ export class MeshRecovery {
         of: catalog.length,
       });
     }
-    if (missing.length > 0) return incomplete(missing);
-    return {
-      state: 'restored',
-      checkpointAt: at,
-      by: chosen.value.by,
-      entries: log.applied,
-      objects: catalog.length,
-    };
+    if (missing.length > 0) return incomplete(missing, this.#w.now());
+    const { at, by, applied } = restored.value;
+    return { state: 'restored', checkpointAt: at, by, entries: applied, objects: catalog.length };
+  }
+
+  /**
+   * The newest checkpoint this kit opens whose root an admin signed, taken in: its envelopes
+   * through the replica (which learns the keyring from them), then — only once the root's
+   * signer proves an admin of it — its key history, and the envelopes that history opens. A
+   * root signed by anyone else (any member can sign one) is set aside and the next tried.
+   */
+  async #restoreCheckpoint(objects: MeshObjects): Promise<Result<{ at: number; by: string; applied: number }, string>> {
+    const { crypto, state, roster } = this.#w;
+    await this.#step('looking for recovery roots on the relay');
+    const roots = await objects.recoveryRoots();
+    if (!roots.ok) return err(`the relay did not answer: ${reasonOf(roots.error)}`);
+    const setAside: string[] = [];
+    for (;;) {
+      const chosen = await crypto.chooseRoot(roots.value, setAside);
+      if (!chosen.ok) {
+        const aside =
+          setAside.length > 0 ? `; ${setAside.length} root(s) signed by machines that are not admins set aside` : '';
+        return err(`${reasonOf(chosen.error)}${aside}`);
+      }
+      const { checkpointId, at, by } = chosen.value;
+      const when = new Date(at).toISOString();
+      await this.#step(`fetching the checkpoint of ${when}`);
+      const bytes = await objects.recoveryCheckpoint(checkpointId);
+      if (!bytes.ok)
+        return err(`the root of ${when} names checkpoint ${checkpointId.slice(0, 12)}…, which the relay does not hold`);
+      const opened = await crypto.openCheckpoint(checkpointId, bytes.value);
+      if (!opened.ok) return err(`the checkpoint of ${when} does not open: ${reasonOf(opened.error)}`);
+      await this.#step(`restoring ${opened.value.entries.length} records`);
+      const log = await state.restore(opened.value.entries);
+      await roster.refresh();
+      if (!roster.isAdmin(by)) {
+        setAside.push(checkpointId);
+        continue;
+      }
+      if ((await crypto.adoptKeys(checkpointId)) > 0) await state.reopen();
+      return ok({ at, by, applied: log.applied });
+    }
   }
 }
 

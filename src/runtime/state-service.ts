@@ -147,8 +147,6 @@ export type RestoredLog = {
   readonly applied: number;
   readonly parked: number;
   readonly rejected: number;
-  /** Envelopes no generation held here opens, by `DOMAIN.gen`. */
-  readonly opaque: Readonly<Record<string, number>>;
 };
 
 /** The peer a checkpoint's envelopes are taken in from (its watermark means nothing). */
@@ -345,11 +343,7 @@ export class StateService {
     return out;
   }
 
-  /**
-   * Takes in a checkpoint's envelopes as from a peer (opened, verified, admitted like any),
-   * and says what became of them: envelopes held but not opened, by `domain.gen`, are the
-   * key history this machine lacks.
-   */
+  /** Takes in a checkpoint's envelopes as from a peer (opened, verified, admitted like any). */
   async restore(entries: readonly Uint8Array[]): Promise<RestoredLog> {
     const { replica } = await this.#ready();
     const outcomes: IngestOutcome[] = [];
@@ -357,14 +351,26 @@ export class StateService {
       outcomes.push(...(await replica.ingest(CHECKPOINT_PEER, entries.slice(i, i + CHECKPOINT_BATCH))));
     }
     this.#track(outcomes);
-    const opaque: Record<string, number> = {};
     const count = (type: IngestOutcome['type']) => outcomes.filter((o) => o.type === type).length;
-    for (const o of outcomes) {
-      if (o.type !== 'StoredOpaque') continue;
-      const at = o.outerId.split('.').slice(1, 3).join('.');
-      opaque[at] = (opaque[at] ?? 0) + 1;
+    return { applied: count('Applied'), parked: count('Parked'), rejected: count('Rejected') };
+  }
+
+  /** Envelopes held that no generation held here opened, by `DOMAIN.gen`: the key history this machine lacks. */
+  async unopened(): Promise<Record<string, number>> {
+    const { store } = this.#deps;
+    const through = await store.lastPos();
+    const opaque: Record<string, number> = {};
+    for (let after = 0; after < through;) {
+      const batch = await store.entriesAfter(after, CHECKPOINT_BATCH);
+      if (batch.length === 0) break;
+      for (const e of batch) {
+        if (e.eventId !== undefined) continue;
+        const at = e.outerId.split('.').slice(1, 3).join('.');
+        opaque[at] = (opaque[at] ?? 0) + 1;
+      }
+      after = batch[batch.length - 1]!.pos;
     }
-    return { applied: count('Applied'), parked: count('Parked'), rejected: count('Rejected'), opaque };
+    return opaque;
   }
 
   async #collect(run: () => Promise<void>): Promise<ChangeSummary> {

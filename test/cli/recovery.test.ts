@@ -149,6 +149,14 @@ describe('disaster recovery', () => {
       expect(['MistypedCode', 'WrongCode']).toContain(!refused.ok && refused.error.type);
       expect(stranger.node.subscribe(() => undefined)).toBeTypeOf('function');
 
+      // A member that is not an admin signs a newer root for the kit, with a checkpoint of its own:
+      // the restore sets it aside (only an admin's checkpoint may add keys) and takes the admin's.
+      const kitFrame = marked.machines.find((m) => m.recovery)!.frame;
+      const forged = await archive.services.crypto.sealCheckpoint([], [kitFrame]);
+      if (!forged.ok) throw new Error(forged.error.type);
+      expect((await archive.services.objects.putRecovery('checkpoints', forged.value.checkpoint)).ok).toBe(true);
+      expect((await archive.services.objects.putRecovery('roots', forged.value.root)).ok).toBe(true);
+
       const [restored, status] = await restore('restored', kit.value);
       machines.push(restored);
       expect(status).toMatchObject({ state: 'restored', objects: 2 });
@@ -156,7 +164,7 @@ describe('disaster recovery', () => {
       if (!answer.ok) throw new Error(answer.error.type);
       expect(answer.value.rows).toEqual(expected.value.rows);
 
-      await until(archive, (s) => s.objects.filter((o) => o.held).length === 4, 'the archive holds the checkpoint');
+      await until(archive, (s) => s.objects.filter((o) => o.held).length >= 4, 'the archive holds the checkpoint');
       await archive.close();
 
       // The relay loses one object's ciphertext while the archive is away: a restore says so, and how many.
