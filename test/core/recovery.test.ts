@@ -5,7 +5,7 @@
  * recovery roots (signed, opened only by a kit they name, refused when forged or moved).
  */
 import { describe, expect, it } from 'vitest';
-import { toHex } from '../../src/core/bytes.js';
+import { concat, toHex, utf8 } from '../../src/core/bytes.js';
 import { decodeCbor, encodeCbor } from '../../src/core/cbor.js';
 import { blake3 } from '../../src/core/hash.js';
 import {
@@ -14,9 +14,11 @@ import {
   openRoot,
   recoveryTags,
   sealCheckpoint,
+  sealCheckpointBody,
+  signRoot,
 } from '../../src/core/recovery/checkpoint.js';
 import { formatCode, newRecoveryCode, parseCode } from '../../src/core/recovery/code.js';
-import { openKit, sealKit, type RecoveryKit } from '../../src/core/recovery/kit.js';
+import { encodeBody, openKit, sealKit, sealKitBody, type RecoveryKit } from '../../src/core/recovery/kit.js';
 import { drawKitMachine, hpkeRootKeys } from '../../src/runtime/recovery-keys.js';
 import { nobleVerifier, seededRandom, unsafeTestingSigner } from '../helpers/deterministic.js';
 
@@ -195,4 +197,249 @@ describe('checkpoints and recovery roots', () => {
     expect(toHex(a.roots)).not.toBe(toHex(a.checkpoints));
     expect(toHex(recoveryTags(bytes(32, 2)).roots)).not.toBe(toHex(a.roots));
   });
+});
+
+describe('malformed recovery material', () => {
+  const code = newRecoveryCode(seededRandom('malformed'));
+  /** Cheap scrypt (the lowest cost a kit may name) so that every variant opens in milliseconds. */
+  const seal = (body: unknown, kdf: [number, number, number] = [10, 8, 1]) =>
+    sealKitBody(encodeCbor(body), code.bytes, seededRandom('seal'), kdf);
+  const opened = async (body: unknown, kdf?: [number, number, number]) => openKit(await seal(body, kdf), code.text);
+
+  it('names what is wrong with a kit body, field by field, and takes every bound it allows', async () => {
+    const valid = decodeCbor(encodeBody(await kit()), 1 << 22);
+    if (!valid.ok) throw new Error('kit body does not decode');
+    const body = valid.value as Record<string, unknown>;
+    const machine = body['machine'] as Record<string, unknown>;
+    const gen = (domain: unknown, g: unknown, key: unknown) => [domain, g, key];
+    const cases: [Record<string, unknown> | unknown[], string][] = [
+      [[1, 2], 'not a version 1 kit body'],
+      [{ ...body, v: 2 }, 'not a version 1 kit body'],
+      [{ ...body, group: bytes(31, 1) }, 'group secret or relay key malformed'],
+      [{ ...body, relayKey: bytes(33, 1) }, 'group secret or relay key malformed'],
+      [{ ...body, relay: 'https://relay.example' }, 'relay address malformed'],
+      [{ ...body, relay: 7 }, 'relay address malformed'],
+      [{ ...body, anchors: [] }, 'anchors malformed'],
+      [{ ...body, anchors: bytes(32, 1) }, 'anchors malformed'],
+      [{ ...body, anchors: Array.from({ length: 17 }, () => bytes(32, 1)) }, 'anchors malformed'],
+      [{ ...body, anchors: [bytes(32, 1), bytes(31, 1)] }, 'anchors malformed'],
+      [{ ...body, at: -1 }, 'time malformed'],
+      [{ ...body, at: 1.5 }, 'time malformed'],
+      [{ ...body, at: '1' }, 'time malformed'],
+      [{ ...body, machine: [] }, 'machine keys malformed'],
+      [{ ...body, machine: { ...machine, signing: bytes(31, 1) } }, 'machine keys malformed'],
+      [{ ...body, machine: { ...machine, endpoint: bytes(129, 1) } }, 'machine keys malformed'],
+      [{ ...body, machine: { ...machine, frame: 'key' } }, 'machine keys malformed'],
+      [{ ...body, machine: { ...machine, signingPub: bytes(31, 1) } }, 'machine keys malformed'],
+      [{ ...body, machine: { ...machine, endpointPub: bytes(33, 1) } }, 'machine keys malformed'],
+      [{ ...body, machine: { ...machine, framePub: null } }, 'machine keys malformed'],
+      [{ ...body, gens: {} }, 'key history malformed'],
+      [{ ...body, gens: [['LAB', 1]] }, 'key history malformed'],
+      [{ ...body, gens: [gen('lab', 1, bytes(32, 1))] }, 'key history malformed'],
+      [{ ...body, gens: [gen('LAB', 0, bytes(32, 1))] }, 'key history malformed'],
+      [{ ...body, gens: [gen('LAB', 2 ** 32, bytes(32, 1))] }, 'key history malformed'],
+      [{ ...body, gens: [gen('LAB', 1.5, bytes(32, 1))] }, 'key history malformed'],
+      [{ ...body, gens: [gen('LAB', 1, bytes(31, 1))] }, 'key history malformed'],
+      [{ ...body, gens: Array.from({ length: 65_537 }, () => gen('LAB', 1, bytes(32, 1))) }, 'key history malformed'],
+      [{ ...body, root: bytes(31, 1) }, 'root pointer malformed'],
+      [{ ...body, root: 'none' }, 'root pointer malformed'],
+    ];
+    for (const [variant, reason] of cases) {
+      expect(await opened(variant), reason).toMatchObject({ ok: false, error: { type: 'KitUnreadable', reason } });
+    }
+    const bounds: Record<string, unknown>[] = [
+      { ...body, anchors: Array.from({ length: 16 }, () => bytes(32, 1)), at: 0, root: new Uint8Array(0) },
+      { ...body, machine: { ...machine, signing: bytes(32, 1), endpoint: bytes(128, 1) } },
+      { ...body, gens: Array.from({ length: 65_536 }, (_, i) => gen('LAB', (i % 7) + 2 ** 32 - 7, bytes(32, 1))) },
+      { ...body, gens: [] },
+    ];
+    for (const variant of bounds) expect((await opened(variant)).ok).toBe(true);
+    const none = await opened({ ...body, root: new Uint8Array(0) });
+    expect(none.ok && none.value.root).toBeUndefined();
+  }, 60_000);
+
+  it('names what is wrong with a kit file around the body, and takes every cost it allows', async () => {
+    const file = decodeCbor(await seal(encodeCbor({})), 1 << 22);
+    if (!file.ok) throw new Error('kit file does not decode');
+    const outer = file.value as Record<string, unknown>;
+    const cases: [unknown, string][] = [
+      [[1], 'not a version 1 recovery kit'],
+      [{ ...outer, v: 2 }, 'not a version 1 recovery kit'],
+      [{ ...outer, kdf: 'scrypt' }, 'unknown key derivation'],
+      [{ ...outer, kdf: ['scrypt', 10, 8] }, 'unknown key derivation'],
+      [{ ...outer, kdf: ['argon2', 10, 8, 1] }, 'unknown key derivation'],
+      [{ ...outer, kdf: ['scrypt', 9, 8, 1] }, 'scrypt cost out of bounds'],
+      [{ ...outer, kdf: ['scrypt', 19, 8, 1] }, 'scrypt cost out of bounds'],
+      [{ ...outer, kdf: ['scrypt', 10.5, 8, 1] }, 'scrypt cost out of bounds'],
+      [{ ...outer, kdf: ['scrypt', 10, 4, 1] }, 'scrypt cost out of bounds'],
+      [{ ...outer, kdf: ['scrypt', 10, 8, 0] }, 'scrypt cost out of bounds'],
+      [{ ...outer, kdf: ['scrypt', 10, 8, 5] }, 'scrypt cost out of bounds'],
+      [{ ...outer, salt: bytes(15, 1) }, 'salt or sealed body malformed'],
+      [{ ...outer, sealed: bytes(27, 1) }, 'salt or sealed body malformed'],
+      [{ ...outer, sealed: 'sealed' }, 'salt or sealed body malformed'],
+    ];
+    for (const [variant, reason] of cases) {
+      expect(await openKit(encodeCbor(variant), code.text), reason).toMatchObject({
+        ok: false,
+        error: { type: 'KitUnreadable', reason },
+      });
+    }
+    // The least a sealed body can be (a nonce and a tag) is read as a wrong code, not malformed.
+    expect(await openKit(encodeCbor({ ...outer, sealed: bytes(28, 1) }), code.text)).toMatchObject({
+      error: { type: 'WrongCode' },
+    });
+    const valid = decodeCbor(encodeBody(await kit()), 1 << 22);
+    if (!valid.ok) throw new Error('kit body does not decode');
+    expect((await opened(valid.value, [10, 8, 4])).ok).toBe(true);
+  }, 60_000);
+
+  it('reads a code character by character: look-alikes, padding bits, the first character', () => {
+    const zeros = new Uint8Array(16);
+    const text = formatCode(zeros).replace(/-/g, '');
+    // Independently: 128 bits, padded to 130, five at a time, in Crockford's alphabet.
+    const alphabet = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+    const bitsOf = (b: Uint8Array) => [...b].map((x) => x.toString(2).padStart(8, '0')).join('') + '00';
+    const base32 = (b: Uint8Array) =>
+      bitsOf(b)
+        .match(/.{5}/g)!
+        .map((c) => alphabet[parseInt(c, 2)])
+        .join('');
+    const sample = Uint8Array.from({ length: 16 }, (_, i) => (i * 37 + 11) & 0xff);
+    expect(formatCode(sample).replace(/-/g, '').slice(0, 26)).toBe(base32(sample));
+    expect(text.slice(0, 26)).toBe('0'.repeat(26));
+    const ones = Uint8Array.from({ length: 16 }, () => 0x11);
+    const withOnes = formatCode(ones);
+    for (const lookalike of ['I', 'L', 'i', 'l']) {
+      const typed = withOnes.replace(/1/g, lookalike);
+      const parsed = parseCode(typed);
+      expect(parsed.ok && toHex(parsed.value), lookalike).toBe(toHex(ones));
+    }
+    // The 26th character carries two padding bits, which must be zero.
+    const padded = `${text.slice(0, 25)}1${text.slice(26)}`;
+    expect(parseCode(padded)).toMatchObject({ ok: false, error: { type: 'MistypedCode' } });
+    expect(parseCode(`U${text.slice(1)}`)).toMatchObject({
+      ok: false,
+      error: { type: 'MistypedCode', reason: '“U” is not a character of a recovery code' },
+    });
+    expect(parseCode(text.slice(1))).toMatchObject({
+      error: { reason: 'a recovery code has 28 characters, not 27' },
+    });
+    expect(parseCode(`${text.slice(0, 26)}00`)).toMatchObject({
+      error: { reason: 'the code does not check out: a character is wrong or missing' },
+    });
+  });
+
+  it('names what is wrong with a checkpoint body', () => {
+    const topic = bytes(32, 9);
+    const body = { v: 1, topic, at: 5, by: bytes(32, 3), gens: [], entries: [bytes(4, 1)] };
+    const cases: [unknown, string][] = [
+      [[1], 'not a version 1 checkpoint'],
+      [{ ...body, v: 2 }, 'not a version 1 checkpoint'],
+      [{ ...body, topic: bytes(32, 8) }, 'of another mesh'],
+      [{ ...body, topic: bytes(31, 9) }, 'of another mesh'],
+      [{ ...body, at: 1.5 }, 'header malformed'],
+      [{ ...body, at: 'now' }, 'header malformed'],
+      [{ ...body, by: bytes(31, 3) }, 'header malformed'],
+      [{ ...body, entries: bytes(4, 1) }, 'body malformed'],
+      [{ ...body, entries: [bytes(4, 1), 'x'] }, 'body malformed'],
+      [{ ...body, gens: [['LAB', 0, bytes(32, 1)]] }, 'key history malformed'],
+    ];
+    for (const [variant, detail] of cases) {
+      const sealed = sealCheckpointBody(encodeCbor(variant), topic, seededRandom('cp'));
+      expect(openCheckpoint(sealed.bytes, sealed.secret, topic), detail).toMatchObject({
+        ok: false,
+        error: { type: 'CheckpointMalformed', detail },
+      });
+    }
+    const fine = sealCheckpointBody(encodeCbor(body), topic, seededRandom('cp'));
+    expect(openCheckpoint(fine.bytes, fine.secret, topic).ok).toBe(true);
+    expect(openCheckpoint(fine.bytes.subarray(0, 27), fine.secret, topic)).toMatchObject({
+      error: { detail: 'too short' },
+    });
+  });
+
+  it('names what is wrong with a root, and takes every bound it allows', async () => {
+    const topic = bytes(32, 9);
+    const admin = unsafeTestingSigner('root-admin');
+    const k = await kit();
+    const privateKey = await crypto.subtle.importKey(
+      'pkcs8',
+      new Uint8Array(k.machine.frame),
+      { name: 'X25519' },
+      false,
+      ['deriveBits'],
+    );
+    const publicKey = await crypto.subtle.importKey(
+      'raw',
+      new Uint8Array(k.machine.framePub),
+      { name: 'X25519' },
+      true,
+      [],
+    );
+    const keys = hpkeRootKeys({ keys: { privateKey, publicKey }, publicKey: k.machine.framePub });
+    const context = { topic, kid: k.machine.framePub };
+    const checkpoint = bytes(32, 0xcc);
+    const record = await hpkeRootKeys().seal(
+      k.machine.framePub,
+      bytes(32, 7),
+      concat(utf8('sov/1/recovery-root'), topic),
+      checkpoint,
+    );
+    const access = (n: number) => [
+      [record.kid, record.enc, record.ct],
+      ...Array.from({ length: n - 1 }, () => [bytes(32, 1), bytes(32, 2), bytes(48, 3)]),
+    ];
+    const body = { v: 1, topic, checkpoint, bytes: 0, entries: 0, at: 0, by: admin.publicKey, access: access(1) };
+    const read = async (root: Uint8Array) => openRoot(root, context, keys, nobleVerifier);
+    const signed = async (b: unknown) => read(await signRoot(encodeCbor(b), admin));
+    const cases: [unknown, string][] = [
+      [[1], 'not a version 1 root'],
+      [{ ...body, v: 2 }, 'not a version 1 root'],
+      [{ ...body, topic: bytes(31, 9) }, 'ids malformed'],
+      [{ ...body, checkpoint: bytes(33, 1) }, 'ids malformed'],
+      [{ ...body, by: bytes(31, 1) }, 'ids malformed'],
+      [{ ...body, bytes: -1 }, 'counts malformed'],
+      [{ ...body, entries: 1.5 }, 'counts malformed'],
+      [{ ...body, at: 'now' }, 'counts malformed'],
+      [{ ...body, access: [] }, 'access malformed'],
+      [{ ...body, access: 'all' }, 'access malformed'],
+      [{ ...body, access: access(65) }, 'access malformed'],
+      [{ ...body, access: [[record.kid, record.enc]] }, 'access malformed'],
+      [{ ...body, access: [[bytes(31, 1), record.enc, record.ct]] }, 'access malformed'],
+      [{ ...body, access: [[record.kid, bytes(33, 1), record.ct]] }, 'access malformed'],
+      [{ ...body, access: [[record.kid, record.enc, 'ct']] }, 'access malformed'],
+      [{ ...body, access: [[record.kid, record.enc, bytes(257, 1)]] }, 'access malformed'],
+    ];
+    for (const [variant, detail] of cases) {
+      expect(await signed(variant), detail).toMatchObject({ ok: false, error: { type: 'RootMalformed', detail } });
+    }
+    for (const outer of [
+      encodeCbor([1, 2, 3]),
+      encodeCbor([encodeCbor(body), bytes(63, 1)]),
+      encodeCbor(['b', bytes(64, 1)]),
+    ]) {
+      expect(await read(outer)).toMatchObject({
+        ok: false,
+        error: { type: 'RootMalformed', detail: 'not [body, sig]' },
+      });
+    }
+    const opened = await signed({ ...body, access: access(64) });
+    expect(opened.ok && toHex(opened.value.secret)).toBe(toHex(bytes(32, 7)));
+    expect(opened.ok && opened.value.root.access).toHaveLength(64);
+    // A record of 256 bytes is well formed; it only does not open.
+    expect(await signed({ ...body, access: [[record.kid, record.enc, bytes(256, 1)]] })).toMatchObject({
+      error: { type: 'RootNotForThisKit' },
+    });
+    const many = await makeRoot(
+      { topic, checkpoint, bytes: 0, entries: 0, at: 0, by: admin.publicKey },
+      bytes(32, 7),
+      Array.from({ length: 65 }, () => k.machine.framePub),
+      hpkeRootKeys(),
+      admin,
+    );
+    expect(many).toMatchObject({
+      ok: false,
+      error: { type: 'RootMalformed', detail: '65 recovery kits (1 to 64 allowed)' },
+    });
+  }, 60_000);
 });

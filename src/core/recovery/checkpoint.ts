@@ -103,10 +103,19 @@ export function sealCheckpoint(
     entries: content.entries,
   });
   if (body.length > MAX_CHECKPOINT_BYTES) return err({ type: 'CheckpointTooLarge', bytes: body.length });
+  return ok(sealCheckpointBody(body, content.topic, random));
+}
+
+/** Seals a checkpoint body's bytes as they are (sealCheckpoint; tests seal malformed bodies with it). */
+export function sealCheckpointBody(
+  body: Uint8Array,
+  topic: Uint8Array,
+  random: Random,
+): { bytes: Uint8Array; id: Uint8Array; secret: Uint8Array } {
   const secret = random.bytes(CHECKPOINT_SECRET_BYTES);
   const nonce = random.bytes(NONCE_BYTES);
-  const bytes = concat(nonce, gcm(checkpointKey(secret), nonce, checkpointAad(content.topic)).encrypt(body));
-  return ok({ bytes, id: blake3(bytes), secret });
+  const bytes = concat(nonce, gcm(checkpointKey(secret), nonce, checkpointAad(topic)).encrypt(body));
+  return { bytes, id: blake3(bytes), secret };
 }
 
 /** Opens a checkpoint whose bytes already hash to the id its root names. */
@@ -163,8 +172,12 @@ export async function makeRoot(
     by: root.by,
     access: access.map((a) => [a.kid, a.enc, a.ct]),
   });
-  const sig = await signer.sign(concat(utf8(ROOT_LABEL), body));
-  return ok(encodeCbor([body, sig]));
+  return ok(await signRoot(body, signer));
+}
+
+/** A root body signed as roots are (makeRoot; tests sign malformed bodies with it). */
+export async function signRoot(body: Uint8Array, signer: Signer): Promise<Uint8Array> {
+  return encodeCbor([body, await signer.sign(concat(utf8(ROOT_LABEL), body))]);
 }
 
 /**

@@ -74,16 +74,26 @@ function kitKey(code: Uint8Array, salt: Uint8Array, logN: number, r: number, p: 
 }
 
 /** Seals a kit under a recovery code's bytes (code.ts `newRecoveryCode`). */
-export async function sealKit(kit: RecoveryKit, code: Uint8Array, random: Random): Promise<Uint8Array> {
+export function sealKit(kit: RecoveryKit, code: Uint8Array, random: Random): Promise<Uint8Array> {
+  return sealKitBody(encodeBody(kit), code, random);
+}
+
+/** Seals a kit body's bytes as they are (sealKit; tests seal malformed bodies with it). */
+export async function sealKitBody(
+  body: Uint8Array,
+  code: Uint8Array,
+  random: Random,
+  [logN, r, p]: readonly [number, number, number] = [KIT_LOG_N, 8, 1],
+): Promise<Uint8Array> {
   const salt = random.bytes(SALT_BYTES);
-  const [logN, r, p] = [KIT_LOG_N, 8, 1];
   const key = await kitKey(code, salt, logN, r, p);
   const nonce = random.bytes(NONCE_BYTES);
-  const sealed = gcm(key, nonce, kitAad(salt, logN, r, p)).encrypt(encodeBody(kit));
+  const sealed = gcm(key, nonce, kitAad(salt, logN, r, p)).encrypt(body);
   return encodeCbor({ v: 1, kdf: ['scrypt', logN, r, p], salt, sealed: concat(nonce, sealed) });
 }
 
-function encodeBody(kit: RecoveryKit): Uint8Array {
+/** A kit's body as CBOR (before sealing). */
+export function encodeBody(kit: RecoveryKit): Uint8Array {
   const m = kit.machine;
   return encodeCbor({
     v: 1,
