@@ -23,6 +23,8 @@ import { drawKitMachine, hpkeRootKeys } from '../../src/runtime/recovery-keys.js
 import { nobleVerifier, seededRandom, unsafeTestingSigner } from '../helpers/deterministic.js';
 
 const bytes = (n: number, fill: number) => new Uint8Array(n).fill(fill);
+/** An asymmetric matcher for a text field of an error. */
+const matching = (re: RegExp): unknown => expect.stringMatching(re) as unknown;
 
 async function kit(): Promise<RecoveryKit> {
   return {
@@ -194,6 +196,9 @@ describe('checkpoints and recovery roots', () => {
 
   it('tags recovery objects by mesh, roots apart from checkpoints', () => {
     const a = recoveryTags(bytes(32, 1));
+    // As docs/protocol.md writes them.
+    expect(toHex(a.roots)).toBe(toHex(blake3(encodeCbor(['sov/1/recovery-roots', bytes(32, 1)]))));
+    expect(toHex(a.checkpoints)).toBe(toHex(blake3(encodeCbor(['sov/1/recovery-checkpoints', bytes(32, 1)]))));
     expect(toHex(a.roots)).not.toBe(toHex(a.checkpoints));
     expect(toHex(recoveryTags(bytes(32, 2)).roots)).not.toBe(toHex(a.roots));
   });
@@ -219,6 +224,7 @@ describe('malformed recovery material', () => {
       [{ ...body, relayKey: bytes(33, 1) }, 'group secret or relay key malformed'],
       [{ ...body, relay: 'https://relay.example' }, 'relay address malformed'],
       [{ ...body, relay: 7 }, 'relay address malformed'],
+      [{ ...body, relay: 'https://relay.example/?ws://' }, 'relay address malformed'],
       [{ ...body, anchors: [] }, 'anchors malformed'],
       [{ ...body, anchors: bytes(32, 1) }, 'anchors malformed'],
       [{ ...body, anchors: Array.from({ length: 17 }, () => bytes(32, 1)) }, 'anchors malformed'],
@@ -284,6 +290,13 @@ describe('malformed recovery material', () => {
         error: { type: 'KitUnreadable', reason },
       });
     }
+    expect(await openKit(utf8('not a kit'), code.text)).toMatchObject({
+      error: { type: 'KitUnreadable', reason: matching(/^not a recovery kit \(cbor: /) },
+    });
+    expect(await openKit(await seal({}), 'AAAA-AAAA')).toMatchObject({ error: { type: 'MistypedCode' } });
+    expect(
+      await openKit(await sealKitBody(utf8('x'), code.bytes, seededRandom('x'), [10, 8, 1]), code.text),
+    ).toMatchObject({ error: { type: 'KitUnreadable', reason: matching(/^cbor: /) } });
     // The least a sealed body can be (a nonce and a tag) is read as a wrong code, not malformed.
     expect(await openKit(encodeCbor({ ...outer, sealed: bytes(28, 1) }), code.text)).toMatchObject({
       error: { type: 'WrongCode' },
@@ -307,7 +320,9 @@ describe('malformed recovery material', () => {
     const sample = Uint8Array.from({ length: 16 }, (_, i) => (i * 37 + 11) & 0xff);
     expect(formatCode(sample).replace(/-/g, '').slice(0, 26)).toBe(base32(sample));
     expect(text.slice(0, 26)).toBe('0'.repeat(26));
-    const ones = Uint8Array.from({ length: 16 }, () => 0x11);
+    // 00001 repeated: 0x08 0x42 0x10 0x84 0x21, so the code is mostly ones.
+    const ones = Uint8Array.from({ length: 16 }, (_, i) => [0x08, 0x42, 0x10, 0x84, 0x21][i % 5]!);
+    expect(formatCode(ones).slice(0, 9)).toBe('1111-1111');
     const withOnes = formatCode(ones);
     for (const lookalike of ['I', 'L', 'i', 'l']) {
       const typed = withOnes.replace(/1/g, lookalike);
@@ -353,6 +368,16 @@ describe('malformed recovery material', () => {
     }
     const fine = sealCheckpointBody(encodeCbor(body), topic, seededRandom('cp'));
     expect(openCheckpoint(fine.bytes, fine.secret, topic).ok).toBe(true);
+    expect(openCheckpoint(fine.bytes, bytes(32, 0), topic)).toMatchObject({
+      error: { detail: 'does not open with the secret its root carries' },
+    });
+    expect(openCheckpoint(fine.bytes.subarray(0, 28), fine.secret, topic)).toMatchObject({
+      error: { detail: 'does not open with the secret its root carries' },
+    });
+    const notCbor = sealCheckpointBody(utf8('x'), topic, seededRandom('cp'));
+    expect(openCheckpoint(notCbor.bytes, notCbor.secret, topic)).toMatchObject({
+      error: { type: 'CheckpointMalformed', detail: matching(/^cbor: /) },
+    });
     expect(openCheckpoint(fine.bytes.subarray(0, 27), fine.secret, topic)).toMatchObject({
       error: { detail: 'too short' },
     });
@@ -423,6 +448,34 @@ describe('malformed recovery material', () => {
         error: { type: 'RootMalformed', detail: 'not [body, sig]' },
       });
     }
+    const sig = decodeCbor(await signRoot(encodeCbor(body), admin), 1 << 16);
+    if (!sig.ok) throw new Error('root does not decode');
+    const [bodyBytes, signature] = sig.value as [Uint8Array, Uint8Array];
+    expect(await read(encodeCbor([bodyBytes, signature, 1]))).toMatchObject({ error: { detail: 'not [body, sig]' } });
+    expect(await read(utf8('garbage'))).toMatchObject({
+      error: { type: 'RootMalformed', detail: matching(/^cbor: /) },
+    });
+    expect(await read(await signRoot(utf8('x'), admin))).toMatchObject({
+      error: { type: 'RootMalformed', detail: matching(/^cbor: /) },
+    });
+    // A record that opens to anything but a 32-byte secret is not one for this kit.
+    const short = await hpkeRootKeys().seal(
+      k.machine.framePub,
+      bytes(31, 7),
+      concat(utf8('sov/1/recovery-root'), topic),
+      checkpoint,
+    );
+    expect(await signed({ ...body, access: [[short.kid, short.enc, short.ct]] })).toMatchObject({
+      error: { type: 'RootNotForThisKit' },
+    });
+    const sixtyFour = await makeRoot(
+      { topic, checkpoint, bytes: 0, entries: 0, at: 0, by: admin.publicKey },
+      bytes(32, 7),
+      Array.from({ length: 64 }, () => k.machine.framePub),
+      hpkeRootKeys(),
+      admin,
+    );
+    expect(sixtyFour.ok && (await read(sixtyFour.value)).ok).toBe(true);
     const opened = await signed({ ...body, access: access(64) });
     expect(opened.ok && toHex(opened.value.secret)).toBe(toHex(bytes(32, 7)));
     expect(opened.ok && opened.value.root.access).toHaveLength(64);
