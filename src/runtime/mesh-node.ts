@@ -409,7 +409,8 @@ export class MeshNode {
   }
 
   async #startRelay(): Promise<void> {
-    if (!this.#meta.value) return;
+    // A machine restoring from a kit reaches only the relay's object store until it is restored.
+    if (!this.#meta.value || this.#meta.status === 'recovering') return;
     await this.#refreshPeers();
     this.#relay.start();
   }
