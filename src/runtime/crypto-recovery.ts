@@ -23,6 +23,7 @@ import { err, ok, type Result } from '../core/result.js';
 import { wrapGenerations } from '../storage/domain-generations.js';
 import type { IdentityRecord, KeyStore } from '../storage/key-store.js';
 import { drawKitMachine, hpkeRootKeys, kitIdentity } from './recovery-keys.js';
+import { noRootReason } from './recovery-status.js';
 import { webRandom, webSigner } from './webcrypto.js';
 
 /** A kit as its admin hands it on: the sealed file, the code (shown once), and the machine it enrols. */
@@ -52,6 +53,8 @@ export type SealedRecovery = {
 
 /** The root a restoring machine chose: the newest one for its kit among those offered. */
 export type ChosenRoot = {
+  /** Its place among the roots `chooseRoot` was given. */
+  readonly index: number;
   readonly checkpointId: string;
   readonly by: string;
   readonly at: number;
@@ -63,7 +66,12 @@ export type RecoveryKeyError =
   | KitError
   | CheckpointError
   | { readonly type: 'AlreadyInMesh' }
-  | { readonly type: 'NoRoot'; readonly reason: string };
+  | {
+      readonly type: 'NoRoot';
+      readonly reason: string;
+      /** How many roots were refused, by the refusal's type. */
+      readonly refused?: Readonly<Record<string, number>>;
+    };
 
 /** The key store's name of the group secret (crypto-service.ts). */
 export const GROUP_SECRET = 'group';
@@ -207,7 +215,8 @@ export class RecoveryCrypto {
 
   /**
    * Of the roots found in the blind store, the newest (then the largest) this machine's kit
-   * opens; the checkpoint secret it carries stays here. `NoRoot` says why none would do.
+   * opens; the checkpoint secret it carries stays here. `NoRoot` says why none would do. Called
+   * page by page (mesh-recovery.ts), with the best root so far first among the next page's.
    */
   async chooseRoot(
     roots: readonly Uint8Array[],
@@ -220,7 +229,7 @@ export class RecoveryCrypto {
     const context = { topic: group.topic, kid: id.framePublic };
     let best: { root: ChosenRoot; secret: Uint8Array } | undefined;
     const refused = new Map<string, number>();
-    for (const bytes of roots) {
+    for (const [index, bytes] of roots.entries()) {
       const opened = await openRoot(bytes, context, keys, this.#d.verifier);
       if (!opened.ok) {
         refused.set(opened.error.type, (refused.get(opened.error.type) ?? 0) + 1);
@@ -229,6 +238,7 @@ export class RecoveryCrypto {
       const { root, secret } = opened.value;
       if (setAside.includes(toHex(root.checkpoint))) continue;
       const chosen = {
+        index,
         checkpointId: toHex(root.checkpoint),
         by: toHex(root.by),
         at: root.at,
@@ -239,16 +249,7 @@ export class RecoveryCrypto {
         best = { root: chosen, secret };
       }
     }
-    if (!best) {
-      const why = [...refused].map(([type, n]) => `${n} ${type}`).join(', ');
-      return err({
-        type: 'NoRoot',
-        reason:
-          roots.length === 0
-            ? 'the relay holds no recovery root for this mesh'
-            : `none of the ${roots.length} recovery roots opens with this kit (${why})`,
-      });
-    }
+    if (!best) return err({ type: 'NoRoot', ...noRootReason(roots.length, Object.fromEntries(refused)) });
     this.#chosen = { id: best.root.checkpointId, secret: best.secret };
     return ok(best.root);
   }

@@ -356,7 +356,7 @@ export class MeshObjects {
   /** The catalog as this machine sees it, by object. */
   // ---- recovery (mesh-recovery.ts): checkpoints and roots in the blind store, and what a restore checks
   readonly putRecovery: ObjectPort['putRecovery'] = (kind, bytes) => this.#deps.service.putRecovery(kind, bytes);
-  readonly recoveryRoots: ObjectPort['recoveryRoots'] = () => this.#deps.service.recoveryRoots();
+  readonly recoveryRoots: ObjectPort['recoveryRoots'] = (after) => this.#deps.service.recoveryRoots(after);
   readonly recoveryCheckpoint: ObjectPort['recoveryCheckpoint'] = (id) => this.#deps.service.recoveryCheckpoint(id);
   readonly missingObjects: ObjectPort['missingObjects'] = (objects) => this.#deps.service.missingObjects(objects);
 

@@ -25,7 +25,8 @@ import type { CryptoPort, StatePort } from './ports.js';
 import type { MeshMetaKeeper } from './mesh-meta.js';
 import type { MeshRoster } from './mesh-roster.js';
 import type { MeshObjects } from './mesh-objects.js';
-import type { CheckpointMark, MissingPart, RecoveryStatus } from './recovery-status.js';
+import type { ChosenRoot } from './crypto-recovery.js';
+import { noRootReason, type CheckpointMark, type MissingPart, type RecoveryStatus } from './recovery-status.js';
 
 export type { CheckpointMark, MissingPart, RecoveryStatus } from './recovery-status.js';
 
@@ -258,15 +259,13 @@ export class MeshRecovery {
   async #restoreCheckpoint(objects: MeshObjects): Promise<Result<{ at: number; by: string; applied: number }, string>> {
     const { crypto, state, roster } = this.#w;
     await this.#step('looking for recovery roots on the relay');
-    const roots = await objects.recoveryRoots();
-    if (!roots.ok) return err(`the relay did not answer: ${reasonOf(roots.error)}`);
     const setAside: string[] = [];
     for (;;) {
-      const chosen = await crypto.chooseRoot(roots.value, setAside);
+      const chosen = await this.#chooseRoot(objects, setAside);
       if (!chosen.ok) {
         const aside =
           setAside.length > 0 ? `; ${setAside.length} root(s) signed by machines that are not admins set aside` : '';
-        return err(`${reasonOf(chosen.error)}${aside}`);
+        return err(`${chosen.error}${aside}`);
       }
       const { checkpointId, at, by } = chosen.value;
       const when = new Date(at).toISOString();
@@ -286,6 +285,34 @@ export class MeshRecovery {
       if ((await crypto.adoptKeys(checkpointId)) > 0) await state.reopen();
       return ok({ at, by, applied: log.applied });
     }
+  }
+
+  /**
+   * The best root of all the relay holds, read a page at a time: each page is judged together
+   * with the best root so far, so the last judgement (which leaves its secret in the crypto
+   * worker) is of the best of all, and only a page of roots is ever held.
+   */
+  async #chooseRoot(objects: MeshObjects, setAside: readonly string[]): Promise<Result<ChosenRoot, string>> {
+    let best: { bytes: Uint8Array; root: ChosenRoot } | undefined;
+    let count = 0;
+    const refused: Record<string, number> = {};
+    let after: string | undefined;
+    do {
+      const page = await objects.recoveryRoots(after);
+      if (!page.ok) return err(`the relay did not answer: ${reasonOf(page.error)}`);
+      count += page.value.listed;
+      after = page.value.next;
+      const judged = best ? [best.bytes, ...page.value.roots] : page.value.roots;
+      if (judged.length === 0) continue;
+      const chosen = await this.#w.crypto.chooseRoot(judged, setAside);
+      if (chosen.ok) best = { bytes: judged[chosen.value.index]!, root: chosen.value };
+      else if (chosen.error.type !== 'NoRoot' || !chosen.error.refused) return err(reasonOf(chosen.error));
+      else for (const [type, n] of Object.entries(chosen.error.refused)) refused[type] = (refused[type] ?? 0) + n;
+      if (page.value.listed > page.value.roots.length) {
+        refused['unreadable'] = (refused['unreadable'] ?? 0) + page.value.listed - page.value.roots.length;
+      }
+    } while (after !== undefined);
+    return best ? ok(best.root) : err(noRootReason(count, refused).reason);
   }
 }
 

@@ -365,7 +365,7 @@ export class ObjectService {
 
   // ---- recovery objects (recovery-objects.ts) -------------------------------------------
   readonly putRecovery: RecoveryObjects['put'] = (kind, bytes) => this.#recovery.put(kind, bytes);
-  readonly recoveryRoots: RecoveryObjects['roots'] = () => this.#recovery.roots();
+  readonly recoveryRoots: RecoveryObjects['roots'] = (after) => this.#recovery.roots(after);
   readonly recoveryCheckpoint: RecoveryObjects['checkpoint'] = (id) => this.#recovery.checkpoint(id);
   readonly missingObjects: RecoveryObjects['missing'] = (objects) => this.#recovery.missing(objects);
 

@@ -14,8 +14,20 @@ import type { DomainName } from '../core/schema.js';
 import type { ReadError } from './object-reader.js';
 import type { RelayObjectClient } from './relay-objects-client.js';
 
-/** Roots read at most per recovery: a mesh writes one per checkpoint, and old ones stay. */
-const MAX_ROOTS = 512;
+/**
+ * Roots read per page. A mesh writes one per checkpoint and old ones stay (the newest may sort
+ * anywhere among them by id), so a restore reads every page, keeping only the best root so far
+ * (mesh-recovery.ts): memory stays bounded by a page, never by the mesh's age.
+ */
+export const ROOTS_PER_PAGE = 256;
+
+export type RootsPage = {
+  readonly roots: readonly Uint8Array[];
+  /** How many roots the page listed, the unreadable and oversized ones included. */
+  readonly listed: number;
+  /** Where the next page starts (hex id), when there is one. */
+  readonly next?: string;
+};
 
 export type RecoveryObjectsDeps = {
   client(): Result<RelayObjectClient, ReadError>;
@@ -46,19 +58,26 @@ export class RecoveryObjects {
     return put.ok ? ok({ id: toHex(id) }) : put;
   }
 
-  /** The recovery roots the relay holds for this mesh, each verified against its id. */
-  async roots(): Promise<Result<Uint8Array[], ReadError>> {
+  /**
+   * One page of the recovery roots the relay holds for this mesh (from `after`, a hex id), each
+   * verified against its id; oversized, vanished and mismatching ones are left out.
+   */
+  async roots(after?: string): Promise<Result<RootsPage, ReadError>> {
     const [client, tags] = [this.#d.client(), this.#tags()];
     if (!client.ok) return client;
     if (!tags.ok) return tags;
-    const listed = await client.value.listAll(tags.value.roots);
+    if (after !== undefined && !isStorageId(after)) return err({ type: 'UnknownObject', id: after });
+    const from = after === undefined ? null : storageIdBytes(after);
+    const listed = await client.value.list(tags.value.roots, from, ROOTS_PER_PAGE);
     if (!listed.ok) return listed;
     const roots: Uint8Array[] = [];
-    for (const o of listed.value.filter((o) => o.size <= MAX_ROOT_BYTES).slice(0, MAX_ROOTS)) {
+    for (const o of listed.value.objects.filter((o) => o.size <= MAX_ROOT_BYTES)) {
       const got = await client.value.download(o.id);
       if (got.ok && toHex(blake3(got.value)) === toHex(o.id)) roots.push(got.value);
     }
-    return ok(roots);
+    const last = listed.value.objects.at(-1);
+    const next = listed.value.more && last ? { next: toHex(last.id) } : {};
+    return ok({ roots, listed: listed.value.objects.length, ...next });
   }
 
   /** A checkpoint by id, verified against it (`UnknownObject` when the relay lacks it). */

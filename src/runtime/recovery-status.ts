@@ -31,3 +31,18 @@ export type CheckpointMark = {
   /** The log's length when it was written: nothing new, no new checkpoint. */
   readonly logEnd: number;
 };
+
+/** Why no root would do, out of `count` roots of which `refused` did not open (by refusal type). */
+export function noRootReason(
+  count: number,
+  refused: Readonly<Record<string, number>>,
+): { reason: string; refused: Readonly<Record<string, number>> } {
+  const why = Object.entries(refused)
+    .map(([type, n]) => `${n} ${type}`)
+    .join(', ');
+  const reason =
+    count === 0
+      ? 'the relay holds no recovery root for this mesh'
+      : `none of the ${count} recovery roots opens with this kit${why ? ` (${why})` : ''}`;
+  return { reason, refused };
+}

@@ -10,6 +10,7 @@ import { blake3Stream } from '../core/hash.js';
 import {
   MAX_OBJECT_CHUNK,
   OBJECT_ROUTES,
+  MAX_LIST_LIMIT,
   decodeObjectResponse,
   encodeObjectBody,
   type ListedObject,
@@ -117,16 +118,21 @@ export class RelayObjectClient {
     return ok(out);
   }
 
+  /** One page of the complete objects under `tag` (or all of the mesh's with null) after `after`, in id order. */
+  list(
+    tag: Uint8Array | null,
+    after: Uint8Array | null,
+    limit: number,
+  ): Promise<Result<ObjectResponse['list'], ObjectClientError>> {
+    return this.#call('list', { tag, after, limit: Math.min(limit, MAX_LIST_LIMIT) });
+  }
+
   /** Every complete object under `tag` (or all of the mesh's with null), in id order. */
   async listAll(tag: Uint8Array | null): Promise<Result<ListedObject[], ObjectClientError>> {
     const out: ListedObject[] = [];
     let after: Uint8Array | null = null;
     for (;;) {
-      const page: Result<ObjectResponse['list'], ObjectClientError> = await this.#call('list', {
-        tag,
-        after,
-        limit: 1000,
-      });
+      const page: Result<ObjectResponse['list'], ObjectClientError> = await this.list(tag, after, MAX_LIST_LIMIT);
       if (!page.ok) return page;
       out.push(...page.value.objects);
       const last: ListedObject | undefined = page.value.objects.at(-1);
@@ -139,7 +145,7 @@ export class RelayObjectClient {
     route: R,
     request: ObjectRequest[R],
   ): Promise<Result<ObjectResponse[R], ObjectClientError>> {
-    const max = route === 'get' ? MAX_OBJECT_CHUNK + RESPONSE_SLACK : 1000 * 128 + RESPONSE_SLACK;
+    const max = route === 'get' ? MAX_OBJECT_CHUNK + RESPONSE_SLACK : MAX_LIST_LIMIT * 128 + RESPONSE_SLACK;
     const answer = await postSigned(this.#opts, OBJECT_ROUTES[route], encodeObjectBody(request), max);
     if (!answer.ok) return answer;
     const decoded = decodeObjectResponse(route, answer.value);

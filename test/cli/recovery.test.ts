@@ -8,14 +8,29 @@
  * and the restore completes.
  */
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openHeadless, type Headless } from '../../src/cli/headless.ts';
+import { toHex } from '../../src/core/bytes.js';
+import { blake3 } from '../../src/core/hash.js';
 import type { NodeSnapshot } from '../../src/runtime/mesh-node.js';
 import type { RecoveryStatus } from '../../src/runtime/mesh-recovery.js';
+import { ROOTS_PER_PAGE } from '../../src/runtime/recovery-objects.js';
 import { freePort, spawnRelay } from '../helpers/relay-child.ts';
+
+/** `n` junk roots, as many as a bounded search finds with ids sorting before `before`, the rest any. */
+function junkRoots(n: number, before: string): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (let tries = 0; out.length < n && tries < 1_000_000; tries++) {
+    const bytes = randomBytes(48);
+    if (toHex(blake3(bytes)) < before) out.push(bytes);
+  }
+  while (out.length < n) out.push(randomBytes(48));
+  return out;
+}
 
 const dir = mkdtempSync(join(tmpdir(), 'sov-recovery-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -156,6 +171,16 @@ describe('disaster recovery', () => {
       if (!forged.ok) throw new Error(forged.error.type);
       expect((await archive.services.objects.putRecovery('checkpoints', forged.value.checkpoint)).ok).toBe(true);
       expect((await archive.services.objects.putRecovery('roots', forged.value.root)).ok).toBe(true);
+
+      // Roots that open with nothing fill more than two pages of the listing, sorting before the real
+      // ones by id where a bounded search finds such ids: the restore reads every page, not the first few.
+      const real = await archive.services.objects.recoveryRoots();
+      if (!real.ok) throw new Error(real.error.type);
+      expect(real.value.next).toBeUndefined();
+      const lowest = real.value.roots.map((r) => toHex(blake3(r))).sort()[0]!;
+      for (const junk of junkRoots(2 * ROOTS_PER_PAGE + 20, lowest)) {
+        expect((await archive.services.objects.putRecovery('roots', junk)).ok).toBe(true);
+      }
 
       const [restored, status] = await restore('restored', kit.value);
       machines.push(restored);

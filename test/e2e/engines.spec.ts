@@ -6,7 +6,8 @@
  *   founding a mesh that Chromium joins, and joining one Chromium founded, with profile edits
  *   both ways; a sample object, an hourly query and its chart; a reload with the relay down,
  *   served by the service worker; a pairing ticket read by the QR scanner from a fake camera; a
- *   mesh restored from the recovery kit a Chromium admin made (the kit pasted as text).
+ *   mesh restored from the recovery kit a Chromium admin made (the kit pasted as text); rows
+ *   deleted from a query result and the table compacted.
  * Browsers come from Debian's packages (scripts/ensure-browsers.sh), never downloaded.
  */
 import { chromiumMachine } from './engines/chromium.ts';
@@ -237,6 +238,37 @@ for (const engine of ENGINES) {
       await m.fill(tid('query-sql'), 'SELECT count(*) AS n FROM readings');
       await m.click(tid('query-run'));
       await expectText(m, tid('query-row'), '10', 60_000);
+      await noErrorShown(m);
+    });
+
+    test('deletes picked rows of a query result and compacts the table: the same answer after', async ({ relay }) => {
+      const m = await open();
+      await foundMesh(relay, m, `${engine} workstation`);
+      await showView(m, 'objects');
+      await m.fill(tid('object-table'), 'readings');
+      await m.fill(tid('sample-rows'), '5');
+      for (let i = 1; i <= 3; i++) {
+        await m.click(tid('object-sample'));
+        await expectCount(m, `${tid('object')}[data-state="published"]`, i, 60_000);
+      }
+      await showView(m, 'query');
+      await m.fill(tid('query-sql'), 'SELECT device, time FROM readings ORDER BY time');
+      await m.click(tid('query-run'));
+      await m.click(tid('query-allow-deletes'));
+      await expectCount(m, tid('query-delete'), 1);
+      for (const n of [1, 2]) await m.click(`input[aria-label="Pick row ${n}"]`);
+      await expectCount(m, `${tid('query-delete')}[data-picked="2"]`, 1);
+      await m.click(tid('query-delete'));
+      await expectText(m, tid('query-deleted'), /Deleted 2 rows of readings/);
+      await expectCount(m, `${tid('query-results')}[data-rows="13"]`, 1, 60_000);
+      await showView(m, 'objects');
+      await m.fill(tid('object-table'), 'readings');
+      await m.click(tid('objects-compact'));
+      await expectText(m, tid('compact-result'), /^Compacted 3 objects \(13 rows, 2 deleted rows left out\)/, 60_000);
+      await showView(m, 'query');
+      await m.fill(tid('query-sql'), 'SELECT count(*) AS n FROM readings');
+      await m.click(tid('query-run'));
+      await expectText(m, tid('query-row'), '13', 60_000);
       await noErrorShown(m);
     });
 
