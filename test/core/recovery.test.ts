@@ -42,6 +42,25 @@ async function kit(): Promise<RecoveryKit> {
   };
 }
 
+/** The kit machine's frame key as the HPKE root keys a restoring machine holds. */
+async function frameOf(k: RecoveryKit) {
+  const privateKey = await crypto.subtle.importKey(
+    'pkcs8',
+    new Uint8Array(k.machine.frame),
+    { name: 'X25519' },
+    false,
+    ['deriveBits'],
+  );
+  const publicKey = await crypto.subtle.importKey(
+    'raw',
+    new Uint8Array(k.machine.framePub),
+    { name: 'X25519' },
+    true,
+    [],
+  );
+  return hpkeRootKeys({ keys: { privateKey, publicKey }, publicKey: k.machine.framePub });
+}
+
 describe('recovery code', () => {
   it('reads back what it shows, in any case, with look-alikes and without dashes', () => {
     const code = newRecoveryCode(seededRandom('code'));
@@ -134,23 +153,6 @@ describe('checkpoints and recovery roots', () => {
 
   it('a root is opened by a kit it names, and refused forged, moved or to another kit', async () => {
     const [kitA, kitB] = [await kit(), await kit()];
-    const frameOf = async (k: RecoveryKit) => {
-      const privateKey = await crypto.subtle.importKey(
-        'pkcs8',
-        new Uint8Array(k.machine.frame),
-        { name: 'X25519' },
-        false,
-        ['deriveBits'],
-      );
-      const publicKey = await crypto.subtle.importKey(
-        'raw',
-        new Uint8Array(k.machine.framePub),
-        { name: 'X25519' },
-        true,
-        [],
-      );
-      return hpkeRootKeys({ keys: { privateKey, publicKey }, publicKey: k.machine.framePub });
-    };
     const checkpoint = bytes(32, 0xcc);
     const secret = bytes(32, 0x5e);
     const made = await makeRoot(
@@ -387,21 +389,7 @@ describe('malformed recovery material', () => {
     const topic = bytes(32, 9);
     const admin = unsafeTestingSigner('root-admin');
     const k = await kit();
-    const privateKey = await crypto.subtle.importKey(
-      'pkcs8',
-      new Uint8Array(k.machine.frame),
-      { name: 'X25519' },
-      false,
-      ['deriveBits'],
-    );
-    const publicKey = await crypto.subtle.importKey(
-      'raw',
-      new Uint8Array(k.machine.framePub),
-      { name: 'X25519' },
-      true,
-      [],
-    );
-    const keys = hpkeRootKeys({ keys: { privateKey, publicKey }, publicKey: k.machine.framePub });
+    const keys = await frameOf(k);
     const context = { topic, kid: k.machine.framePub };
     const checkpoint = bytes(32, 0xcc);
     const record = await hpkeRootKeys().seal(
