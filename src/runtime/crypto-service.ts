@@ -507,7 +507,7 @@ export class CryptoService {
    * the inbox) delivers it again — at-least-once delivery, idempotent apply.
    */
   async remember(rid: string, ts: number): Promise<void> {
-    await this.#db.putReplay({ rid, ts });
+    await this.#db.putReplays([{ rid, ts }]);
   }
 
   /** Opens frames in order: a batch the relay delivered together, in one call from the UI thread. */
@@ -521,7 +521,7 @@ export class CryptoService {
 
   /** Records the request ids of frames whose effects are durable (`remember`, for a batch). */
   async rememberAll(seen: readonly { readonly rid: string; readonly ts: number }[]): Promise<void> {
-    await Promise.all(seen.map((s) => this.#db.putReplay({ rid: s.rid, ts: s.ts })));
+    await this.#db.putReplays(seen.map((s) => ({ rid: s.rid, ts: s.ts })));
   }
 
   /** Who may have sent a frame from `sender`: its keyring binding, the inviter named by our ticket, or a joiner. */

@@ -91,7 +91,8 @@ export interface KeyStore {
   openInvitations(now: number): Promise<InvitationRecord[]>;
   /** Replay records, oldest first, after dropping those older than `before`. */
   replays(before: number): Promise<ReplayRecord[]>;
-  putReplay(record: ReplayRecord): Promise<void>;
+  /** Keeps these replay records, all in one write (a batch of frames is remembered at once). */
+  putReplays(records: readonly ReplayRecord[]): Promise<void>;
 }
 
 /**
@@ -250,8 +251,8 @@ export class DexieKeyStore implements KeyStore {
     return this.db.replay.orderBy('ts').toArray();
   }
 
-  async putReplay(record: ReplayRecord): Promise<void> {
-    await this.db.replay.put(record);
+  async putReplays(records: readonly ReplayRecord[]): Promise<void> {
+    if (records.length > 0) await this.db.replay.bulkPut([...records]);
   }
 }
 

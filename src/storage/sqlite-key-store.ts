@@ -211,7 +211,12 @@ export class SqliteKeyStore implements KeyStore {
     return this.#db.prepare('SELECT rid, ts FROM replay ORDER BY ts').all() as ReplayRecord[];
   }
 
-  async putReplay(record: ReplayRecord): Promise<void> {
-    this.#db.prepare('INSERT OR REPLACE INTO replay (rid, ts) VALUES (?, ?)').run(record.rid, record.ts);
+  async putReplays(records: readonly ReplayRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    const put = this.#db.prepare('INSERT OR REPLACE INTO replay (rid, ts) VALUES (?, ?)');
+    // One transaction, so one synced commit for a whole batch of frames.
+    this.#db.transaction(() => {
+      for (const r of records) put.run(r.rid, r.ts);
+    })();
   }
 }

@@ -75,9 +75,15 @@ describe('SQLite key store', () => {
     // Secrets, invitations and replay records are kept too.
     expect(await crypto2.createInvitation('ws://127.0.0.1:1/ws', 'ab'.repeat(32))).toMatch(/^sov1\./);
     expect(await reopened.openInvitations(clock.now())).toHaveLength(1);
-    await reopened.putReplay({ rid: 'r1', ts: 10 });
-    await reopened.putReplay({ rid: 'r2', ts: 20 });
-    expect(await reopened.replays(15)).toEqual([{ rid: 'r2', ts: 20 }]);
+    await reopened.putReplays([{ rid: 'r1', ts: 10 }]);
+    await reopened.putReplays([
+      { rid: 'r2', ts: 20 },
+      { rid: 'r3', ts: 30 },
+    ]);
+    expect(await reopened.replays(15)).toEqual([
+      { rid: 'r2', ts: 20 },
+      { rid: 'r3', ts: 30 },
+    ]);
     reopened.close();
   });
 
