@@ -17,6 +17,7 @@
  *   - the catalog view: every object this machine can read (manifest opened), formed,
  *     or merely stores (bytes only, unreadable here).
  */
+import { BATCH_ID_BYTES, decodeAccessBatch } from '../core/object/access.js';
 import { tableName } from '../core/object/csv-import.js';
 import { fromBase64Url, toBase64Url } from '../core/bytes.js';
 import type { WriteError, WriteOutcome } from '../core/replica.js';
@@ -26,7 +27,7 @@ import type { RowState } from '../core/merge.js';
 import type { RowsFound } from '../core/query/execute.js';
 import type { Codec } from '../core/parquet/write.js';
 import type { DomainView } from './mls-service.js';
-import { RewrapJob, type RewrapProgress } from './rewrap-job.js';
+import { accessBatchKey, RewrapJob, type RewrapProgress } from './rewrap-job.js';
 import type {
   CatalogEntry,
   HeldObject,
@@ -156,6 +157,21 @@ function accessKey(row: string): { domain: DomainName; id: string; gen: number }
   const g = Number(gen);
   if (extra !== undefined || !isDomainName(domain) || !writer || !id || !ID.test(id)) return undefined;
   return Number.isInteger(g) && g >= 1 ? { domain, id, gen: g } : undefined;
+}
+
+/** A catalog entry while its access records are gathered. */
+type Gathered = CatalogEntry & { access: { gen: number; wrapped: Uint8Array }[] };
+
+/** Catalog entries by the storage-id prefix batches name them by (several, should two share one). */
+function prefixIndex<E extends { readonly id: string }>(entries: Iterable<E>): Map<string, E[]> {
+  const index = new Map<string, E[]>();
+  for (const e of entries) {
+    const prefix = e.id.slice(0, 2 * BATCH_ID_BYTES);
+    const same = index.get(prefix);
+    if (same) same.push(e);
+    else index.set(prefix, [e]);
+  }
+  return index;
 }
 
 /** A placement record's value: '*' (every domain), or domain names separated by commas. */
@@ -370,17 +386,32 @@ export class MeshObjects {
   }
 
   async #catalog(): Promise<Map<string, CatalogEntry>> {
-    const out = new Map<string, CatalogEntry & { access: { gen: number; wrapped: Uint8Array }[] }>();
+    const out = new Map<string, Gathered>();
     for (const r of await this.#deps.rows(CATALOG_TABLE)) {
       const key = catalogKey(r.row);
       const sealed = key && this.#bytesOf(CATALOG_TABLE, r.row, r.cells['manifest']?.value);
       if (!key || !sealed) continue;
       out.set(key.id, { id: key.id, domain: key.domain, producer: key.producer, sealedManifest: sealed, access: [] });
     }
+    let byPrefix: Map<string, Gathered[]> | undefined;
     for (const r of await this.#deps.rows(ACCESS_TABLE)) {
+      const value = r.cells['wrapped']?.value;
       const key = accessKey(r.row);
-      const wrapped = key && this.#bytesOf(ACCESS_TABLE, r.row, r.cells['wrapped']?.value);
-      const entry = key && out.get(key.id);
+      if (!key) {
+        const batch = accessBatchKey(r.row);
+        const bytes = batch && this.#bytesOf(ACCESS_TABLE, r.row, value);
+        const records = bytes && decodeAccessBatch(bytes);
+        if (!batch || !records?.ok) continue;
+        byPrefix ??= prefixIndex(out.values());
+        for (const { prefix, wrapped } of records.value) {
+          for (const entry of byPrefix.get(prefix) ?? []) {
+            if (entry.domain === batch.domain) entry.access.push({ gen: batch.gen, wrapped });
+          }
+        }
+        continue;
+      }
+      const wrapped = this.#bytesOf(ACCESS_TABLE, r.row, value);
+      const entry = out.get(key.id);
       if (entry && wrapped && entry.domain === key.domain) entry.access.push({ gen: key.gen, wrapped });
     }
     return out;

@@ -71,6 +71,12 @@ export class ObjectPlane {
     return plane.ok ? plane.value.tryEveryKey(id) : plane;
   }
 
+  /** Each catalog object with the key generations its access records are under (one record each, batched or not). */
+  async catalogObjects(): Promise<Result<{ id: string; domain: DomainName; gens: number[] }[], ObjectError>> {
+    const plane = this.#plane();
+    return plane.ok ? ok(await plane.value.catalogObjects()) : plane;
+  }
+
   /** SQL over this machine's catalog (core/query/sql.ts); `id` lets `cancelQuery` stop it. */
   async query(sql: string, options: QueryOptions = {}): Promise<Result<QueryResult, ObjectError>> {
     const plane = this.#plane();

@@ -1,8 +1,8 @@
 /**
  * Rotation by rewrap, in the background (SOP/1; seed 003 "Rotating keys"): after a rotation
  * or a removal minted a domain's generation, each object of the domain gets a new access
- * record under it — written as an `object_access` row like a publication's, a few dozen bytes
- * per object — while its bytes, storage id and producer signature stay as they are.
+ * record under it — REWRAP_BATCH of them to an `object_access` row, 68 bytes per object
+ * (core/object/access.ts) — while its bytes, storage id and producer signature stay as they are.
  *
  * What is left is derived each time from the catalog (objects with no record under the
  * current generation), never from a saved cursor: a job cut short by a crash, a reload or a
@@ -14,12 +14,32 @@
  * generation or the members change under it.
  */
 import { toBase64Url } from '../core/bytes.js';
+import { encodeAccessBatch, MAX_BATCH_ENTRIES } from '../core/object/access.js';
+import { isStorageId } from '../core/object/keys.js';
 import { planRewrap } from '../core/object/rewrap.js';
 import type { WriteError, WriteOutcome } from '../core/replica.js';
 import type { Result } from '../core/result.js';
 import { isDomainName, type DomainName } from '../core/schema.js';
 import type { DomainView } from './mls-service.js';
 import type { CatalogEntry, ObjectError, Rewrapped } from './object-service.js';
+
+/**
+ * `<DOMAIN>:<writer>:batch:<gen>:<first storage id>` → its parts: a rotation's batch of access
+ * records (core/object/access.ts). Earlier versions read five parts as no record at all.
+ */
+export function accessBatchKey(row: string): { domain: DomainName; gen: number } | undefined {
+  const [domain, writer, batch, gen, first, extra] = row.split(':');
+  const g = Number(gen);
+  if (extra !== undefined || batch !== 'batch' || !isDomainName(domain) || !writer || !first || !isStorageId(first)) {
+    return undefined;
+  }
+  return Number.isInteger(g) && g >= 1 ? { domain, gen: g } : undefined;
+}
+
+/** The access-record row that holds a batch of a rotation's records, named by the batch's first object. */
+export function accessBatchRow(domain: DomainName, writer: string, gen: number, first: string): string {
+  return `${domain}:${writer}:batch:${gen}:${first}`;
+}
 
 /** How far the rewrap of one domain under its current generation has come. */
 export type RewrapProgress = {
@@ -43,14 +63,17 @@ export type RewrapDeps = {
   catalog(): Promise<ReadonlyMap<string, CatalogEntry>>;
   /** The key holder's rewrap of one batch (object-service.ts `rewrap`). */
   rewrap(domain: DomainName, gen: number, entries: readonly CatalogEntry[]): Promise<Result<Rewrapped[], ObjectError>>;
-  /** Writes an `object_access` row. */
+  /** Writes an `object_access` row (here: a batch of records, mesh-objects.ts `accessBatchRow`). */
   writeAccess(row: string, wrapped: string): Promise<Result<WriteOutcome, WriteError>>;
   /** Progress changed: the UI shows it. */
   changed(): void;
 };
 
-/** Objects per round trip to the key holder; progress is shown after each. */
-export const REWRAP_BATCH = 100;
+/**
+ * Objects per round trip to the key holder, and per access-record row: as many as one row
+ * holds (core/object/access.ts, 180); progress is shown after each.
+ */
+export const REWRAP_BATCH = MAX_BATCH_ENTRIES;
 
 const reasonOf = (e: { readonly type: string; readonly reason?: unknown }): string =>
   typeof e.reason === 'string' ? `${e.type}: ${e.reason}` : e.type;
@@ -103,14 +126,13 @@ export class RewrapJob {
       const batch = plan.rewrap.slice(i, i + REWRAP_BATCH).map((id) => byId.get(id)!);
       const made = await this.#deps.rewrap(domain, gen, batch);
       if (!made.ok) return show(reasonOf(made.error));
-      // Written together: the state plane signs and records a burst of local writes in one go.
-      const written = await Promise.all(
-        made.value.map((r) =>
-          this.#deps.writeAccess(`${domain}:${this.#deps.self()}:${r.id}:${r.gen}`, toBase64Url(r.wrapped)),
-        ),
-      );
-      done += written.filter((w) => w.ok).length;
-      for (const w of written) if (!w.ok) return show(reasonOf(w.error));
+      if (made.value.length === 0) continue;
+      // One row for the batch: a record costs its 68 bytes, not a signed event of its own.
+      const records = made.value.flatMap((r) => (isStorageId(r.id) ? [{ storageId: r.id, wrapped: r.wrapped }] : []));
+      const row = accessBatchRow(domain, this.#deps.self(), gen, made.value[0]!.id);
+      const written = await this.#deps.writeAccess(row, toBase64Url(encodeAccessBatch(records)));
+      if (!written.ok) return show(reasonOf(written.error));
+      done += records.length;
       show();
     }
   }

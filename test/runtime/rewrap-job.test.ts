@@ -2,16 +2,21 @@
  * The background rewrap (src/runtime/rewrap-job.ts) against fakes: only admins run it, only
  * under a generation that carries history; what is left comes from the catalog each run, so
  * a second run finishes what the first left; objects some reader may not read are withheld
- * and counted; batches go to the key holder 100 at a time with progress after each; a group
- * that changes under the job, a refused rewrap or a refused write stops it with the reason.
+ * and counted; batches go to the key holder REWRAP_BATCH at a time, each written as one row of
+ * records (core/object/access.ts batches) with progress after each; a group that changes
+ * under the job, a refused rewrap or a refused write stops it with the reason.
  */
 import { describe, expect, it } from 'vitest';
+import { fromBase64Url } from '../../src/core/bytes.js';
+import { decodeAccessBatch } from '../../src/core/object/access.js';
 import { err, ok } from '../../src/core/result.js';
 import type { DomainView } from '../../src/runtime/mls-service.js';
 import type { CatalogEntry } from '../../src/runtime/object-service.js';
-import { REWRAP_BATCH, RewrapJob, type RewrapProgress } from '../../src/runtime/rewrap-job.js';
+import { accessBatchKey, REWRAP_BATCH, RewrapJob, type RewrapProgress } from '../../src/runtime/rewrap-job.js';
 
-const id = (n: number) => n.toString(16).padStart(64, '0');
+/** Storage ids that differ in their first eight bytes, as batches name objects by them. */
+const id = (n: number) => n.toString(16).padStart(16, '0').padEnd(64, 'e');
+const B = REWRAP_BATCH;
 
 function view(over: Partial<DomainView> = {}): DomainView {
   return {
@@ -43,7 +48,13 @@ function fixture(origins: number[], over: { admin?: boolean; views?: () => Domai
       access: [{ gen, wrapped: new Uint8Array(60) }],
     }),
   );
-  const log = { batches: [] as number[], rows: [] as string[], progress: [] as RewrapProgress[], reads: 0 };
+  const log = {
+    batches: [] as number[],
+    rows: [] as string[],
+    records: [] as number[],
+    progress: [] as RewrapProgress[],
+    reads: 0,
+  };
   const fail = { rewrap: false, write: -1 };
   let current = view();
   const job = new RewrapJob({
@@ -59,12 +70,18 @@ function fixture(origins: number[], over: { admin?: boolean; views?: () => Domai
       if (fail.rewrap) return err({ type: 'GenerationMoved', domain, asked: gen, current: gen + 1 });
       return ok(entries.map((e) => ({ id: e.id, gen, wrapped: new Uint8Array(60) })));
     },
-    writeAccess: async (row) => {
+    writeAccess: async (row, value) => {
       if (log.rows.length === fail.write) return err({ type: 'InvalidEdit', reason: 'refused' });
       log.rows.push(row);
-      const [, , object, gen] = row.split(':');
-      const entry = catalog.get(object!)!;
-      catalog.set(object!, { ...entry, access: [...entry.access, { gen: Number(gen), wrapped: new Uint8Array(60) }] });
+      const key = accessBatchKey(row);
+      const bytes = fromBase64Url(value);
+      const records = bytes && decodeAccessBatch(bytes);
+      if (!key || !records?.ok) throw new Error(`not a batch row: ${row}`);
+      log.records.push(records.value.length);
+      for (const { prefix, wrapped } of records.value) {
+        const entry = [...catalog.values()].find((e) => e.id.startsWith(prefix))!;
+        catalog.set(entry.id, { ...entry, access: [...entry.access, { gen: key.gen, wrapped }] });
+      }
       return ok({ outerId: 'x', resurrections: [] });
     },
     changed: () => void log.progress.push(...job.progress()),
@@ -74,17 +91,18 @@ function fixture(origins: number[], over: { admin?: boolean; views?: () => Domai
 
 describe('rewrap job', () => {
   it('rewraps, in batches, every object each reader may read; withholds the rest; a second run finds nothing left', async () => {
-    // 250 objects from generation 2 (every reader entitled), 3 from generation 1 (bb is forward-only from 2).
-    const f = fixture([...Array<number>(250).fill(2), 1, 1, 1]);
+    // 2B + 50 objects from generation 2 (every reader entitled), 3 from generation 1 (bb is forward-only from 2).
+    const n = 2 * B + 50;
+    const f = fixture([...Array<number>(n).fill(2), 1, 1, 1]);
     await f.job.run();
-    expect(f.log.batches).toEqual([REWRAP_BATCH, REWRAP_BATCH, 50]);
-    expect(f.log.rows).toHaveLength(250);
-    expect(f.log.rows[0]).toBe(`LAB:aa:${id(0)}:3`);
-    expect(f.log.progress.map((p) => p.done)).toEqual([0, 100, 200, 250]);
-    expect(f.job.progress()).toEqual([{ domain: 'LAB', gen: 3, done: 250, total: 250, withheld: 3 }]);
+    expect(f.log.batches).toEqual([B, B, 50]);
+    expect(f.log.records).toEqual([B, B, 50]);
+    expect(f.log.rows).toEqual([`LAB:aa:batch:3:${id(0)}`, `LAB:aa:batch:3:${id(B)}`, `LAB:aa:batch:3:${id(2 * B)}`]);
+    expect(f.log.progress.map((p) => p.done)).toEqual([0, B, 2 * B, n]);
+    expect(f.job.progress()).toEqual([{ domain: 'LAB', gen: 3, done: n, total: n, withheld: 3 }]);
     await f.job.run();
     expect(f.log.batches).toHaveLength(3);
-    expect(f.job.progress()).toEqual([{ domain: 'LAB', gen: 3, done: 250, total: 250, withheld: 3 }]);
+    expect(f.job.progress()).toEqual([{ domain: 'LAB', gen: 3, done: n, total: n, withheld: 3 }]);
   });
 
   it('does nothing on a machine that is not an admin, or under a generation that carries no history', async () => {
@@ -99,7 +117,7 @@ describe('rewrap job', () => {
   });
 
   it('stops when the group changes under it, and the next run plans against the new group', async () => {
-    const f = fixture(Array<number>(250).fill(2));
+    const f = fixture(Array<number>(2 * B + 50).fill(2));
     const original = f.log.batches.push.bind(f.log.batches);
     f.log.batches.push = (n: number) => {
       // A forward-only machine joins (a new generation) while the first batch is out.
@@ -108,7 +126,7 @@ describe('rewrap job', () => {
     };
     await f.job.run();
     expect([...f.log.batches]).toEqual([REWRAP_BATCH]);
-    expect(f.job.progress()[0]?.done).toBe(100);
+    expect(f.job.progress()[0]?.done).toBe(B);
     expect(f.job.progress()[0]?.stopped).toContain('group changed');
     await f.job.run();
     // Generation 4 carries no history: nothing more is rewrapped.
@@ -116,17 +134,19 @@ describe('rewrap job', () => {
   });
 
   it('stops with the reason when the key holder or the state plane refuses, and resumes', async () => {
-    const f = fixture(Array<number>(150).fill(2));
+    const n = B + 50;
+    const f = fixture(Array<number>(n).fill(2));
     f.fail.rewrap = true;
     await f.job.run();
-    expect(f.job.progress()[0]).toMatchObject({ done: 0, total: 150, stopped: 'GenerationMoved' });
+    expect(f.job.progress()[0]).toMatchObject({ done: 0, total: n, stopped: 'GenerationMoved' });
     f.fail.rewrap = false;
-    f.fail.write = 30;
+    f.fail.write = 1;
     await f.job.run();
-    expect(f.job.progress()[0]).toMatchObject({ done: 30, stopped: 'InvalidEdit: refused' });
+    expect(f.job.progress()[0]).toMatchObject({ done: B, stopped: 'InvalidEdit: refused' });
     f.fail.write = -1;
     await f.job.run();
-    expect(f.job.progress()).toEqual([{ domain: 'LAB', gen: 3, done: 150, total: 150, withheld: 0 }]);
+    expect(f.log.records).toEqual([B, 50]);
+    expect(f.job.progress()).toEqual([{ domain: 'LAB', gen: 3, done: n, total: n, withheld: 0 }]);
   });
 
   it('reads the catalog once a run for every domain, and not at all while no generation carries history', async () => {

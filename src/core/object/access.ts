@@ -9,9 +9,21 @@
  *
  * The AAD binds the record to its object, domain and generation: a record
  * moved to another object, domain or generation does not open.
+ *
+ * A rotation's records go in batches (runtime/rewrap-job.ts): one state-plane row holds
+ * up to MAX_BATCH_ENTRIES records of one domain and generation, each named by the first
+ * BATCH_ID_BYTES of its object's storage id, so a record costs 68 bytes, not a signed
+ * event of its own (~565 bytes sealed):
+ *
+ *   batch = (storage_id[0..8] ‖ wrapped(60))*                                   68 bytes each
+ *
+ * The prefix only finds the object; the AAD still binds the whole storage id, so a prefix
+ * two objects share (about 1 in 10^10 for 100,000 objects of a domain) costs a reader one
+ * failed unwrap, never a wrong secret.
  */
 import { gcm } from '@noble/ciphers/aes.js';
-import { concat, utf8 } from '../bytes.js';
+import { concat, toHex, utf8 } from '../bytes.js';
+import { MAX_VALUE_CHARS } from '../event.js';
 import type { Random } from '../ports.js';
 import { err, ok, type Result } from '../result.js';
 import type { DomainName } from '../schema.js';
@@ -20,6 +32,12 @@ import { OBJECT_SECRET_BYTES, storageIdBytes, type StorageId } from './keys.js';
 const LABEL = utf8('sov/1/access');
 const NONCE_BYTES = 12;
 export const WRAPPED_BYTES = NONCE_BYTES + OBJECT_SECRET_BYTES + 16;
+
+/** Leading bytes of the storage id that name an object in a batch of access records. */
+export const BATCH_ID_BYTES = 8;
+export const BATCH_ENTRY_BYTES = BATCH_ID_BYTES + WRAPPED_BYTES;
+/** Records per batch: as many as fit one column value as base64url (180 × 68 bytes: 16,320 characters). */
+export const MAX_BATCH_ENTRIES = Math.floor((MAX_VALUE_CHARS * 3) / 4 / BATCH_ENTRY_BYTES);
 
 export type AccessRecord = {
   readonly storageId: StorageId;
@@ -30,6 +48,7 @@ export type AccessRecord = {
 
 export type AccessError =
   | { readonly type: 'AccessRecordMalformed' }
+  | { readonly type: 'AccessBatchMalformed'; readonly reason: string }
   /** The record does not open under this KEK for this object, domain and generation. */
   | {
       readonly type: 'AccessRecordMismatch';
@@ -69,4 +88,41 @@ export function unwrapSecret(record: AccessRecord, kek: Uint8Array): Result<Uint
   } catch {
     return err({ type: 'AccessRecordMismatch', storageId: record.storageId, domain: record.domain, gen: record.gen });
   }
+}
+
+/** One record of a batch: the object's storage-id prefix (hex) and its wrapped secret. */
+export type BatchedRecord = { readonly prefix: string; readonly wrapped: Uint8Array };
+
+/** A batch of access records of one domain and generation (the row names both). */
+export function encodeAccessBatch(
+  records: readonly { readonly storageId: StorageId; readonly wrapped: Uint8Array }[],
+): Uint8Array {
+  if (records.length === 0 || records.length > MAX_BATCH_ENTRIES) {
+    throw new Error(`access: a batch holds 1..${MAX_BATCH_ENTRIES} records`);
+  }
+  const out = new Uint8Array(records.length * BATCH_ENTRY_BYTES);
+  for (const [i, r] of records.entries()) {
+    if (r.wrapped.length !== WRAPPED_BYTES) throw new Error('access: a wrapped secret is 60 bytes');
+    out.set(storageIdBytes(r.storageId).subarray(0, BATCH_ID_BYTES), i * BATCH_ENTRY_BYTES);
+    out.set(r.wrapped, i * BATCH_ENTRY_BYTES + BATCH_ID_BYTES);
+  }
+  return out;
+}
+
+export function decodeAccessBatch(bytes: Uint8Array): Result<BatchedRecord[], AccessError> {
+  const n = bytes.length / BATCH_ENTRY_BYTES;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_BATCH_ENTRIES) {
+    return err({
+      type: 'AccessBatchMalformed',
+      reason: `${bytes.length} bytes is not 1..${MAX_BATCH_ENTRIES} records of ${BATCH_ENTRY_BYTES}`,
+    });
+  }
+  const out: BatchedRecord[] = [];
+  for (let at = 0; at < bytes.length; at += BATCH_ENTRY_BYTES) {
+    out.push({
+      prefix: toHex(bytes.subarray(at, at + BATCH_ID_BYTES)),
+      wrapped: bytes.slice(at + BATCH_ID_BYTES, at + BATCH_ENTRY_BYTES),
+    });
+  }
+  return ok(out);
 }
