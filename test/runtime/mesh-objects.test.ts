@@ -7,7 +7,9 @@
  */
 import 'fake-indexeddb/auto';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import { fromHex } from '../../src/core/bytes.js';
+import { fromBase64Url, fromHex, toBase64Url } from '../../src/core/bytes.js';
+import { encodeAccessBatch } from '../../src/core/object/access.js';
+import type { StorageId } from '../../src/core/object/keys.js';
 import type { RowState } from '../../src/core/merge.js';
 import { ok } from '../../src/core/result.js';
 import { DOMAINS } from '../../src/core/schema.js';
@@ -155,6 +157,34 @@ describe('MeshObjects', () => {
     t.state.removed = false;
     await t.objects.sync();
     expect(t.state.writes).toEqual([]);
+  });
+
+  it("takes an object's record from a rotation's batch row, and ignores malformed or misplaced batches", async () => {
+    const formed = await t.objects.importSample('GENERAL', 10);
+    if (!formed.ok) throw new Error(formed.error.type);
+    t.state.online = true;
+    await t.objects.sync();
+    const id = formed.value.id;
+    const single = `${ACCESS_TABLE}\u0000GENERAL:${t.signer}:${id}:1`;
+    const record = t.rows.get(single)!;
+    const wrapped = fromBase64Url(record.cells['wrapped']!.value as string)!;
+    t.rows.delete(single);
+    const put = (row: string, value: string) =>
+      t.rows.set(`${ACCESS_TABLE}\u0000${row}`, {
+        table: ACCESS_TABLE,
+        row,
+        cells: { wrapped: { value, stamp: record.cells['wrapped']!.stamp } },
+      });
+    const batch = toBase64Url(encodeAccessBatch([{ storageId: id as StorageId, wrapped }]));
+    put(`GENERAL:${t.signer}:batch:1:${id}`, batch);
+    // Not batches: a torn batch, one named in another domain, a row key of six parts.
+    put(`GENERAL:${t.signer}:batch:2:${id}`, batch.slice(0, -4));
+    put(`PERSONAL:${t.signer}:batch:3:${id}`, batch);
+    put(`GENERAL:${t.signer}:batch:4:${id}:x`, batch);
+    const fresh = await setUpReader(t.rows);
+    expect(await fresh.catalogObjects()).toEqual([{ id, domain: 'GENERAL', gens: [1] }]);
+    const csv = await fresh.download(id, 'csv');
+    expect(csv.ok && new TextDecoder().decode(csv.value).trimEnd().split('\n')).toHaveLength(11);
   });
 
   it('shows a catalog row published under another producer as a typed error', async () => {
