@@ -17,9 +17,8 @@
  *   - the catalog view: every object this machine can read (manifest opened), formed,
  *     or merely stores (bytes only, unreadable here).
  */
-import { BATCH_ID_BYTES, decodeAccessBatch } from '../core/object/access.js';
 import { tableName } from '../core/object/csv-import.js';
-import { fromBase64Url, toBase64Url } from '../core/bytes.js';
+import { toBase64Url } from '../core/bytes.js';
 import type { WriteError, WriteOutcome } from '../core/replica.js';
 import { err, ok, type Result } from '../core/result.js';
 import { isDomainName, type DomainName } from '../core/schema.js';
@@ -27,7 +26,8 @@ import type { RowState } from '../core/merge.js';
 import type { RowsFound } from '../core/query/execute.js';
 import type { Codec } from '../core/parquet/write.js';
 import type { DomainView } from './mls-service.js';
-import { accessBatchKey, RewrapJob, type RewrapProgress } from './rewrap-job.js';
+import { RewrapJob, type RewrapProgress } from './rewrap-job.js';
+import { ACCESS_TABLE, CATALOG_TABLE, CatalogRows } from './catalog-rows.js';
 import type {
   CatalogEntry,
   HeldObject,
@@ -122,12 +122,9 @@ export type QueryOptions = {
   readonly onRows?: RowsFound;
 };
 
-export const CATALOG_TABLE = 'object_catalog';
-export const ACCESS_TABLE = 'object_access';
 export const PLACEMENT_TABLE = 'placement';
 export const OBJECT_TABLES = 'object_tables';
 
-const ID = /^[0-9a-f]{64}$/;
 /** How often superseded copies are looked for. */
 const DROP_EVERY_MS = 3600_000;
 const OBJECT_TABLE = /^[a-z][a-z0-9_]{0,63}$/;
@@ -142,36 +139,6 @@ export function deletableTables(rows: readonly RowState[]): string[] {
     .filter((r) => r.cells['rows']?.value === 'deletable')
     .map((r) => r.row)
     .sort();
-}
-
-/** `<DOMAIN>:<producer>:<id>` → its parts; undefined for a row that is not one. */
-function catalogKey(row: string): { domain: DomainName; producer: string; id: string } | undefined {
-  const [domain, producer, id, extra] = row.split(':');
-  if (extra !== undefined || !isDomainName(domain) || !producer || !id || !ID.test(id)) return undefined;
-  return { domain, producer, id };
-}
-
-/** `<DOMAIN>:<writer>:<id>:<gen>` → its parts. */
-function accessKey(row: string): { domain: DomainName; id: string; gen: number } | undefined {
-  const [domain, writer, id, gen, extra] = row.split(':');
-  const g = Number(gen);
-  if (extra !== undefined || !isDomainName(domain) || !writer || !id || !ID.test(id)) return undefined;
-  return Number.isInteger(g) && g >= 1 ? { domain, id, gen: g } : undefined;
-}
-
-/** A catalog entry while its access records are gathered. */
-type Gathered = CatalogEntry & { access: { gen: number; wrapped: Uint8Array }[] };
-
-/** Catalog entries by the storage-id prefix batches name them by (several, should two share one). */
-function prefixIndex<E extends { readonly id: string }>(entries: Iterable<E>): Map<string, E[]> {
-  const index = new Map<string, E[]>();
-  for (const e of entries) {
-    const prefix = e.id.slice(0, 2 * BATCH_ID_BYTES);
-    const same = index.get(prefix);
-    if (same) same.push(e);
-    else index.set(prefix, [e]);
-  }
-  return index;
 }
 
 /** A placement record's value: '*' (every domain), or domain names separated by commas. */
@@ -200,10 +167,11 @@ export class MeshObjects {
   #droppedAt = -Infinity;
   readonly #rewrap: RewrapJob;
   #listed: { readonly at: number; readonly took: number; readonly entries: ObjectEntry[] } | undefined;
-  readonly #decoded = new Map<string, { readonly text: string; readonly bytes: Uint8Array | undefined }>();
+  readonly #catalogRows: CatalogRows;
 
   constructor(deps: ObjectsDeps) {
     this.#deps = deps;
+    this.#catalogRows = new CatalogRows(deps.rows);
     this.#rewrap = new RewrapJob({
       views: deps.views,
       isAdmin: deps.isAdmin,
@@ -354,22 +322,6 @@ export class MeshObjects {
     }
   }
 
-  /**
-   * A cell's base64url value decoded, kept by table and row while the value stays the same: the
-   * catalog is read for every snapshot, and decoding every row again made a large catalog's
-   * every snapshot cost as much as the whole catalog (`bench lifecycle`).
-   */
-  #bytesOf(table: string, row: string, value: unknown): Uint8Array | undefined {
-    const text = typeof value === 'string' ? value : '';
-    const key = `${table}\u0000${row}`;
-    const known = this.#decoded.get(key);
-    if (known?.text === text) return known.bytes;
-    const bytes = fromBase64Url(text);
-    this.#decoded.set(key, { text, bytes });
-    return bytes;
-  }
-
-  /** The catalog as this machine sees it, by object. */
   // ---- recovery (mesh-recovery.ts): checkpoints and roots in the blind store, and what a restore checks
   readonly putRecovery: ObjectPort['putRecovery'] = (kind, bytes) => this.#deps.service.putRecovery(kind, bytes);
   readonly recoveryRoots: ObjectPort['recoveryRoots'] = (after) => this.#deps.service.recoveryRoots(after);
@@ -385,36 +337,8 @@ export class MeshObjects {
     }));
   }
 
-  async #catalog(): Promise<Map<string, CatalogEntry>> {
-    const out = new Map<string, Gathered>();
-    for (const r of await this.#deps.rows(CATALOG_TABLE)) {
-      const key = catalogKey(r.row);
-      const sealed = key && this.#bytesOf(CATALOG_TABLE, r.row, r.cells['manifest']?.value);
-      if (!key || !sealed) continue;
-      out.set(key.id, { id: key.id, domain: key.domain, producer: key.producer, sealedManifest: sealed, access: [] });
-    }
-    let byPrefix: Map<string, Gathered[]> | undefined;
-    for (const r of await this.#deps.rows(ACCESS_TABLE)) {
-      const value = r.cells['wrapped']?.value;
-      const key = accessKey(r.row);
-      if (!key) {
-        const batch = accessBatchKey(r.row);
-        const bytes = batch && this.#bytesOf(ACCESS_TABLE, r.row, value);
-        const records = bytes && decodeAccessBatch(bytes);
-        if (!batch || !records?.ok) continue;
-        byPrefix ??= prefixIndex(out.values());
-        for (const { prefix, wrapped } of records.value) {
-          for (const entry of byPrefix.get(prefix) ?? []) {
-            if (entry.domain === batch.domain) entry.access.push({ gen: batch.gen, wrapped });
-          }
-        }
-        continue;
-      }
-      const wrapped = this.#bytesOf(ACCESS_TABLE, r.row, value);
-      const entry = out.get(key.id);
-      if (entry && wrapped && entry.domain === key.domain) entry.access.push({ gen: key.gen, wrapped });
-    }
-    return out;
+  #catalog(): Promise<Map<string, CatalogEntry>> {
+    return this.#catalogRows.read();
   }
 
   /**

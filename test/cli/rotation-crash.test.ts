@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openHeadless, type Headless } from '../../src/cli/headless.ts';
 import type { NodeSnapshot } from '../../src/runtime/mesh-node.js';
-import { ACCESS_TABLE } from '../../src/runtime/mesh-objects.js';
+import { ACCESS_TABLE } from '../../src/runtime/catalog-rows.js';
 import { REWRAP_BATCH } from '../../src/runtime/rewrap-job.js';
 import { freePort, spawnRelay } from '../helpers/relay-child.ts';
 

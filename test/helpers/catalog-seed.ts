@@ -10,7 +10,7 @@ import type { Headless } from '../../src/cli/headless.ts';
 import { toBase64Url } from '../../src/core/bytes.js';
 import { storageIdOf } from '../../src/core/object/keys.js';
 import type { DomainName } from '../../src/core/schema.js';
-import { ACCESS_TABLE, CATALOG_TABLE } from '../../src/runtime/mesh-objects.js';
+import { ACCESS_TABLE, CATALOG_TABLE } from '../../src/runtime/catalog-rows.js';
 
 /** A sealed manifest of a few columns, as published (bytes). */
 const MANIFEST_BYTES = 900;
