@@ -6,9 +6,9 @@
  *   - import: a CSV file or sample measurements become one encrypted object, formed in
  *     the worker and kept there, unpublished;
  *   - publication, only with a live relay session and after the domains caught up (so the
- *     access record is sealed under the then-current generation): the sealed manifest
- *     goes into `object_catalog` and the access record into `object_access`, both sealed
- *     events of the object's domain; then the bytes go to the relay's blind store. A
+ *     access record is sealed under the then-current generation): the bytes go to the
+ *     relay's blind store, then the access record into `object_access` and the sealed
+ *     manifest into `object_catalog`, both sealed events of the object's domain. A
  *     machine the keyring removed publishes nothing more: what it formed is refused;
  *   - placement: a machine the admins' `placement` record names as a store copies the
  *     objects of those domains from the relay, whether or not it can read them;
@@ -256,11 +256,10 @@ export class MeshObjects {
     }
     if (!this.#deps.online()) return;
     const waiting = (await service.pending()).filter((p) => !p.refused);
-    if (waiting.length > 0) {
-      // Catching up hands new generations to the key holder, which wraps each access record.
-      await this.#deps.catchUp();
-      for (const p of waiting) await this.#publishOne(p.id);
-    }
+    // The bytes go first, then the access record, then the manifest (#publishOne): whoever
+    // sees an object in the catalog can open it and fetch it. So a compaction's object never
+    // hides the objects it supersedes before it can be read in their place, on any machine,
+    // even if this one stops between two of the steps.
     const uploaded = await service.uploadPending();
     const failure = uploaded.ok ? undefined : describe(uploaded.error);
     // Retried every cycle: said once per reason, not every 15 seconds.
@@ -268,6 +267,11 @@ export class MeshObjects {
       this.#deps.notice('warning', `objects: upload to the relay failed (${failure}); retrying`);
     }
     this.#uploadFailure = failure;
+    if (uploaded.ok && waiting.length > 0) {
+      // Catching up hands new generations to the key holder, which wraps each access record.
+      await this.#deps.catchUp();
+      for (const p of waiting) await this.#publishOne(p.id);
+    }
     await this.#place();
     await this.#rewrap.run();
     await this.#dropSuperseded();
@@ -296,14 +300,14 @@ export class MeshObjects {
     }
     const p = publication.value;
     const self = this.#deps.self();
-    const catalog = await write(CATALOG_TABLE, `${p.domain}:${self}:${id}`, {
-      manifest: toBase64Url(p.sealedManifest),
-    });
-    const access =
-      catalog.ok &&
-      (await write(ACCESS_TABLE, `${p.domain}:${self}:${id}:${p.gen}`, { wrapped: toBase64Url(p.wrapped) }));
-    if (!catalog.ok || !access || !access.ok) {
-      const failed = !catalog.ok ? catalog.error : access && !access.ok ? access.error : undefined;
+    // One chain (signer, domain, generation) carries both rows in this order, so every machine
+    // applies the access record before the manifest that makes the object visible.
+    const access = await write(ACCESS_TABLE, `${p.domain}:${self}:${id}:${p.gen}`, { wrapped: toBase64Url(p.wrapped) });
+    const catalog =
+      access.ok &&
+      (await write(CATALOG_TABLE, `${p.domain}:${self}:${id}`, { manifest: toBase64Url(p.sealedManifest) }));
+    if (!access.ok || !catalog || !catalog.ok) {
+      const failed = !access.ok ? access.error : catalog && !catalog.ok ? catalog.error : undefined;
       const reason = failed ? ('reason' in failed ? `${failed.type}: ${failed.reason}` : failed.type) : 'not written';
       this.#deps.notice('warning', `object ${id.slice(0, 12)} not published: ${reason}`);
       return;

@@ -375,16 +375,18 @@ export class ObjectService {
     return (await this.#db.held()).map((b) => ({ id: b.id, size: b.size, domain: b.domain, uploaded: b.uploaded }));
   }
 
-  /** Uploads every object formed here (and published) that the relay does not hold yet. */
+  /** Uploads every object formed here (published or waiting to be) that the relay does not hold yet. */
   async uploadPending(): Promise<Result<{ uploaded: number }, ObjectError>> {
     const client = this.#client();
     if (!client.ok) return client;
     const { group } = this.#id();
-    const pendingIds = new Set((await this.#db.pendingAll()).map((p) => p.id));
+    // Before publication too (mesh-objects.ts: bytes, then access record, then manifest), but
+    // never an object this machine may no longer publish.
+    const refused = new Set((await this.#db.pendingAll()).filter((p) => p.refused).map((p) => p.id));
     const waiting = await this.#db.notUploaded();
     let uploaded = 0;
     for (const b of waiting) {
-      if (pendingIds.has(b.id)) continue; // published first, so the catalog never names bytes nobody holds
+      if (refused.has(b.id)) continue;
       const put = await client.value.upload(
         storageIdBytes(b.id as StorageId),
         placementTag(group!, b.domain!),

@@ -13,12 +13,13 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openHeadless, type Headless } from '../../src/cli/headless.ts';
+import type { Headless } from '../../src/cli/headless.ts';
 import { toHex } from '../../src/core/bytes.js';
 import { blake3 } from '../../src/core/hash.js';
 import type { NodeSnapshot } from '../../src/runtime/mesh-node.js';
 import type { RecoveryStatus } from '../../src/runtime/mesh-recovery.js';
 import { ROOTS_PER_PAGE } from '../../src/runtime/recovery-objects.js';
+import { machinesIn, pairHeadless, until } from '../helpers/headless-mesh.ts';
 import { freePort, spawnRelay } from '../helpers/relay-child.ts';
 
 /** `n` junk roots, as many as a bounded search finds with ids sorting before `before`, the rest any. */
@@ -35,25 +36,7 @@ function junkRoots(n: number, before: string): Uint8Array[] {
 const dir = mkdtempSync(join(tmpdir(), 'sov-recovery-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const open = (name: string, role: 'server' | 'archive' = 'server') =>
-  openHeadless(join(dir, name), {
-    role,
-    restart: () => {
-      throw new Error(`${name} asked to restart`);
-    },
-  });
-
-function until(machine: Headless, done: (s: NodeSnapshot) => boolean, what: string): Promise<NodeSnapshot> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`timed out waiting until ${what}`)), 60_000);
-    const stop = machine.node.subscribe((s) => {
-      if (!done(s)) return;
-      clearTimeout(timer);
-      queueMicrotask(() => stop());
-      resolve(s);
-    });
-  });
-}
+const open = machinesIn(dir);
 
 /** Runs `sov node` on a fresh data directory with `stdin` until a line matches `until`; that line. */
 function sovNode(args: readonly string[], stdin: string, until: RegExp): Promise<string> {
@@ -77,20 +60,6 @@ function sovNode(args: readonly string[], stdin: string, until: RegExp): Promise
       resolve(line);
     });
   });
-}
-
-/** `joiner` pairs with the admin `inviter`, both comparing the code as their humans would. */
-async function pairHeadless(inviter: Headless, joiner: Headless, name: string): Promise<void> {
-  const ticket = await inviter.node.pairing.invite();
-  const joined = await joiner.node.pairing.join(ticket, name);
-  expect(joined.ok).toBe(true);
-  const asking = await until(inviter, (s) => s.pairings.some((p) => p.sas !== undefined), `${name} asks to join`);
-  const pairing = asking.pairings.find((p) => p.sas !== undefined)!;
-  const shown = await until(joiner, (s) => s.join.sas !== undefined, `${name} shows the code`);
-  expect(shown.join.sas).toBe(pairing.sas);
-  await joiner.node.pairing.answerJoin(true);
-  await inviter.node.pairing.answer(pairing.inv, true, 'code');
-  await until(joiner, (s) => s.status === 'member' && s.relay === 'ready', `${name} is a member`);
 }
 
 const settled = (s: NodeSnapshot) => s.recovery !== undefined && s.recovery.state !== 'restoring';

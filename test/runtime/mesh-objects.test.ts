@@ -1,12 +1,15 @@
 /**
- * The main thread's object plane (MeshObjects) over a real ObjectService and a
- * stand-in state plane: publication waits for a relay session and catches the
- * domains up first; it writes the catalog and access rows under this machine's
- * own row keys; a machine the keyring removed publishes nothing more; a catalog
- * row naming another producer than the manifest's is shown as a typed error.
+ * The main thread's object plane (MeshObjects) over a real ObjectService, a real relay's blind
+ * store and a stand-in state plane: publication waits for a relay session and catches the
+ * domains up first; it uploads the bytes, then writes the access and catalog rows under this
+ * machine's own row keys; a machine the keyring removed publishes nothing more; a catalog row
+ * naming another producer than the manifest's is shown as a typed error.
  */
 import 'fake-indexeddb/auto';
-import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { fromBase64Url, fromHex, toBase64Url } from '../../src/core/bytes.js';
 import { encodeAccessBatch } from '../../src/core/object/access.js';
 import type { StorageId } from '../../src/core/object/keys.js';
@@ -17,15 +20,40 @@ import { CryptoService } from '../../src/runtime/crypto-service.js';
 import { ACCESS_TABLE, CATALOG_TABLE } from '../../src/runtime/catalog-rows.js';
 import { MeshObjects } from '../../src/runtime/mesh-objects.js';
 import { ObjectService } from '../../src/runtime/object-service.js';
-import { KeyDatabase } from '../../src/storage/key-store.js';
+import { webSigner } from '../../src/runtime/webcrypto.js';
+import { startRelay, type RelayHandle } from '../../src/relay/server.js';
+import { DexieKeyStore, KeyDatabase } from '../../src/storage/key-store.js';
 import { ObjectDatabase } from '../../src/storage/object-db.js';
 import { testClock } from '../helpers/deterministic.js';
 import { foundDomains } from '../helpers/mls-machine.js';
+import { joinRelay } from '../helpers/relay-client.js';
 
 let stores = 0;
 const clock = testClock(Date.now());
 
+// Publication uploads an object's bytes before its rows: a real relay's blind store takes them.
+let relay: RelayHandle;
+const relayDir = mkdtempSync(join(tmpdir(), 'sov-mesh-objects-'));
+beforeAll(async () => {
+  relay = await startRelay({ port: 0, dataDir: relayDir, log: () => undefined, admission: 'open' });
+});
+afterAll(async () => {
+  await (relay as RelayHandle | undefined)?.close();
+  rmSync(relayDir, { recursive: true, force: true });
+});
+
+/** The relay serves endpoints that authenticated once under the mesh's topic. */
+async function joinMesh(name: string, crypto: CryptoService): Promise<void> {
+  const identity = (await new DexieKeyStore(new KeyDatabase(name)).identity())!;
+  const signer = webSigner({ keys: identity.endpoint, publicKey: identity.endpointPublic });
+  const topic = fromHex(crypto.view().topic!)!;
+  await (await joinRelay(relay.wsUrl, topic, identity.endpointPublic, (p) => signer.sign(p))).close();
+}
+
 async function setUp() {
+  // A test moves the clock a week on (superseded copies): each machine starts at the real
+  // time, which the relay checks signed requests against.
+  clock.set(Date.now());
   const name = `mesh-objects-${++stores}`;
   const crypto = new CryptoService(new KeyDatabase(name), clock);
   const signer = (await crypto.init()).signer;
@@ -38,15 +66,25 @@ async function setUp() {
     new ObjectDatabase(`${name}-objects`),
     clock,
   );
-  await service.reload();
+  await service.reload(relay.wsUrl);
+  await joinMesh(name, crypto);
   const rows = new Map<string, RowState>();
-  const state = { online: false, removed: false, catchUps: 0, writes: [] as string[], notices: [] as string[] };
+  const state = {
+    online: false,
+    removed: false,
+    catchUps: 0,
+    writes: [] as string[],
+    /** Whether every object formed here was at the relay when each row was written. */
+    uploadedAtWrites: [] as boolean[],
+    notices: [] as string[],
+  };
   const objects = new MeshObjects({
     service,
     self: () => signer,
     relayUrl: () => undefined,
     write: async (table, row, cols) => {
       state.writes.push(`${table} ${row}`);
+      state.uploadedAtWrites.push((await service.held()).every((h) => h.uploaded));
       const stamp = { ms: clock.now(), counter: state.writes.length, node: fromHex(signer)! };
       const cells = Object.fromEntries(Object.entries(cols).map(([c, value]) => [c, { value, stamp }]));
       rows.set(`${table}\u0000${row}`, { table, row, cells });
@@ -84,12 +122,14 @@ describe('MeshObjects', () => {
     t.state.online = true;
     await t.objects.sync();
     expect(t.state.catchUps).toBe(1);
+    // The bytes at the relay first, then the access record, then the manifest that makes the object visible.
     expect(t.state.writes).toEqual([
-      `${CATALOG_TABLE} GENERAL:${t.signer}:${id}`,
       `${ACCESS_TABLE} GENERAL:${t.signer}:${id}:1`,
+      `${CATALOG_TABLE} GENERAL:${t.signer}:${id}`,
     ]);
     const [entry] = await t.objects.entries();
     expect(entry).toMatchObject({ id, state: 'published', domain: 'GENERAL', producer: t.signer, held: true });
+    expect(t.state.uploadedAtWrites).toEqual([true, true]);
     expect(entry?.manifest?.rows).toBe(500);
     // Published once: another cycle writes nothing.
     await t.objects.sync();
