@@ -15,7 +15,6 @@ import type { ParquetWorkerApi } from '../../workers/parquet.worker.ts';
 import type { MlsService } from '../runtime/mls-service.js';
 import type { QueryResult, RowsFound } from '../core/query/execute.js';
 import { MeshNode, type NodeSnapshot, type PageQuery, type RowPage } from '../runtime/mesh-node.js';
-import { defaultRelayUrl } from '../runtime/machine-env.js';
 import type { Result } from '../core/result.js';
 import type { ColumnValue } from '../core/schema.js';
 import type { Refusal, RefusalKind } from '../core/store.js';
@@ -143,9 +142,10 @@ export class NodeStore {
     return this.#node;
   }
 
-  async createMesh(name: string): Promise<void> {
+  /** Founds a mesh on `relay` (a ws:// or wss:// address; Setup.svelte checks it). */
+  async createMesh(name: string, relay: string): Promise<void> {
     this.#sayOnSetup('');
-    await this.#guard(() => this.#require().pairing.found(name, defaultRelayUrl(location)));
+    await this.#guard(() => this.#require().pairing.found(name, relay));
   }
 
   async join(ticket: string, name: string): Promise<void> {

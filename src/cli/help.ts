@@ -23,13 +23,18 @@ Exit codes: 0 done, 1 failed, 2 usage error.
 
 export const RELAY_HELP = `usage: sov relay [options]
 
-A blind relay: it stores and forwards ciphertext for the meshes on it, and serves the web app.
+A blind relay: it stores and forwards ciphertext for the meshes on it, and serves the web app
+unless started with --no-app (the production set-up: code from one place, ciphertext from another).
 
   --port N              port to listen on (default 8787, or $SOV_PORT)
   --host ADDR           address to bind (default 127.0.0.1: this machine only)
   --data DIR            where mailboxes, objects and the relay's key live
                         (default $SOV_DATA_DIR, else ~/.local/share/sovereign-mesh)
   --static DIR          the built web app to serve (default dist/)
+  --no-app              serve no code at all: only the WebSocket and the signed API
+  --origin URL          a web origin (scheme://host[:port]) whose pages may use this relay, for
+                        an app served elsewhere; repeat for several. Pages from any other site
+                        are refused; the page this relay served itself is always accepted
   --tls-cert FILE --tls-key FILE
                         serve HTTPS and WSS with this certificate (PEM; default: plain HTTP)
   --tap FILE            record every byte received and sent (privacy audits; default: off)
@@ -43,7 +48,8 @@ A blind relay: it stores and forwards ciphertext for the meshes on it, and serve
   -h, --help            this text
 
 example:
-  sov relay --host 0.0.0.0 --port 8443 --tls-cert cert.pem --tls-key key.pem --founding closed
+  sov relay --host 0.0.0.0 --port 8443 --tls-cert cert.pem --tls-key key.pem --founding closed \
+            --no-app --origin https://app.example.org
 `;
 
 export const NODE_HELP = `usage: sov node --role server|archive --data DIR [options]

@@ -3,7 +3,8 @@
  * imports its module on demand (so `sov help` stays fast and one subcommand's
  * dependencies never load for another) and returns a `main(argv)` resolving to an exit code.
  *
- *   sov relay [--port N] [--host ADDR] [--data DIR] [--static DIR] [--tls-cert FILE --tls-key FILE] [--tap FILE] [--heartbeat S] [--founding open|closed]
+ *   sov relay [--port N] [--host ADDR] [--data DIR] [--static DIR | --no-app] [--origin URL]… [--tls-cert FILE --tls-key FILE]
+ *             [--tap FILE] [--heartbeat S] [--founding open|closed]
  *   sov node --role server|archive --data DIR [--name NAME] [--join]   (cli/node.ts)
  *   sov object write --csv FILE --out DIR [...]   (cli/objects.ts)
  *   sov parquet read FILE --footer-key KEY [...]  (cli/objects.ts)
@@ -18,6 +19,7 @@ import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { NODE_HELP, OBJECT_HELP, OVERVIEW, PARQUET_HELP, RELAY_HELP } from './help.js';
+import { parseOrigin } from '../relay/origins.js';
 
 /** Resolves to the exit code; anything that is not a number counts as 0. */
 type SubcommandMain = (argv: readonly string[]) => unknown;
@@ -39,7 +41,7 @@ const PARQUET_USAGE =
 const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
   relay: {
     usage:
-      'relay [--port N] [--host ADDR] [--data DIR] [--static DIR] [--tls-cert FILE --tls-key FILE] [--tap FILE] [--heartbeat S] [--founding open|closed]',
+      'relay [--port N] [--host ADDR] [--data DIR] [--static DIR | --no-app] [--origin URL]… [--tls-cert FILE --tls-key FILE] [--tap FILE] [--heartbeat S] [--founding open|closed]',
     help: RELAY_HELP,
     load: () => Promise.resolve(relayMain),
   },
@@ -142,6 +144,8 @@ const RELAY_OPTIONS = {
   host: { type: 'string' },
   data: { type: 'string' },
   static: { type: 'string' },
+  'no-app': { type: 'boolean' },
+  origin: { type: 'string', multiple: true },
   'tls-cert': { type: 'string' },
   'tls-key': { type: 'string' },
   tap: { type: 'string' },
@@ -170,7 +174,10 @@ interface RelayArgs {
   readonly port: number;
   readonly host: string;
   readonly dataDir: string;
-  readonly staticDir: string;
+  /** The built app to serve; undefined with --no-app. */
+  readonly staticDir: string | undefined;
+  /** Origins whose pages may use the relay besides its own (relay/origins.ts). */
+  readonly origins: readonly string[];
   readonly tls: { readonly cert: Buffer; readonly key: Buffer } | undefined;
   readonly tap: string | undefined;
   /** Seconds between WebSocket pings; a socket that misses one is cut (default 30). */
@@ -187,6 +194,15 @@ function parseRelayArgs(argv: readonly string[]): RelayArgs | 'help' {
   if ((certFile === undefined) !== (keyFile === undefined)) throw new Error('--tls-cert and --tls-key go together');
   const host = values.host ?? '127.0.0.1';
   const founding = values.founding;
+  const noApp = values['no-app'] ?? false;
+  if (noApp && values.static !== undefined) throw new Error('--no-app serves no app: it excludes --static');
+  const origins = (values.origin ?? []).map((o) => {
+    try {
+      return parseOrigin(o);
+    } catch (e) {
+      throw new Error(`--origin ${(e as Error).message}`, { cause: e });
+    }
+  });
   if (founding !== undefined && founding !== 'open' && founding !== 'closed')
     throw new Error(`--founding is open or closed, not '${founding}'`);
   return {
@@ -194,7 +210,8 @@ function parseRelayArgs(argv: readonly string[]): RelayArgs | 'help' {
     host,
     founding: founding === undefined ? isLoopbackHost(host) : founding === 'open',
     dataDir: resolve(values.data ?? defaultDataDir()),
-    staticDir: resolve(values.static ?? fileURLToPath(new URL('../../dist', import.meta.url))),
+    staticDir: noApp ? undefined : resolve(values.static ?? fileURLToPath(new URL('../../dist', import.meta.url))),
+    origins,
     tls: certFile && keyFile ? { cert: readFileSync(certFile), key: readFileSync(keyFile) } : undefined,
     tap: values.tap === undefined ? undefined : resolve(values.tap),
     heartbeatSeconds: parseHeartbeat(values.heartbeat),
@@ -240,6 +257,8 @@ async function relayMain(argv: readonly string[]): Promise<number> {
     port: args.port,
     dataDir: args.dataDir,
     staticDir: args.staticDir,
+    noApp: args.staticDir === undefined,
+    origins: args.origins,
     tls: args.tls,
     tap: args.tap === undefined ? undefined : fileTap(args.tap),
     heartbeatMs: args.heartbeatSeconds * 1000,
@@ -247,7 +266,10 @@ async function relayMain(argv: readonly string[]): Promise<number> {
   });
   process.stdout.write(`sov relay listening on ${relay.url} (data: ${args.dataDir})\n`);
   process.stdout.write(`sov relay: founding a new mesh here is ${args.founding ? 'open' : 'closed'}\n`);
-  if (!existsSync(args.staticDir)) process.stdout.write(`sov relay: no web app at ${args.staticDir} (npm run build)\n`);
+  if (args.staticDir === undefined) process.stdout.write('sov relay: serving no app (--no-app)\n');
+  else if (!existsSync(args.staticDir))
+    process.stdout.write(`sov relay: no web app at ${args.staticDir} (npm run build)\n`);
+  for (const origin of args.origins) process.stdout.write(`sov relay: pages from ${origin} may use it\n`);
   const signal = await untilSignal();
   process.stdout.write(`sov relay: ${signal}, closing\n`);
   await relay.close();

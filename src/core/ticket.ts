@@ -38,7 +38,8 @@ export function encodeTicket(ticket: Ticket): string {
   return TICKET_PREFIX + toBase64Url(encodeCbor(ticket));
 }
 
-function isRelayUrl(value: unknown): value is string {
+/** A relay's WebSocket address: ws:// or wss://, at most 512 characters. */
+export function isRelayUrl(value: unknown): value is string {
   if (typeof value !== 'string' || value.length > 512) return false;
   try {
     const url = new URL(value);

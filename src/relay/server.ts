@@ -6,7 +6,7 @@
  *   POST /api/v1/mailbox/{fetch,ack,send}   signed HTTP mailbox API (http-mailbox.ts)
  *   POST /api/v1/objects/{put,status,get,list}   blind object store (http-objects.ts), bytes in
  *                            `<dataDir>/objects/<topic>/` (object-store.ts)
- *   GET anything else        the built PWA from `staticDir` (static.ts)
+ *   GET anything else        the built PWA from `staticDir` (static.ts), unless `noApp`
  * Durable state lives in `<dataDir>/relay.sqlite` (storage/sqlite-mailbox.ts), the blind MLS
  * sequencer's accepted commits and receipts in `<dataDir>/sequencer.sqlite`; the relay's
  * Ed25519 identity (which endpoints pin) in `<dataDir>/relay-identity.key` (32 secret bytes,
@@ -21,8 +21,10 @@
  * `maxConnections` and plain HTTP connections at `maxHttpConnections` more; an HTTP
  * request must arrive whole within `httpRequestTimeoutMs` (headers within a third of it),
  * so a body trickled in a byte at a time holds a connection for seconds, not minutes;
- * sockets that stop answering pings are cut. No Origin check: nothing
- * rides on ambient credentials, every session proves its endpoint key by signature.
+ * sockets that stop answering pings are cut. Web pages may use the relay only from the origin
+ * it served them from or from the origins its operator lists (origins.ts): nothing rides on
+ * ambient credentials, every session proves its endpoint key by signature, but a page on
+ * another site must not use a visitor's browser against the relay.
  * Presence answers only callers on the relay's own machine (loopback) that know both the
  * topic and the endpoint id: an operator's diagnostic.
  */
@@ -49,6 +51,7 @@ import { RelayHub, type WireTap } from './hub.js';
 import { DEFAULT_MAILBOX_LIMITS, type MailboxLimits, type MailboxStore } from '../core/mailbox.js';
 import { DEFAULT_RATE_LIMIT, type RateLimitOptions } from './rate-limit.js';
 import { applySecurityHeaders, resolveStaticRoot, sendText, serveStatic } from './static.js';
+import { answerOrigin, judgeOrigin, parseOrigin } from './origins.js';
 
 export const RELAY_PROTOCOL = 'sov-relay/1';
 export const DEFAULT_RELAY_PORT = 8787;
@@ -60,6 +63,10 @@ export interface RelayOptions {
   readonly dataDir: string;
   /** The built PWA (usually dist/); omitted or missing → 404 with a hint. */
   readonly staticDir?: string | undefined;
+  /** Serve no code at all, only the WebSocket and the API (`sov relay --no-app`; staticDir is ignored). */
+  readonly noApp?: boolean | undefined;
+  /** Origins (as `parseOrigin` writes them) whose pages may use the relay besides its own (origins.ts). */
+  readonly origins?: readonly string[] | undefined;
   /** PEM contents, not file paths. */
   readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer } | undefined;
   readonly now?: (() => number) | undefined;
@@ -103,6 +110,8 @@ interface Context {
   readonly objects: HttpObjects;
   readonly store: MailboxStore;
   readonly staticRoot: string | undefined;
+  readonly noApp: boolean;
+  readonly origins: ReadonlySet<string>;
   readonly now: () => number;
   readonly startedAt: number;
   readonly identity: { readonly publicKey: Uint8Array };
@@ -151,6 +160,7 @@ function handleApi(ctx: Context, url: URL, req: IncomingMessage, res: ServerResp
 
 async function handleHttp(ctx: Context, req: IncomingMessage, res: ServerResponse): Promise<void> {
   applySecurityHeaders(res);
+  if (answerOrigin(req, res, ctx.origins)) return;
   const url = requestUrl(req);
   if (url?.pathname.startsWith(MAILBOX_PREFIX)) return ctx.mailbox.handle(req, res, url.pathname);
   if (url?.pathname.startsWith(OBJECTS_PREFIX)) return ctx.objects.handle(req, res, url.pathname);
@@ -160,8 +170,12 @@ async function handleHttp(ctx: Context, req: IncomingMessage, res: ServerRespons
   if (url.pathname === '/api' || url.pathname.startsWith('/api/')) return handleApi(ctx, url, req, res);
   if (url.pathname === '/ws')
     return sendText(res, 426, 'sov relay: WebSocket upgrade required\n', { Upgrade: 'websocket' });
+  if (ctx.noApp) return sendText(res, 404, NO_APP);
   await serveStatic(ctx.staticRoot, url.pathname, req, res);
 }
+
+const NO_APP =
+  'sov relay: this relay serves no app (--no-app): it only stores and forwards ciphertext. Open the app where your mesh serves it.\n';
 
 function requestUrl(req: IncomingMessage): URL | undefined {
   try {
@@ -247,7 +261,19 @@ export async function startRelay(options: RelayOptions): Promise<RelayHandle> {
   const objectStore = await BlindObjectStore.open(options.dataDir, options.objectLimits);
   const objects = new HttpObjects({ auth, store: objectStore, log });
   const staticRoot = resolveStaticRoot(options.staticDir);
-  const ctx: Context = { hub, store, mailbox, objects, staticRoot, now, startedAt: now(), identity };
+  const origins = new Set((options.origins ?? []).map(parseOrigin));
+  const ctx: Context = {
+    hub,
+    store,
+    mailbox,
+    objects,
+    staticRoot: options.noApp ? undefined : staticRoot,
+    noApp: options.noApp ?? false,
+    origins,
+    now,
+    startedAt: now(),
+    identity,
+  };
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     handleHttp(ctx, req, res).catch((e: unknown) => {
       log(`relay: http error: ${(e as Error).message}`);
@@ -277,6 +303,7 @@ export async function startRelay(options: RelayOptions): Promise<RelayHandle> {
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
     if (requestUrl(req)?.pathname !== '/ws') return refuseUpgrade(socket, '404 Not Found');
+    if (judgeOrigin(req, origins) === 'refused') return refuseUpgrade(socket, '403 Forbidden');
     if (hub.connectionCount() >= maxConnections) return refuseUpgrade(socket, '503 Service Unavailable');
     wss.handleUpgrade(req, socket, head, (ws) => hub.accept(ws));
   });

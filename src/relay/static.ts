@@ -27,7 +27,8 @@ export const CONTENT_SECURITY_POLICY = [
   "default-src 'self'",
   "script-src 'self' 'wasm-unsafe-eval'",
   "worker-src 'self' blob:",
-  "connect-src 'self' ws: wss:",
+  // Relays may live on other origins than the app (sov relay --no-app): any TLS one, and the loopback.
+  "connect-src 'self' ws: wss: https: http://127.0.0.1:* http://localhost:*",
   "img-src 'self' data: blob:",
   "style-src 'self' 'unsafe-inline'",
   "manifest-src 'self'",

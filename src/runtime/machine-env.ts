@@ -7,6 +7,7 @@
  */
 import { BackgroundSync } from './background-sync.js';
 import { TabSession } from './tab-session.js';
+import { isRelayUrl } from '../core/ticket.js';
 
 /** Coordination between the contexts (tabs) that share one machine's stores. */
 export interface SessionPort {
@@ -61,7 +62,18 @@ export function soloEnv(restart: () => void): MachineEnv {
   };
 }
 
-/** The relay a browser founding a mesh uses: the one that served the page. */
+/** The relay that served the page, if it did (`sov relay` without --no-app). */
 export function defaultRelayUrl(location: Location): string {
   return `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`;
+}
+
+/**
+ * The relay a browser founding a mesh proposes: the `relay` parameter of the page's address —
+ * an operator's link to an app served apart from its relays, `?relay=wss://relay.example/ws`
+ * — else the relay that served the page. The person may change it before founding; machines
+ * that join take it from the pairing ticket.
+ */
+export function proposedRelayUrl(location: Location): string {
+  const named = new URLSearchParams(location.search).get('relay');
+  return named !== null && isRelayUrl(named) ? named : defaultRelayUrl(location);
 }

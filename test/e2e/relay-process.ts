@@ -11,14 +11,19 @@ import { freePort, spawnRelay } from '../helpers/relay-child.ts';
 
 export { freePort };
 
+/** How a test relay runs: extra `sov relay` options, and where pages open the app (default: the relay serves it). */
+export type RelaySetup = { readonly args?: readonly string[]; readonly appUrl?: string };
+
 export class RelayProcess {
   readonly port: number;
   readonly dataDir: string;
+  readonly #setup: RelaySetup;
   #child: ChildProcess | undefined;
 
-  constructor(port: number, dataDir = mkdtempSync(join(tmpdir(), 'sov-e2e-'))) {
+  constructor(port: number, dataDir = mkdtempSync(join(tmpdir(), 'sov-e2e-')), setup: RelaySetup = {}) {
     this.port = port;
     this.dataDir = dataDir;
+    this.#setup = setup;
   }
 
   /** Every message the relay received or sent (`sov relay --tap`, relay/tap.ts). */
@@ -30,8 +35,17 @@ export class RelayProcess {
     return `http://127.0.0.1:${this.port}`;
   }
 
+  get wsUrl(): string {
+    return `ws://127.0.0.1:${this.port}/ws`;
+  }
+
+  /** Where pages open the app. */
+  get appUrl(): string {
+    return this.#setup.appUrl ?? this.url;
+  }
+
   async start(): Promise<void> {
-    const extra = ['--tap', this.tapFile, '--heartbeat', String(HEARTBEAT_SECONDS)];
+    const extra = ['--tap', this.tapFile, '--heartbeat', String(HEARTBEAT_SECONDS), ...(this.#setup.args ?? [])];
     // The relay's log (ids shortened, no bodies) next to its data, for diagnosing a failed test.
     this.#child = await spawnRelay(this.port, this.dataDir, extra, (d) =>
       appendFileSync(join(this.dataDir, 'relay.log'), d),
@@ -131,7 +145,7 @@ export async function confirmCodes(inviter: Page, joiner: Page): Promise<string>
 
 /** `page` founds a mesh as `name`, connects, and issues a first invitation; returns its ticket text. */
 export async function foundMesh(relay: RelayProcess, page: Page, name = 'workstation', path = ''): Promise<string> {
-  await page.goto(`${relay.url}${path}`);
+  await page.goto(`${relay.appUrl}${path}`);
   await page.getByTestId('machine-name').fill(name);
   await page.getByTestId('create-mesh').click();
   await expect(page.getByTestId('relay-state')).toHaveText('ready');
@@ -145,7 +159,7 @@ export async function foundMesh(relay: RelayProcess, page: Page, name = 'worksta
 /** A founds a mesh as "workstation"; B joins it as "collector" with A's ticket, both confirming the code (pages opened at `path`). */
 export async function pair(relay: RelayProcess, a: Page, b: Page, path = ''): Promise<void> {
   const ticket = await foundMesh(relay, a, 'workstation', path);
-  await b.goto(`${relay.url}${path}`);
+  await b.goto(`${relay.appUrl}${path}`);
   await b.getByTestId('machine-name').fill('collector');
   await b.getByTestId('ticket-input').fill(ticket);
   await b.getByTestId('join-mesh').click();
@@ -161,7 +175,7 @@ export async function pairAnother(relay: RelayProcess, inviter: Page, page: Page
   await view(inviter, 'machines');
   await inviter.getByTestId('invite').click();
   const ticket = await inviter.getByTestId('ticket').inputValue();
-  await page.goto(relay.url);
+  await page.goto(relay.appUrl);
   await page.getByTestId('machine-name').fill(name);
   await page.getByTestId('ticket-input').fill(ticket);
   await page.getByTestId('join-mesh').click();

@@ -1,0 +1,85 @@
+/**
+ * Code apart from ciphertext (issue 25): the app comes from a static host (here `vite preview`
+ * of the built app, as any static host would serve it) and the relay, started with `--no-app`,
+ * serves no code at all. Two browsers found and join a mesh across the two origins and sync;
+ * a page from an origin the relay's operator did not list can neither call its API nor open
+ * its WebSocket.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { expect, test, type Page } from '@playwright/test';
+import { freePort, pair, profile, RelayProcess } from './relay-process.ts';
+
+/** `vite preview` of dist/ on the loopback at `port`, once it answers. */
+async function staticHost(port: number): Promise<ChildProcess> {
+  const child = spawn(
+    process.execPath,
+    ['node_modules/vite/bin/vite.js', 'preview', '--host', '127.0.0.1', '--port', String(port), '--strictPort'],
+    { stdio: 'ignore' },
+  );
+  await expect
+    .poll(async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => undefined))?.status, { timeout: 30_000 })
+    .toBe(200);
+  return child;
+}
+
+/** What a page at its origin gets from the relay: its health answer readable, its WebSocket open. */
+function reach(relay: RelayProcess) {
+  return async (page: Page) =>
+    page.evaluate(
+      async ({ http, ws }) => {
+        const api = await fetch(`${http}/api/health`).then(
+          (r) => r.status,
+          () => 'refused',
+        );
+        const socket = await new Promise<string>((resolve) => {
+          const s = new WebSocket(ws);
+          s.onopen = () => {
+            s.close();
+            resolve('open');
+          };
+          s.onerror = () => resolve('refused');
+        });
+        return { api, socket };
+      },
+      { http: relay.url, ws: relay.wsUrl },
+    );
+}
+
+test('the app from a static host works with a relay that serves no code; other origins are refused', async ({
+  browser,
+}) => {
+  const appPort = await freePort();
+  const app = `http://127.0.0.1:${appPort}`;
+  const relay = new RelayProcess(await freePort(), undefined, { args: ['--no-app', '--origin', app], appUrl: app });
+  await relay.start();
+  const host = await staticHost(appPort);
+  try {
+    // The relay holds no code to serve.
+    const none = await fetch(`${relay.url}/`);
+    expect(none.status).toBe(404);
+    expect(await none.text()).toMatch(/serves no app/);
+
+    // The founder opens the operator's link, which names the relay; the joiner takes it from the ticket.
+    const [ca, cb] = [await browser.newContext(), await browser.newContext()];
+    const [a, b] = [await ca.newPage(), await cb.newPage()];
+    await pair(relay, a, b, `/?relay=${encodeURIComponent(relay.wsUrl)}`);
+    await a.getByTestId('new-profile-name').fill('Pump 7');
+    await a.getByTestId('add-profile').click();
+    await expect(profile(b, 'Pump 7')).toBeVisible();
+    expect(await reach(relay)(a)).toEqual({ api: 200, socket: 'open' });
+
+    // The same app from an origin the operator did not list (localhost is another origin than 127.0.0.1).
+    const stranger = await (await browser.newContext()).newPage();
+    await stranger.goto(`http://localhost:${appPort}/`);
+    await expect(stranger.getByTestId('create-mesh')).toBeVisible();
+    expect(await reach(relay)(stranger)).toEqual({ api: 'refused', socket: 'refused' });
+    // Founding there names the page's own origin, which has no relay; a mistyped address is caught.
+    await expect(stranger.getByTestId('relay-url')).toHaveValue(`ws://localhost:${appPort}/ws`);
+    await stranger.getByTestId('relay-url').fill('https://relay.example.org');
+    await stranger.getByTestId('create-mesh').click();
+    await expect(stranger.getByTestId('relay-problem')).toContainText('ws:// or wss://');
+  } finally {
+    host.kill('SIGTERM');
+    await relay.stop();
+  }
+});
