@@ -21,6 +21,7 @@ stage typecheck npm run --silent typecheck
 stage lint npm run --silent lint
 stage unit npx vitest run --reporter=default --reporter=json --outputFile.json=.reports/vitest.json
 stage build npx vite build --logLevel warn
+stage release npx tsx scripts/release-manifest.ts dist
 if [[ ! " ${failed_stages[*]} " =~ " browsers " && ! " ${failed_stages[*]} " =~ " build " ]]; then
   stage e2e npx playwright test
 else

@@ -20,6 +20,7 @@ import type { ColumnValue } from '../core/schema.js';
 import type { Refusal, RefusalKind } from '../core/store.js';
 import type { PrivacyClass } from '../core/sync-manifest.js';
 import { isStorageFull, STORAGE_FULL_TEXT } from '../runtime/storage-full.js';
+import { checkServedCode, type ServedCode } from '../runtime/code-check.js';
 
 /** An import under way: rows written, its phase, the bytes of its file read in this phase, since when. */
 export type Importing = {
@@ -79,10 +80,13 @@ export class NodeStore {
   invitationUsedBy = $state('');
   /** The recovery kit just made: its file and code, shown once until hidden (the code is kept nowhere). */
   kit = $state.raw<KitExport | undefined>(undefined);
+  /** The code this page was served, checked against its release manifest (runtime/code-check.ts); undefined while checking. */
+  servedCode = $state.raw<ServedCode | undefined>(undefined);
   #node: MeshNode | undefined;
   #queryId: string | undefined;
 
   async start(): Promise<void> {
+    void checkServedCode(`${location.origin}/`).then((served) => (this.servedCode = served));
     if (!isSecureContext) {
       this.error = 'This page needs a secure context (https:// or http://127.0.0.1) for its keys and offline mode.';
       return;
@@ -455,6 +459,13 @@ export class NodeStore {
   /** An admin lets the rows of an object table be deleted, for good. */
   allowDeletes(table: string): Promise<boolean> {
     return this.#write(() => this.#require().objects.allowDeletes(table));
+  }
+
+  /** An admin signs the build this page was served, once it matches its release manifest. */
+  signRelease(): Promise<boolean> {
+    const served = this.servedCode;
+    if (served?.state !== 'matches') return Promise.resolve(false);
+    return this.#write(() => this.#require().signRelease(served.digest, served.version));
   }
 
   setPlacement(signer: string, domains: string): Promise<boolean> {

@@ -31,6 +31,9 @@
  *                                     (object/deletes.ts): `deletable` once an admin says
  *                                     so, for good (ranked: a delete is a permanent
  *                                     tombstone, so the permission behind it never lapses)
+ *   releases  row = release digest     a build of the app the mesh's admins signed (the
+ *                                     SHA-256 of its release manifest, core/release.ts):
+ *                                     its version; signed by the admin's event signature
  */
 
 /**
@@ -147,6 +150,13 @@ export const TABLES = {
     columns: { rows: 'string' },
     choices: { rows: OBJECT_ROWS },
     ranked: { rows: OBJECT_ROWS },
+  },
+  releases: {
+    domain: 'CONTROL',
+    write: 'admin',
+    deletable: false,
+    removable: false,
+    columns: { version: 'string' },
   },
   /** Notes kept in a domain the writer picks: the row key names it (`RESTRICTED:…`). */
   field_notes: {

@@ -23,6 +23,7 @@ import { FrameDispatch } from './frame-dispatch.js';
 import { MeshDomains } from './mesh-domains.js';
 import { MeshMetaKeeper } from './mesh-meta.js';
 import { MeshObjects, PLACEMENT_TABLE, type ObjectPort } from './mesh-objects.js';
+import { RELEASES_TABLE } from './code-check.js';
 import { MeshPairing } from './mesh-pairing.js';
 import { ObjectPlane } from './object-plane.js';
 import { MeshRecovery } from './mesh-recovery.js';
@@ -361,6 +362,11 @@ export class MeshNode {
   /** Admin: which domains' objects a machine stores (`*`, names separated by commas, or '' for none). */
   setPlacement(signer: string, domains: string): Written {
     return this.#local(() => this.#state.write(PLACEMENT_TABLE, signer, { domains }));
+  }
+
+  /** An admin signs a build of the app: its release digest and version (runtime/code-check.ts). */
+  signRelease(digest: string, version: string): Written {
+    return this.#local(() => this.#state.write(RELEASES_TABLE, digest, { version }));
   }
 
   /** Removes a machine for good: its later events, bindings and sessions fail closed everywhere. */

@@ -7,6 +7,7 @@ import { DOMAINS, type DomainName } from '../core/schema.js';
 import type { IdentityView } from './crypto-service.js';
 import type { MachineStore } from './machine-store.js';
 import { deletableTables, OBJECT_TABLES, PLACEMENT_TABLE, type ObjectEntry } from './mesh-objects.js';
+import { RELEASES_TABLE, type SignedRelease } from './code-check.js';
 import type { RewrapProgress } from './rewrap-job.js';
 import type { CheckpointMark, RecoveryStatus } from './recovery-status.js';
 import type { DomainView } from './mls-service.js';
@@ -71,6 +72,8 @@ export type NodeSnapshot = {
   readonly placement: Readonly<Record<string, string>>;
   /** Object tables whose rows may be deleted (admins' `object_tables` records, for good). */
   readonly deletableTables: readonly string[];
+  /** Builds of the app the mesh's admins signed (`releases` records; runtime/code-check.ts). */
+  readonly releases: readonly SignedRelease[];
   /** A restore from a recovery kit, while this machine is (or once it was) recovering. */
   readonly recovery: RecoveryStatus | undefined;
   /** The last checkpoint this machine wrote (admins with recovery kits). */
@@ -157,6 +160,10 @@ export async function buildSnapshot(src: SnapshotSources): Promise<NodeSnapshot>
       (await src.store.rows(PLACEMENT_TABLE)).map((r) => [r.row, String(r.cells['domains']?.value ?? '')]),
     ),
     deletableTables: deletableTables(await src.store.rows(OBJECT_TABLES)),
+    releases: (await src.store.rows(RELEASES_TABLE)).map((r) => {
+      const { values, cells } = rowView(r, names);
+      return { digest: r.row, version: String(values['version'] ?? ''), by: cells['version']?.by ?? '' };
+    }),
     recovery: src.meta.value?.recovery,
     checkpoint: src.meta.value?.checkpoint,
   };

@@ -96,6 +96,18 @@ describe('authorize', () => {
       { type: 'NotAuthorized', reason: 'admin role required', final: false },
     ],
     [
+      'a member signs a release of the app',
+      MEMBER,
+      { table: 'releases', row: 'ab'.repeat(32), cols: { version: '0.1.0' } },
+      { type: 'NotAuthorized', reason: 'admin role required', final: false },
+    ],
+    [
+      'an admin signs a release of the app',
+      ADMIN,
+      { table: 'releases', row: 'ab'.repeat(32), cols: { version: '0.1.0' } },
+      { type: 'Allowed', role: 'admin' },
+    ],
+    [
       'an admin removes itself',
       ADMIN,
       { table: 'keyring', row: ADMIN, op: 'remove' },
