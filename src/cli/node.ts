@@ -27,17 +27,28 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import type { NodeSnapshot } from '../runtime/mesh-node.js';
 import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { RecoveryStatus } from '../runtime/mesh-recovery.js';
 import { openHeadless, type Headless } from './headless.js';
+import { appServerProblem, parseListen, startAppServer, type AppServerOptions } from './app-server.js';
 
 export const NODE_USAGE =
-  'node --role server|archive --data DIR [--name NAME] [--join | --restore KIT]   (ticket or recovery code on stdin)';
+  'node --role server|archive --data DIR [--name NAME] [--join | --restore KIT] [--serve-app ADDR:PORT [--static DIR] [--tls-cert FILE --tls-key FILE]]   (ticket or recovery code on stdin)';
 
 type Role = 'server' | 'archive';
 
 class UsageError extends Error {}
 
-type Args = { role: Role; data: string; name: string; join: boolean; restore: string | undefined };
+type Args = {
+  role: Role;
+  data: string;
+  name: string;
+  join: boolean;
+  restore: string | undefined;
+  /** Serve the built app too (app-server.ts). */
+  serveApp: AppServerOptions | undefined;
+};
 
 function parse(argv: readonly string[]): Args {
   const { values } = parseArgs({
@@ -49,6 +60,10 @@ function parse(argv: readonly string[]): Args {
       name: { type: 'string' },
       join: { type: 'boolean' },
       restore: { type: 'string' },
+      'serve-app': { type: 'string' },
+      static: { type: 'string' },
+      'tls-cert': { type: 'string' },
+      'tls-key': { type: 'string' },
     },
   });
   if (values.role !== 'server' && values.role !== 'archive') throw new UsageError('--role must be server or archive');
@@ -60,7 +75,39 @@ function parse(argv: readonly string[]): Args {
     name: values.name ?? values.role,
     join: values.join ?? false,
     restore: values.restore,
+    serveApp: serveAppArgs(values),
   };
+}
+
+function serveAppArgs(values: {
+  'serve-app'?: string | undefined;
+  static?: string | undefined;
+  'tls-cert'?: string | undefined;
+  'tls-key'?: string | undefined;
+}): AppServerOptions | undefined {
+  const listen = values['serve-app'];
+  const [cert, key] = [values['tls-cert'], values['tls-key']];
+  if (listen === undefined) {
+    if (values.static !== undefined || cert !== undefined || key !== undefined) {
+      throw new UsageError('--static, --tls-cert and --tls-key go with --serve-app');
+    }
+    return undefined;
+  }
+  if ((cert === undefined) !== (key === undefined)) throw new UsageError('--tls-cert and --tls-key go together');
+  let where: { host: string; port: number };
+  try {
+    where = parseListen(listen);
+  } catch (e) {
+    throw new UsageError(`--serve-app ${(e as Error).message}`, { cause: e });
+  }
+  const options: AppServerOptions = {
+    ...where,
+    staticDir: resolve(values.static ?? fileURLToPath(new URL('../../dist', import.meta.url))),
+    tls: cert && key ? { cert: readFileSync(cert), key: readFileSync(key) } : undefined,
+  };
+  const problem = appServerProblem(options);
+  if (problem) throw new UsageError(`--serve-app: ${problem}`);
+  return options;
 }
 
 /** Lines of standard input, one at a time. */
@@ -175,6 +222,8 @@ export async function nodeMain(argv: readonly string[]): Promise<number> {
   }
   const { node } = machine;
   say(`role ${args.role}, machine ${machine.fingerprint}, data ${args.data}`);
+  const app = args.serveApp && (await startAppServer(args.serveApp));
+  if (app) say(`serving the app at ${app.url}`);
 
   let asked = false;
   let last = '';
@@ -201,18 +250,21 @@ export async function nodeMain(argv: readonly string[]): Promise<number> {
   });
 
   if (node.status === 'new') {
-    if (!args.join) {
-      stop(2, 'this machine is in no mesh yet: run with --join (ticket on standard input) or --restore KIT');
-    } else {
+    if (args.join) {
       const ticket = (await readLine())?.trim();
       const joined = ticket ? await node.pairing.join(ticket, args.name) : undefined;
       if (!joined?.ok) stop(1, `join refused: ${joined ? joined.error.type : 'no ticket on standard input'}`);
+    } else if (app) {
+      say('this machine is in no mesh yet: it serves the app; start it with --join to pair it');
+    } else {
+      stop(2, 'this machine is in no mesh yet: run with --join (ticket on standard input) or --restore KIT');
     }
   }
   await stopped;
   input.close();
   process.stdin.destroy();
   unsubscribe();
+  await app?.close();
   await machine.close();
   // Nothing of the session may keep the process alive (reconnect timers, sockets closing).
   setTimeout(() => process.exit(exitCode ?? 0), 1000).unref();

@@ -46,7 +46,8 @@ const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
     load: () => Promise.resolve(relayMain),
   },
   node: {
-    usage: 'node --role server|archive --data DIR [--name NAME] [--join]   (ticket on stdin)',
+    usage:
+      'node --role server|archive --data DIR [--name NAME] [--join | --restore KIT] [--serve-app ADDR:PORT [--static DIR] [--tls-cert FILE --tls-key FILE]]',
     help: NODE_HELP,
     load: async () => (await import('./node.js')).nodeMain,
   },

@@ -1,21 +1,37 @@
 /**
- * Code apart from ciphertext (issue 25): the app comes from a static host (here `vite preview`
- * of the built app, as any static host would serve it) and the relay, started with `--no-app`,
- * serves no code at all. Two browsers found and join a mesh across the two origins and sync;
- * a page from an origin the relay's operator did not list can neither call its API nor open
- * its WebSocket.
+ * Code apart from ciphertext (issue 25): the app comes from a static host (`vite preview` of
+ * the built app, as any static host would serve it) or from a machine of the mesh (`sov node
+ * --serve-app`), and the relay, started with `--no-app`, serves no code at all. Two browsers
+ * found and join a mesh across the two origins and sync; a page from an origin the relay's
+ * operator did not list can neither call its API nor open its WebSocket.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect, test, type Page } from '@playwright/test';
 import { freePort, pair, profile, RelayProcess } from './relay-process.ts';
 
 /** `vite preview` of dist/ on the loopback at `port`, once it answers. */
-async function staticHost(port: number): Promise<ChildProcess> {
-  const child = spawn(
-    process.execPath,
-    ['node_modules/vite/bin/vite.js', 'preview', '--host', '127.0.0.1', '--port', String(port), '--strictPort'],
-    { stdio: 'ignore' },
+function staticHost(port: number): Promise<ChildProcess> {
+  return answering(
+    port,
+    spawn(
+      process.execPath,
+      ['node_modules/vite/bin/vite.js', 'preview', '--host', '127.0.0.1', '--port', String(port), '--strictPort'],
+      { stdio: 'ignore' },
+    ),
   );
+}
+
+/** A headless machine serving dist/ on the loopback at `port` (`sov node --serve-app`), once it answers. */
+function meshMachine(port: number): Promise<ChildProcess> {
+  const data = mkdtempSync(join(tmpdir(), 'sov-serve-app-'));
+  const args = ['src/cli/sov.mjs', 'node', '--role', 'server', '--data', data, '--serve-app', `127.0.0.1:${port}`];
+  return answering(port, spawn(process.execPath, args, { stdio: 'ignore' }));
+}
+
+async function answering(port: number, child: ChildProcess): Promise<ChildProcess> {
   await expect
     .poll(async () => (await fetch(`http://127.0.0.1:${port}/`).catch(() => undefined))?.status, { timeout: 30_000 })
     .toBe(200);
@@ -45,13 +61,19 @@ function reach(relay: RelayProcess) {
     );
 }
 
+/** A relay serving no code, listing the app's origin at `appPort`. */
+async function bareRelay(appPort: number): Promise<RelayProcess> {
+  const app = `http://127.0.0.1:${appPort}`;
+  const relay = new RelayProcess(await freePort(), undefined, { args: ['--no-app', '--origin', app], appUrl: app });
+  await relay.start();
+  return relay;
+}
+
 test('the app from a static host works with a relay that serves no code; other origins are refused', async ({
   browser,
 }) => {
   const appPort = await freePort();
-  const app = `http://127.0.0.1:${appPort}`;
-  const relay = new RelayProcess(await freePort(), undefined, { args: ['--no-app', '--origin', app], appUrl: app });
-  await relay.start();
+  const relay = await bareRelay(appPort);
   const host = await staticHost(appPort);
   try {
     // The relay holds no code to serve.
@@ -78,6 +100,23 @@ test('the app from a static host works with a relay that serves no code; other o
     await stranger.getByTestId('relay-url').fill('https://relay.example.org');
     await stranger.getByTestId('create-mesh').click();
     await expect(stranger.getByTestId('relay-problem')).toContainText('ws:// or wss://');
+  } finally {
+    host.kill('SIGTERM');
+    await relay.stop();
+  }
+});
+
+test('the app served by a machine of the mesh works with a relay that serves no code', async ({ browser }) => {
+  const appPort = await freePort();
+  const relay = await bareRelay(appPort);
+  const host = await meshMachine(appPort);
+  try {
+    const [ca, cb] = [await browser.newContext(), await browser.newContext()];
+    const [a, b] = [await ca.newPage(), await cb.newPage()];
+    await pair(relay, a, b, `/?relay=${encodeURIComponent(relay.wsUrl)}`);
+    await b.getByTestId('new-profile-name').fill('Valve 3');
+    await b.getByTestId('add-profile').click();
+    await expect(profile(a, 'Valve 3')).toBeVisible();
   } finally {
     host.kill('SIGTERM');
     await relay.stop();
