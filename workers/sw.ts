@@ -1,7 +1,9 @@
 /**
  * Service worker: precaches the built app (workbox) so a reload with no
  * network opens the app and its local data; navigations fall back to the
- * cached shell. Relay traffic (/ws, /api) is never cached.
+ * cached shell. Relay traffic (/ws, /api) is never cached. Only files the
+ * release manifest names with their exact SHA-256 are cached; anything else
+ * fails the install (src/runtime/release-gate.ts).
  *
  * Background sync of the state plane: on the Background Sync tag 'sov-batch', or on a
  * `{t: 'sov-batch'}` message from a page (browsers without Background Sync: the page posts
@@ -11,9 +13,10 @@
  * 'sov-apply'); open pages get `{t: 'sov-inbox', fetched}` when frames arrived.
  */
 /// <reference lib="webworker" />
-import { cleanupOutdatedCaches, createHandlerBoundToURL, precacheAndRoute } from 'workbox-precaching';
+import { addPlugins, cleanupOutdatedCaches, createHandlerBoundToURL, precacheAndRoute } from 'workbox-precaching';
 import { NavigationRoute, registerRoute } from 'workbox-routing';
 import { BATCH_SYNC_TAG, fetchIntoInbox, type BatchFetchError } from '../src/runtime/batch-fetch.js';
+import { releaseGate } from '../src/runtime/release-gate.js';
 
 /** Background Sync (not in TypeScript's WebWorker lib). */
 interface SyncEvent extends ExtendableEvent {
@@ -23,6 +26,7 @@ interface SyncEvent extends ExtendableEvent {
 
 declare const self: ServiceWorkerGlobalScope & { __WB_MANIFEST: Parameters<typeof precacheAndRoute>[0] };
 
+addPlugins([releaseGate(self.registration.scope)]);
 precacheAndRoute(self.__WB_MANIFEST);
 cleanupOutdatedCaches();
 registerRoute(new NavigationRoute(createHandlerBoundToURL('/index.html'), { denylist: [/^\/api\//, /^\/ws/] }));
