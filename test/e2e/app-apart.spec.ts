@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Browser, type Page } from '@playwright/test';
 import { freePort, pair, profile, RelayProcess } from './relay-process.ts';
 
 /** `vite preview` of dist/ on the loopback at `port`, once it answers. */
@@ -61,6 +61,22 @@ function reach(relay: RelayProcess) {
     );
 }
 
+/**
+ * Two browsers pair across the origins — the founder opens the operator's link, which names the
+ * relay; the joiner takes it from the ticket — and a row each writes reaches the other.
+ */
+async function pairAndSync(browser: Browser, relay: RelayProcess): Promise<[Page, Page]> {
+  const [ca, cb] = [await browser.newContext(), await browser.newContext()];
+  const [a, b] = [await ca.newPage(), await cb.newPage()];
+  await pair(relay, a, b, `/?relay=${encodeURIComponent(relay.wsUrl)}`);
+  for (const [writer, reader, name] of [[a, b, 'Pump 7'] as const, [b, a, 'Valve 3'] as const]) {
+    await writer.getByTestId('new-profile-name').fill(name);
+    await writer.getByTestId('add-profile').click();
+    await expect(profile(reader, name)).toBeVisible();
+  }
+  return [a, b];
+}
+
 /** A relay serving no code, listing the app's origin at `appPort`. */
 async function bareRelay(appPort: number): Promise<RelayProcess> {
   const app = `http://127.0.0.1:${appPort}`;
@@ -81,13 +97,7 @@ test('the app from a static host works with a relay that serves no code; other o
     expect(none.status).toBe(404);
     expect(await none.text()).toMatch(/serves no app/);
 
-    // The founder opens the operator's link, which names the relay; the joiner takes it from the ticket.
-    const [ca, cb] = [await browser.newContext(), await browser.newContext()];
-    const [a, b] = [await ca.newPage(), await cb.newPage()];
-    await pair(relay, a, b, `/?relay=${encodeURIComponent(relay.wsUrl)}`);
-    await a.getByTestId('new-profile-name').fill('Pump 7');
-    await a.getByTestId('add-profile').click();
-    await expect(profile(b, 'Pump 7')).toBeVisible();
+    const [a] = await pairAndSync(browser, relay);
     expect(await reach(relay)(a)).toEqual({ api: 200, socket: 'open' });
 
     // The same app from an origin the operator did not list (localhost is another origin than 127.0.0.1).
@@ -111,12 +121,7 @@ test('the app served by a machine of the mesh works with a relay that serves no 
   const relay = await bareRelay(appPort);
   const host = await meshMachine(appPort);
   try {
-    const [ca, cb] = [await browser.newContext(), await browser.newContext()];
-    const [a, b] = [await ca.newPage(), await cb.newPage()];
-    await pair(relay, a, b, `/?relay=${encodeURIComponent(relay.wsUrl)}`);
-    await b.getByTestId('new-profile-name').fill('Valve 3');
-    await b.getByTestId('add-profile').click();
-    await expect(profile(a, 'Valve 3')).toBeVisible();
+    await pairAndSync(browser, relay);
   } finally {
     host.kill('SIGTERM');
     await relay.stop();
