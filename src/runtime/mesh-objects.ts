@@ -449,7 +449,7 @@ export class MeshObjects {
         access: [],
       });
     if (!at) return err({ type: 'UnknownObject', id });
-    const catalog = [...(await this.#catalog()).values(), ...(await this.#pendingDeletes())];
+    const catalog = await this.#withOwnPending();
     const exported = await this.#deps.service.export(at, format, catalog, await this.deletable());
     this.#deps.changed();
     return exported;
@@ -457,15 +457,30 @@ export class MeshObjects {
 
   /** Runs SQL over every object of this machine's catalog (objects it cannot read are not in it). */
   async query(sql: string, options: QueryOptions = {}): Promise<Awaited<ReturnType<ObjectService['query']>>> {
-    // Rows this machine deleted are hidden here at once, before their delete is published.
-    const entries = [...(await this.#catalog()).values(), ...(await this.#pendingDeletes())];
+    // Rows this machine formed or deleted show here at once, before they are published.
+    const entries = await this.#withOwnPending();
     const deletable = await this.deletable();
     return this.#deps.service.query(sql, entries, options.id, options.progress, options.onRows, deletable);
   }
 
-  /** The delete objects formed here and not yet published, as catalog entries (their manifests are local). */
-  #pendingDeletes(): Promise<CatalogEntry[]> {
-    return this.#pendingEntries((m) => m.kind === 'delete');
+  /**
+   * The catalog and this machine's own unpublished objects, each once: its own are read first,
+   * so one published meanwhile is in the catalog read after (never in neither).
+   */
+  async #withOwnPending(): Promise<CatalogEntry[]> {
+    const own = await this.#ownPending();
+    const catalog = await this.#catalog();
+    return [...catalog.values(), ...own.filter((e) => !catalog.has(e.id))];
+  }
+
+  /**
+   * The data and delete objects formed here and not yet published, as catalog entries (their
+   * manifests and secrets are local): this machine's own rows and deletes show here at once,
+   * offline too, while publication waits for the relay (bytes first: #run). A compaction formed
+   * here is not among them: it replaces its inputs only once published, as on every machine.
+   */
+  #ownPending(): Promise<CatalogEntry[]> {
+    return this.#pendingEntries((m) => m.supersedes.length === 0);
   }
 
   /** Objects formed here, not yet published, whose manifests say `keep`, as catalog entries. */
@@ -522,7 +537,7 @@ export class MeshObjects {
     if (!(await this.deletable()).includes(table)) {
       return err({ type: 'InvalidDelete', detail: `rows of ${table} may not be deleted (no admin allowed it)` });
     }
-    const entries = [...(await this.#catalog()).values()];
+    const entries = await this.#withOwnPending();
     const formed = await this.#deps.service.deleteRows({ table, rowIds, entries });
     if (formed.ok) void this.sync();
     this.#deps.changed();

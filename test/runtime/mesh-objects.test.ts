@@ -118,6 +118,9 @@ describe('MeshObjects', () => {
     expect(t.state.writes).toEqual([]);
     expect(t.state.notices.some((n) => n.includes('formed offline'))).toBe(true);
     expect((await t.objects.entries()).map((e) => [e.id, e.state])).toEqual([[id, 'pending']]);
+    // Its own rows are there at once on the machine that formed them, offline too.
+    const offline = await t.objects.query('SELECT count(*) AS n FROM measurements');
+    expect(offline.ok && offline.value.rows).toEqual([[500]]);
 
     t.state.online = true;
     await t.objects.sync();
@@ -131,9 +134,11 @@ describe('MeshObjects', () => {
     expect(entry).toMatchObject({ id, state: 'published', domain: 'GENERAL', producer: t.signer, held: true });
     expect(t.state.uploadedAtWrites).toEqual([true, true]);
     expect(entry?.manifest?.rows).toBe(500);
-    // Published once: another cycle writes nothing.
+    // Published once: another cycle writes nothing; the rows are counted once.
     await t.objects.sync();
     expect(t.state.writes).toHaveLength(2);
+    const online = await t.objects.query('SELECT count(*) AS n FROM measurements');
+    expect(online.ok && online.value.rows).toEqual([[500]]);
     const csv = await t.objects.download(id, 'csv');
     if (!csv.ok) throw new Error(csv.error.type);
     expect(new TextDecoder().decode(csv.value).trimEnd().split('\n')).toHaveLength(501);
