@@ -39,4 +39,33 @@ describe('MLS crypto provider', () => {
     expect(new TextDecoder().decode(opened)).toBe('path secret');
     for (const spy of calls) expect(spy.mock.calls.filter((args) => x25519(args[1]) || x25519(args[0]))).toEqual([]);
   });
+
+  it('draws a signature key again when the engine fails a generation (WebKitGTK: 1 in 128)', async () => {
+    const cs = await getCiphersuiteImpl(
+      getCiphersuiteFromName('MLS_128_DHKEMX25519_AES128GCM_SHA256_Ed25519'),
+      meshCryptoProvider,
+    );
+    const generate = crypto.subtle.generateKey.bind(crypto.subtle);
+    const spy = vi
+      .spyOn(crypto.subtle, 'generateKey')
+      .mockRejectedValueOnce(
+        new DOMException('The operation failed for an operation-specific reason', 'OperationError'),
+      )
+      .mockImplementation(generate);
+    const pair = await cs.signature.keygen();
+    expect(spy).toHaveBeenCalledTimes(2);
+    const message = new TextEncoder().encode('sov/test');
+    expect(await cs.signature.verify(pair.publicKey, message, await cs.signature.sign(pair.signKey, message))).toBe(
+      true,
+    );
+  });
+
+  it('reports a signature key generation that fails every time', async () => {
+    const cs = await getCiphersuiteImpl(
+      getCiphersuiteFromName('MLS_128_DHKEMX25519_AES128GCM_SHA256_Ed25519'),
+      meshCryptoProvider,
+    );
+    vi.spyOn(crypto.subtle, 'generateKey').mockRejectedValue(new DOMException('always', 'OperationError'));
+    await expect(cs.signature.keygen()).rejects.toThrow('always');
+  });
 });

@@ -11,6 +11,12 @@
  * MLS worker), so a JavaScript implementation gives up no non-extractability.
  * Interoperability is unchanged: the KEM is the same RFC 9180 DHKEM; the IETF vectors
  * (test/mls) run through this provider.
+ *
+ * ts-mls's Ed25519 signatures run on WebCrypto where it exists, and WebKitGTK fails about
+ * one Ed25519 key generation in 128 the same way (a seed starting with a zero byte). Only
+ * *generation* fails there — importing, signing and verifying any key works, measured with
+ * 20,000 keys — so a fresh draw is the fix: `keygen` goes through `retryingKeyGeneration`
+ * (CI met it making a standing key package, an offer to join).
  */
 import { CipherSuite } from '@hpke/core';
 import { DhkemX25519HkdfSha256 } from '@hpke/dhkem-x25519';
@@ -20,10 +26,16 @@ import { defaultCryptoProvider } from 'ts-mls/crypto/implementation/default/prov
 import { makeAead } from 'ts-mls/crypto/implementation/default/makeAead.js';
 import { makeKdf } from 'ts-mls/crypto/implementation/default/makeKdfImpl.js';
 import { makeGenericHpke } from 'ts-mls/crypto/implementation/hpke.js';
+import { retryingKeyGeneration } from '../../storage/key-wrap.js';
 
 export const meshCryptoProvider: CryptoProvider = {
   async getCiphersuiteImpl(cs): Promise<CiphersuiteImpl> {
-    const impl = await defaultCryptoProvider.getCiphersuiteImpl(cs);
+    const base = await defaultCryptoProvider.getCiphersuiteImpl(cs);
+    const { signature } = base;
+    const impl = {
+      ...base,
+      signature: { ...signature, keygen: () => retryingKeyGeneration(() => signature.keygen()) },
+    };
     if (cs.hpke.kem !== 'DHKEM-X25519-HKDF-SHA256') return impl;
     const [aead, aeadInterface] = await makeAead(cs.hpke.aead);
     const suite = new CipherSuite({ kem: new DhkemX25519HkdfSha256(), kdf: makeKdf(cs.hpke.kdf), aead: aeadInterface });
