@@ -122,8 +122,11 @@ export function moduleAt(
   bytes: Uint8Array,
   at: number,
   what: string,
+  /** Where `bytes` starts in its file (a column chunk read alone), for the messages. */
+  base = 0,
 ): Result<{ body: Uint8Array; end: number }, ParquetError> {
-  if (at < 0 || at + 4 > bytes.length) return err({ type: 'Truncated', detail: `${what}: no module length at ${at}` });
+  if (at < 0 || at + 4 > bytes.length)
+    return err({ type: 'Truncated', detail: `${what}: no module length at ${base + at}` });
   const length = new DataView(bytes.buffer, bytes.byteOffset + at, 4).getUint32(0, true);
   const end = at + 4 + length;
   if (end > bytes.length)

@@ -42,6 +42,7 @@ import {
   type Tail,
 } from './footer.js';
 import { DECOMPRESSORS, isReadableCodec } from './codecs.js';
+import { bytesSource, tailBytes, type ByteSource } from './source.js';
 import { checkedPage } from './hybrid.js';
 import {
   checkHeader,
@@ -73,6 +74,7 @@ import {
 
 export type { ColumnValues } from './decoding.js';
 export type { Algorithm, FooterMode, ReadKeys, ReadOptions } from './footer.js';
+export type { ByteSource } from './source.js';
 
 export type ColumnInfo = {
   /** Dotted path of the leaf. */
@@ -114,7 +116,7 @@ export class ParquetFile {
   readonly mode: FooterMode;
   readonly algorithm: Algorithm | undefined;
   readonly columns: readonly ColumnInfo[];
-  readonly #bytes: Uint8Array;
+  readonly #source: ByteSource;
   readonly #keys: ReadKeys;
   readonly #cipher: PmeCipher;
   readonly #aad: FileAad | undefined;
@@ -123,7 +125,7 @@ export class ParquetFile {
   readonly #compressors: Compressors;
 
   private constructor(
-    bytes: Uint8Array,
+    source: ByteSource,
     tail: Tail,
     metadata: FileMetaData,
     keys: ReadKeys,
@@ -131,7 +133,7 @@ export class ParquetFile {
     leaves: Leaf[],
     compressors: Compressors,
   ) {
-    this.#bytes = bytes;
+    this.#source = source;
     this.#compressors = compressors;
     this.metadata = metadata;
     this.mode = tail.mode;
@@ -143,22 +145,26 @@ export class ParquetFile {
     this.columns = leaves.map(({ path, name, type, protection }) => ({ path, name, type, protection }));
   }
 
+  /** `input`: the whole file, or a source that reads its byte ranges on demand (source.ts). */
   static async open(
-    bytes: Uint8Array,
+    input: Uint8Array | ByteSource,
     keys: ReadKeys,
     cipher: PmeCipher,
     options: ReadOptions = {},
   ): Promise<Result<ParquetFile, ParquetError>> {
-    return escapedAsMalformed('file', () => ParquetFile.#open(bytes, keys, cipher, options));
+    return escapedAsMalformed('file', () => ParquetFile.#open(input, keys, cipher, options));
   }
 
   static async #open(
-    bytes: Uint8Array,
+    input: Uint8Array | ByteSource,
     keys: ReadKeys,
     cipher: PmeCipher,
     options: ReadOptions,
   ): Promise<Result<ParquetFile, ParquetError>> {
-    const tail = await readTail(bytes, keys, cipher);
+    const source = input instanceof Uint8Array ? bytesSource(input) : input;
+    const tailRegion = input instanceof Uint8Array ? ok(input) : await tailBytes(source);
+    if (!tailRegion.ok) return tailRegion;
+    const tail = await readTail(tailRegion.value, keys, cipher);
     if (!tail.ok) return tail;
     const metadata = asMetadata(tail.value.footer);
     if (!metadata.ok) return metadata;
@@ -191,7 +197,7 @@ export class ParquetFile {
         return err(malformed('row group column count differs from the schema'));
     }
     const compressors = { ...DECOMPRESSORS, ...options.decompressors };
-    return ok(new ParquetFile(bytes, tail.value, metadata.value, keys, cipher, leaves, compressors));
+    return ok(new ParquetFile(source, tail.value, metadata.value, keys, cipher, leaves, compressors));
   }
 
   /** The rows the row groups hold (what is read; some writers leave the footer's own count at 0). */
@@ -265,10 +271,14 @@ export class ParquetFile {
         ? dictionary_page_offset
         : data_page_offset,
     );
-    const end = start + Number(total_compressed_size);
-    if (start < 4 || end > this.#bytes.length || end < start)
+    const chunkEnd = start + Number(total_compressed_size);
+    if (start < 4 || chunkEnd > this.#source.size || chunkEnd < start)
       return err({ type: 'Truncated', detail: `${leaf.path}: column chunk outside the file` });
-    const bytes = this.#bytes.subarray(0, end);
+    // The chunk alone, read from its source; offsets below are relative to its start.
+    const fetched = await this.#source.read(start, chunkEnd);
+    if (!fetched.ok) return fetched;
+    const bytes = fetched.value;
+    const end = bytes.length;
     const element = leaf.schemaPath[leaf.schemaPath.length - 1]!.element;
     const decoder: ColumnDecoder = {
       pathInSchema: leaf.path.split('.'),
@@ -287,18 +297,19 @@ export class ParquetFile {
     const out: unknown[][] = [];
     let dictionary: DecodedArray | undefined;
     let last: DecodedArray | undefined;
-    let at = start;
+    let at = 0;
     let seen = 0n;
     let dataPages = 0;
     const expectDictionary = dictionary_page_offset !== undefined && Number(dictionary_page_offset) === start;
     while (seen < num_values) {
       if (at >= end) return err({ type: 'Truncated', detail: `${leaf.path}: column chunk ends before its values` });
-      const firstPage = at === start;
+      const firstPage = at === 0;
       const page = await this.#nextPage(bytes, at, cipher.value, {
         ...ordinals,
         dictionary: firstPage && expectDictionary,
         page: dataPages,
         what: `${leaf.path} page ${dataPages}`,
+        base: start,
       });
       if (!page.ok) return page;
       at = page.value.end;
@@ -348,7 +359,7 @@ export class ParquetFile {
     bytes: Uint8Array,
     at: number,
     cipher: Cipher | undefined,
-    o: { rowGroup: number; column: number; page: number; dictionary: boolean; what: string },
+    o: { rowGroup: number; column: number; page: number; dictionary: boolean; what: string; base: number },
   ): Promise<Result<{ header: PageHeader; body: Uint8Array; end: number }, ParquetError>> {
     if (!cipher) {
       const reader = { view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), offset: at };
@@ -359,7 +370,7 @@ export class ParquetFile {
       if (end > bytes.length) return err({ type: 'Truncated', detail: `${o.what}: runs past the chunk` });
       return ok({ header: header.value, body: bytes.subarray(reader.offset, end), end });
     }
-    const headerModule = moduleAt(bytes, at, `${o.what} header`);
+    const headerModule = moduleAt(bytes, at, `${o.what} header`, o.base);
     if (!headerModule.ok) return headerModule;
     const headerType = o.dictionary ? MODULE.DICTIONARY_PAGE_HEADER : MODULE.DATA_PAGE_HEADER;
     const headerPlain = await openGcmBody(
@@ -377,7 +388,7 @@ export class ParquetFile {
     if (!isCount(header.value.compressed_page_size)) return err(malformed(`${o.what}: page header has no size`));
     const isDictionary = header.value.type === 'DICTIONARY_PAGE';
     if (isDictionary !== o.dictionary) return err(malformed(`${o.what}: page type does not match the chunk layout`));
-    const pageModule = moduleAt(bytes, headerModule.value.end, o.what);
+    const pageModule = moduleAt(bytes, headerModule.value.end, o.what, o.base);
     if (!pageModule.ok) return pageModule;
     // The specification counts the module (length, nonce, tag) in the page's size; DuckDB counts the page alone.
     const size = cipher.aad.none
@@ -473,12 +484,12 @@ export class ParquetFile {
   }
 }
 
-/** Opens a Parquet file, encrypted or not. */
+/** Opens a Parquet file, encrypted or not: its bytes, or a source of its byte ranges (source.ts). */
 export function openParquet(
-  bytes: Uint8Array,
+  input: Uint8Array | ByteSource,
   keys: ReadKeys,
   cipher: PmeCipher,
   options: ReadOptions = {},
 ): Promise<Result<ParquetFile, ParquetError>> {
-  return ParquetFile.open(bytes, keys, cipher, options);
+  return ParquetFile.open(input, keys, cipher, options);
 }
