@@ -14,7 +14,7 @@ import { deletedIds, isDeleteManifest, keepRows, Tombstones } from '../core/obje
 import { openObject, type OpenError } from '../core/object/form.js';
 import { isStorageId, objectKeys, type StorageId } from '../core/object/keys.js';
 import { openManifest, type ObjectManifest } from '../core/object/manifest.js';
-import { openParquet, type ParquetFile } from '../core/parquet/read.js';
+import { openParquet, type ByteSource, type ParquetFile } from '../core/parquet/read.js';
 import { ROW_ID_COLUMN, type ColumnSpec } from '../core/parquet/schema.js';
 import type { Verifier } from '../core/ports.js';
 import { execute, type ExecuteError, type QueryResult, type RowsFound } from '../core/query/execute.js';
@@ -63,6 +63,11 @@ export type ReaderDeps = {
   readonly bytes: (id: string) => Promise<Result<Uint8Array, ReadError>>;
   /** An object's bytes if this machine holds them; never fetched. */
   readonly held: (id: string) => Promise<Uint8Array | undefined>;
+  /**
+   * An object this machine does not hold, read in ranges from the relay's blind store as a
+   * query needs them (`size` from its signed manifest); `onFetched` is told each byte count.
+   */
+  readonly remote: (id: string, size: number, onFetched: (bytes: number) => void) => Result<ByteSource, ReadError>;
 };
 
 /** How many query ids the reader remembers as cancelled early, or as ended. */
@@ -219,17 +224,36 @@ export class ObjectReader {
     return ok({ inputs, ...(keepRow ? { keepRow } : {}) });
   }
 
-  /** An object's Parquet file, decrypted under the DEK of its secret; its bytes fetched if need be. */
+  /**
+   * An object's Parquet file, decrypted under the DEK of its secret: from the copy held here,
+   * else read in ranges from the relay — its tail, then only the column chunks the query
+   * decodes (the rest of the object never leaves the relay). A ranged read cannot be checked
+   * against the storage id (that hashes the whole), so the object must have an encrypted
+   * footer: its footer and every module are sealed under this object's own key, and bytes
+   * from anywhere else fail to open. `fetched` counts the bytes fetched.
+   */
   async #openFile(
     m: ObjectManifest,
     secret: Result<Uint8Array, ReadError>,
+    fetched?: { bytes: number },
   ): Promise<Result<ParquetFile, ExecuteError>> {
     if (!secret.ok) return err({ type: 'ObjectUnavailable', id: m.storageId, reason: secret.error.type });
-    const bytes = await this.#deps.bytes(m.storageId);
-    if (!bytes.ok) return err({ type: 'ObjectUnavailable', id: m.storageId, reason: bytes.error.type });
-    const file = await openParquet(bytes.value, { footerKey: objectKeys(secret.value).dek }, webPmeCipher, {
+    const held = await this.#deps.held(m.storageId);
+    let input: Uint8Array | ByteSource;
+    if (held) input = held;
+    else {
+      const remote = this.#deps.remote(m.storageId, m.bytes, (n) => {
+        if (fetched) fetched.bytes += n;
+      });
+      if (!remote.ok) return err({ type: 'ObjectUnavailable', id: m.storageId, reason: remote.error.type });
+      input = remote.value;
+    }
+    const file = await openParquet(input, { footerKey: objectKeys(secret.value).dek }, webPmeCipher, {
       decompressors: await zstdDecompressors(),
     });
+    if (file.ok && !held && file.value.mode !== 'encrypted') {
+      return err({ type: 'ObjectUnavailable', id: m.storageId, reason: 'HashMismatch' });
+    }
     return file;
   }
 
@@ -271,14 +295,18 @@ export class ObjectReader {
       const tombstones = await this.#tableTombstones(manifests, table, deletable, secretOf);
       if (!tombstones.ok) return tombstones;
       const keepRow = tombstones.value.keepRow();
-      return await execute(data, bound.value, {
+      const fetched = { bytes: 0 };
+      const result = await execute(data, bound.value, {
         withRowIds: true,
         ...(keepRow ? { keepRow } : {}),
-        open: (m) => this.#openFile(m, secretOf(m)),
+        open: (m) => this.#openFile(m, secretOf(m), fetched),
         signal: controller.signal,
         ...(options.progress ? { progress: options.progress } : {}),
         ...(options.onRows ? { onRows: options.onRows } : {}),
       });
+      return result.ok
+        ? ok({ ...result.value, explain: { ...result.value.explain, bytesFetched: fetched.bytes } })
+        : result;
     } finally {
       if (options.id && this.#queries.get(options.id) === controller) {
         this.#queries.delete(options.id);

@@ -48,7 +48,7 @@ import { systemClock } from './clock.js';
 import { manifestView, type ManifestView } from './manifest-view.js';
 import { accessOf, ObjectReader, type CatalogEntry, type ReadError } from './object-reader.js';
 import { httpBaseOf } from './relay-http-client.js';
-import { RelayObjectClient } from './relay-objects-client.js';
+import { RelayObjectClient, relayByteSource } from './relay-objects-client.js';
 import { unwrapSecret } from '../storage/key-wrap.js';
 import { webRandom, webSigner, webVerifier } from './webcrypto.js';
 import { zstdCompression } from './zstd.js';
@@ -134,6 +134,11 @@ export class ObjectService {
       pendingManifest: async (id) => (await this.#db.pending(id))?.sealedManifest,
       bytes: (id) => this.#bytes(id),
       held: async (id) => (await this.#db.blob(id))?.bytes,
+      remote: (id, size, onFetched) => {
+        if (!isStorageId(id)) return err({ type: 'UnknownObject', id });
+        const client = this.#client();
+        return client.ok ? ok(relayByteSource(client.value, storageIdBytes(id), size, onFetched)) : client;
+      },
     });
     this.#forming = new ObjectForming({
       access,

@@ -18,6 +18,7 @@ import {
   type ObjectResponse,
   type ObjectRoute,
 } from '../core/relay-objects.js';
+import type { ByteSource } from '../core/parquet/source.js';
 import { err, ok, type Result } from '../core/result.js';
 import { postSigned, type RelayHttpClientError, type RelayHttpClientOptions } from './relay-http-client.js';
 
@@ -118,6 +119,46 @@ export class RelayObjectClient {
     return ok(out);
   }
 
+  /**
+   * Bytes [start, end) of object `id`, whose size the caller knows from its signed manifest:
+   * a relay holding an object of another size, or answering short, is refused. Nothing here
+   * is hashed (a range cannot be); an encrypted object's modules are sealed, so the Parquet
+   * reader refuses bytes that are not the object's own (core/parquet/source.ts).
+   */
+  async range(
+    id: Uint8Array,
+    size: number,
+    start: number,
+    end: number,
+  ): Promise<Result<Uint8Array, ObjectClientError>> {
+    if (!(Number.isSafeInteger(start) && Number.isSafeInteger(end) && 0 <= start && start <= end && end <= size)) {
+      throw new RangeError(`objects: no range ${start}–${end} in an object of ${size} bytes`);
+    }
+    const out = new Uint8Array(end - start);
+    for (let at = start; at < end;) {
+      const length = Math.min(this.#chunk, end - at);
+      const part = await this.#call('get', { id, offset: at, length });
+      if (!part.ok) {
+        if (part.error.type === 'HttpRefused' && part.error.code === 'not-found') {
+          return err({ type: 'NotFound', reason: 'objects: the relay does not hold this object' });
+        }
+        return part;
+      }
+      if (part.value.total !== size) {
+        return err({
+          type: 'BadResponse',
+          reason: 'objects: the relay holds an object of another size than its manifest says',
+        });
+      }
+      if (part.value.chunk.length !== length) {
+        return err({ type: 'BadResponse', reason: 'objects: the relay answered a range short' });
+      }
+      out.set(part.value.chunk, at - start);
+      at += length;
+    }
+    return ok(out);
+  }
+
   /** One page of the complete objects under `tag` (or all of the mesh's with null) after `after`, in id order. */
   list(
     tag: Uint8Array | null,
@@ -151,4 +192,35 @@ export class RelayObjectClient {
     const decoded = decodeObjectResponse(route, answer.value);
     return decoded.ok ? decoded : err({ type: 'BadResponse', reason: decoded.error.reason });
   }
+}
+
+/**
+ * Object `id` as a Parquet byte source (core/parquet/source.ts) over the relay's ranged
+ * reads: what a query reads of an object this machine does not hold. `size` comes from the
+ * object's signed manifest; `onFetched` is told every byte count fetched.
+ */
+export function relayByteSource(
+  client: Pick<RelayObjectClient, 'range'>,
+  id: Uint8Array,
+  size: number,
+  onFetched?: (bytes: number) => void,
+): ByteSource {
+  return {
+    size,
+    read: async (start, end) => {
+      if (start < 0 || end > size || end < start) {
+        return err({ type: 'Truncated', detail: `bytes ${start}–${end} are outside the object` });
+      }
+      const got = await client.range(id, size, start, end);
+      if (!got.ok) {
+        const e = got.error;
+        return err({
+          type: 'Unavailable',
+          detail: `${e.type}: ${'reason' in e ? e.reason : `${e.code} ${e.message}`}`,
+        });
+      }
+      onFetched?.(got.value.length);
+      return ok(got.value);
+    },
+  };
 }

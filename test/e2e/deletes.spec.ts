@@ -36,6 +36,9 @@ test('picked rows of a query result are deleted for good, on every machine', asy
   await expect(ws!.locator('[data-testid="object"][data-state="published"]')).toHaveCount(3, { timeout: 60_000 });
   await view(col!, 'query');
   await expect(async () => expect(await count(col!, 'readings')).toBe('15')).toPass({ timeout: 60_000 });
+  // The collector holds none of them: it read them from the relay in ranges, and kept nothing.
+  expect(Number(await col!.getByTestId('query-explain').getAttribute('data-fetched'))).toBeGreaterThan(0);
+  await expect(col!.getByTestId('query-explain')).toContainText('fetched from the relay');
 
   // Append-only until an admin says otherwise: the rows cannot be picked.
   await runSql(ws!, 'SELECT device, time FROM readings ORDER BY time');

@@ -195,6 +195,32 @@ describe('relay blind object store', () => {
       fetch: options.fetch,
     });
 
+  const cbor = (body: Uint8Array, status = 200): Response =>
+    new Response(new Uint8Array(body), { status, headers: { 'Content-Type': CBOR_CONTENT_TYPE } });
+  /** A client of a relay that serves gets as `serve` says; `gets` records each request's offset. */
+  const servedBy = (
+    serve: (offset: number, length: number) => GetResponse | Response,
+    gets: number[] = [],
+  ): RelayObjectClient => {
+    const fake: typeof fetch = (input, init) => {
+      expect(urlOf(input)).toBe(`http://relay.test${OBJECT_ROUTES.get}`);
+      const request = decodeObjectRequest('get', init?.body as Uint8Array);
+      if (!request.ok) throw new Error(request.error.reason);
+      gets.push(request.value.offset);
+      const served = serve(request.value.offset, request.value.length);
+      return Promise.resolve(served instanceof Response ? served : cbor(encodeObjectBody(served)));
+    };
+    return new RelayObjectClient({
+      baseUrl: 'http://relay.test',
+      topic: TOPIC,
+      signer: signerOf(ALICE),
+      clock: { now: () => Date.now() },
+      random: nonces(),
+      chunkBytes: CHUNK,
+      fetch: fake,
+    });
+  };
+
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'sov-objects-'));
   });
@@ -882,8 +908,6 @@ describe('relay blind object store', () => {
       total: o.bytes.length,
       chunk: o.bytes.subarray(offset, Math.min(offset + length, o.bytes.length)),
     });
-    const cbor = (body: Uint8Array, status = 200): Response =>
-      new Response(new Uint8Array(body), { status, headers: { 'Content-Type': CBOR_CONTENT_TYPE } });
 
     type Case = {
       readonly name: string;
@@ -938,23 +962,7 @@ describe('relay blind object store', () => {
     for (const c of cases) {
       it(`${c.name} → ${c.expected}`, async () => {
         const gets: number[] = [];
-        const fake: typeof fetch = (input, init) => {
-          expect(urlOf(input)).toBe(`http://relay.test${OBJECT_ROUTES.get}`);
-          const request = decodeObjectRequest('get', init?.body as Uint8Array);
-          if (!request.ok) throw new Error(request.error.reason);
-          gets.push(request.value.offset);
-          const served = c.serve(request.value.offset, request.value.length);
-          return Promise.resolve(served instanceof Response ? served : cbor(encodeObjectBody(served)));
-        };
-        const client = new RelayObjectClient({
-          baseUrl: 'http://relay.test',
-          topic: TOPIC,
-          signer: signerOf(ALICE),
-          clock: { now: () => Date.now() },
-          random: nonces(),
-          chunkBytes: CHUNK,
-          fetch: fake,
-        });
+        const client = servedBy(c.serve, gets);
         const got = await client.download(o.id);
         if (c.expected === 'ok') {
           expect(bytesEqual(unwrap(got), o.bytes)).toBe(true);
@@ -964,6 +972,40 @@ describe('relay blind object store', () => {
         }
       });
     }
+  });
+
+  describe('ranged reads (queries of objects not held here)', () => {
+    const o = object(5000, 'ranged');
+    const honest = (offset: number, length: number): GetResponse => ({
+      total: o.bytes.length,
+      chunk: o.bytes.subarray(offset, Math.min(offset + length, o.bytes.length)),
+    });
+
+    it('fetches exactly the range, in chunks, from a real relay and from a fake', async () => {
+      const relay = await start();
+      await members(relay, TOPIC, ALICE);
+      const real = clientOf(relay);
+      unwrap(await real.upload(o.id, TAG, o.bytes));
+      expect(bytesEqual(unwrap(await real.range(o.id, 5000, 1500, 3700)), o.bytes.subarray(1500, 3700))).toBe(true);
+      expect(unwrap(await real.range(o.id, 5000, 4990, 5000)).length).toBe(10);
+      const gets: number[] = [];
+      const fake = servedBy(honest, gets);
+      expect(bytesEqual(unwrap(await fake.range(o.id, 5000, 1500, 3700)), o.bytes.subarray(1500, 3700))).toBe(true);
+      expect(gets).toEqual([1500, 2500, 3500]);
+      expect(unwrap(await fake.range(o.id, 5000, 10, 10)).length).toBe(0);
+    });
+
+    it('refuses a relay holding another size than the manifest says, or answering short', async () => {
+      const other = servedBy((offset, length) => ({ ...honest(offset, length), total: 4999 }));
+      expect(outcome(await other.range(o.id, 5000, 0, 100))).toBe('BadResponse');
+      const short = servedBy((offset, length) => honest(offset, length - 1));
+      expect(outcome(await short.range(o.id, 5000, 0, 100))).toBe('BadResponse');
+      const gone = servedBy(() => cbor(encodeMailboxBody({ code: 'not-found', message: 'no such object' }), 404));
+      expect(outcome(await gone.range(o.id, 5000, 0, 100))).toBe('NotFound');
+      const none = servedBy(honest);
+      await expect(none.range(o.id, 5000, 4000, 5001)).rejects.toThrow(RangeError);
+      await expect(none.range(o.id, 5000, 20, 10)).rejects.toThrow(RangeError);
+    });
   });
 
   describe('listing', () => {

@@ -66,7 +66,9 @@ export type ParquetError =
   /** A key that is not 16, 24 or 32 bytes long. */
   | { readonly type: 'KeyInvalid'; readonly column: string }
   | { readonly type: 'AadPrefixRequired' }
-  | { readonly type: 'FooterSignatureInvalid' };
+  | { readonly type: 'FooterSignatureInvalid' }
+  /** A ranged source (source.ts) could not read bytes: the relay went away, refused, or answered otherwise. */
+  | { readonly type: 'Unavailable'; readonly detail: string };
 
 export type Ordinals = { readonly rowGroup?: number; readonly column?: number; readonly page?: number };
 

@@ -42,7 +42,7 @@ import {
   type Tail,
 } from './footer.js';
 import { DECOMPRESSORS, isReadableCodec } from './codecs.js';
-import { bytesSource, tailBytes, type ByteSource } from './source.js';
+import { bytesSource, tailBytes, withTail, type ByteSource } from './source.js';
 import { checkedPage } from './hybrid.js';
 import {
   checkHeader,
@@ -161,10 +161,18 @@ export class ParquetFile {
     cipher: PmeCipher,
     options: ReadOptions,
   ): Promise<Result<ParquetFile, ParquetError>> {
-    const source = input instanceof Uint8Array ? bytesSource(input) : input;
-    const tailRegion = input instanceof Uint8Array ? ok(input) : await tailBytes(source);
-    if (!tailRegion.ok) return tailRegion;
-    const tail = await readTail(tailRegion.value, keys, cipher);
+    let source: ByteSource;
+    let tailRegion: Uint8Array;
+    if (input instanceof Uint8Array) {
+      source = bytesSource(input);
+      tailRegion = input;
+    } else {
+      const read = await tailBytes(input);
+      if (!read.ok) return read;
+      source = withTail(input, read.value.end);
+      tailRegion = read.value.tail;
+    }
+    const tail = await readTail(tailRegion, keys, cipher);
     if (!tail.ok) return tail;
     const metadata = asMetadata(tail.value.footer);
     if (!metadata.ok) return metadata;

@@ -40,15 +40,17 @@ export function bytesSource(bytes: Uint8Array): ByteSource {
  * How much of a file's end one read takes: the magic, the footer length and, for the
  * objects this project writes, the whole footer — one round trip, not two.
  */
-export const TAIL_GUESS = 64 * 1024;
+export const TAIL_GUESS = 16 * 1024;
 
 /**
  * The parts of a file that its tail is read from, as one short file: the opening magic,
  * the footer region, its length and the closing magic. `readTail` (footer.ts) reads this
  * exactly as it reads the whole file; a footer longer than the file is left out, and the
- * length field then tells `readTail` so.
+ * length field then tells `readTail` so. `end`: the bytes of the first read (see `withTail`).
  */
-export async function tailBytes(source: ByteSource): Promise<Result<Uint8Array, ParquetError>> {
+export async function tailBytes(
+  source: ByteSource,
+): Promise<Result<{ readonly tail: Uint8Array; readonly end: Uint8Array }, ParquetError>> {
   const size = source.size;
   if (size < 12) return err({ type: 'Truncated', detail: 'shorter than magic, footer length and magic' });
   const guess = Math.min(size, Math.max(12, source.tailGuess ?? TAIL_GUESS));
@@ -58,11 +60,26 @@ export async function tailBytes(source: ByteSource): Promise<Result<Uint8Array, 
   if (!head.ok) return head;
   const length = u32(end.value, guess - 8);
   const closing = end.value.subarray(guess - 8);
-  if (length > size - 12) return ok(concat(head.value, closing));
+  if (length > size - 12) return ok({ tail: concat(head.value, closing), end: end.value });
   const region =
     length + 8 <= guess
       ? ok(end.value.subarray(guess - 8 - length, guess - 8))
       : await source.read(size - 8 - length, size - 8);
   if (!region.ok) return region;
-  return ok(concat(head.value, region.value, closing));
+  return ok({ tail: concat(head.value, region.value, closing), end: end.value });
+}
+
+/**
+ * `source`, answering reads inside its last `tail.length` bytes from `tail` (the end the
+ * footer was read from): for a file no longer than the first read, nothing is read twice.
+ */
+export function withTail(source: ByteSource, tail: Uint8Array): ByteSource {
+  const from = source.size - tail.length;
+  return {
+    size: source.size,
+    read: (start, end) =>
+      start >= from && end <= source.size && end >= start
+        ? Promise.resolve(ok(tail.subarray(start - from, end - from)))
+        : source.read(start, end),
+  };
 }

@@ -30,6 +30,11 @@ export type Explain = {
   readonly rowsScanned: number;
   /** Encrypted bytes of the objects opened. */
   readonly bytesRead: number;
+  /**
+   * Of those, bytes fetched from the relay in ranges, for objects this machine does not hold
+   * (the tail and the chunks decoded, not whole objects); set by the reader that fetched them.
+   */
+  readonly bytesFetched?: number;
 };
 
 export type QueryResult = {
