@@ -9,6 +9,7 @@ import 'fake-indexeddb/auto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parquetWriteBuffer } from 'hyparquet-writer';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { fromBase64Url, fromHex, toBase64Url } from '../../src/core/bytes.js';
 import { encodeAccessBatch } from '../../src/core/object/access.js';
@@ -538,6 +539,33 @@ describe('querying objects this machine does not hold', () => {
       writeFileSync(path, original);
     }
     expect((await t.objects.query(SQL)).ok).toBe(true);
+    // A plaintext Parquet file of forged rows, padded to the object's size (bytes between the
+    // last chunk and the footer are free in Parquet): readable without any key, so a relay
+    // could make one — refused, since a ranged object must have an encrypted footer.
+    const p = new Uint8Array(
+      parquetWriteBuffer({
+        columnData: [
+          { name: 'device', data: ['weir', 'weir'], type: 'STRING', nullable: false },
+          { name: 'temperature', data: [999, 999], type: 'DOUBLE', nullable: true },
+        ],
+      }),
+    );
+    const footerLength = new DataView(p.buffer, p.byteOffset).getUint32(p.length - 8, true);
+    const footerStart = p.length - 8 - footerLength;
+    expect(p.length).toBeLessThan(original.length);
+    const forged = Buffer.concat([
+      p.subarray(0, footerStart),
+      Buffer.alloc(original.length - p.length),
+      p.subarray(footerStart),
+    ]);
+    expect(forged.length).toBe(original.length);
+    writeFileSync(path, forged);
+    const substituted = await t.objects.query(SQL);
+    expect(substituted.ok ? 'answered' : substituted.error).toEqual({
+      type: 'ObjectUnavailable',
+      id: ids[0],
+      reason: 'HashMismatch',
+    });
     writeFileSync(path, original.subarray(0, original.length - 100));
     const short = await t.objects.query(SQL);
     expect(short.ok ? 'answered' : short.error.type).not.toBe('answered');
