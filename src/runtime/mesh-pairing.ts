@@ -35,7 +35,7 @@ export type PairingWiring = {
   readonly meta: MeshMetaKeeper;
   readonly roster: MeshRoster;
   readonly domains: Pick<MeshDomains, 'addJoiner' | 'joinOffers' | 'joinFrom' | 'found' | 'standingKeyPackage'>;
-  readonly feed: Pick<NodeFeed, 'notice' | 'count' | 'publish'>;
+  readonly feed: Pick<NodeFeed, 'notice' | 'count' | 'publish' | 'publishSoon'>;
   identity(): IdentityView;
   /** Sets this machine's identity (it founded a mesh), or reads it again from the key holder. */
   reloadIdentity(identity?: IdentityView): Promise<void>;
@@ -71,8 +71,15 @@ export class MeshPairing {
     const common = {
       crypto: w.crypto,
       sendTo: (endpoint: string, body: Uint8Array) => w.sendTo(endpoint, body),
-      notice: (kind: 'info' | 'warning', text: string) => w.feed.notice(kind, text),
-      count: (type: string) => w.feed.count(type),
+      // Shown as they happen: a ceremony waiting on the relay may publish nothing else for long.
+      notice: (kind: 'info' | 'warning', text: string) => {
+        w.feed.notice(kind, text);
+        w.feed.publishSoon();
+      },
+      count: (type: string) => {
+        w.feed.count(type);
+        w.feed.publishSoon();
+      },
       changed: () => w.feed.publish(),
     };
     this.#inviter = new InviterCeremony({

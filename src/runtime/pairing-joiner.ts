@@ -10,7 +10,7 @@
  * The accept itself (becoming a member) is the machine's business: mesh-node.ts.
  */
 import type { DomainItems } from '../core/peer-wire.js';
-import type { Result } from '../core/result.js';
+import { ok, type Result } from '../core/result.js';
 import type { InboundMessage, JoinError, PeerAddress } from './crypto-service.js';
 
 /** The joining side of the ceremony: the string to compare, and whether our human answered. */
@@ -51,6 +51,8 @@ export class JoinerCeremony {
   readonly #port: JoinerPort;
   #view: JoinView = { sas: undefined, answered: false };
   #retry: ReturnType<typeof setInterval> | undefined;
+  /** The failure last shown, so a step failing at every repeat is shown once. */
+  #reported: string | undefined;
 
   constructor(port: JoinerPort) {
     this.#port = port;
@@ -60,14 +62,16 @@ export class JoinerCeremony {
     return this.#view;
   }
 
-  /** The relay session is up: send the request (again, from the start) and keep repeating. */
+  /**
+   * The relay session is up: send the request (again, from the start) and keep repeating.
+   * The repeats are scheduled first: a step that fails (an engine's crypto error, a worker
+   * restarting) is reported and tried again at the next repeat, never the end of the join.
+   */
   async start(): Promise<void> {
-    const port = this.#port;
     this.#view = { sas: undefined, answered: false };
-    const request = await port.crypto.joinRequest(port.name());
-    if (request.ok) port.sendTo(request.value.to, request.value.body);
-    else port.notice('warning', `join: ${request.error.type}`);
+    this.#reported = undefined;
     this.#repeat();
+    await this.#attempt(() => this.#sendRequest());
   }
 
   /** Step 2: the inviter's nonce arrived; reveal ours and show the string. */
@@ -75,12 +79,15 @@ export class JoinerCeremony {
     const port = this.#port;
     const inviter = port.inviter();
     if (!inviter || this.#view.refused !== undefined) return port.count('UnexpectedPairingMessage');
-    const revealed = await port.crypto.joinReveal(challenge);
-    if (!revealed.ok) return port.notice('warning', `join: ${revealed.error.type}`);
-    port.sendTo(inviter.endpoint, revealed.value.body);
-    if (this.#view.sas === revealed.value.sas) return;
-    this.#view = { sas: revealed.value.sas, answered: false };
-    port.notice('info', 'compare the pairing code with the inviting machine');
+    await this.#attempt(async () => {
+      const revealed = await port.crypto.joinReveal(challenge);
+      if (!revealed.ok) return revealed.error.type;
+      port.sendTo(inviter.endpoint, revealed.value.body);
+      if (this.#view.sas === revealed.value.sas) return undefined;
+      this.#view = { sas: revealed.value.sas, answered: false };
+      port.notice('info', 'compare the pairing code with the inviting machine');
+      return undefined;
+    });
   }
 
   /** Our human compared the string with the inviting machine's and confirmed (or declined). */
@@ -88,11 +95,8 @@ export class JoinerCeremony {
     const port = this.#port;
     const inviter = port.inviter();
     if (!inviter || !this.#view.sas || this.#view.refused !== undefined) return;
-    const kps = confirmed ? await port.joinOffers() : { ok: true as const, value: [] };
-    if (!kps.ok) return port.notice('warning', `join: ${kps.error.type}`);
-    const answer = await port.crypto.joinAnswer(confirmed, kps.value);
-    if (!answer.ok) return port.notice('warning', `join: ${answer.error.type}`);
-    port.sendTo(inviter.endpoint, answer.value);
+    const sent = await this.#attempt(() => this.#sendAnswer(confirmed), 'answer again');
+    if (!sent) return;
     this.#view = { ...this.#view, answered: true };
     if (!confirmed) return port.abandon();
     await port.changed();
@@ -118,18 +122,56 @@ export class JoinerCeremony {
     this.#retry = setInterval(() => void this.#again(), JOIN_RETRY_MS);
   }
 
+  /** The step to repeat: the request until challenged, the confirmation until the keys arrive. */
   async #again(): Promise<void> {
     const port = this.#port;
-    const inviter = port.inviter();
-    if (!inviter) return this.stop();
+    if (!port.inviter()) return this.stop();
     if (!port.online() || this.#view.refused !== undefined) return;
-    if (!this.#view.sas) {
-      const request = await port.crypto.joinRequest(port.name());
-      if (request.ok) port.sendTo(request.value.to, request.value.body);
-    } else if (this.#view.answered) {
-      const kps = await port.joinOffers();
-      const answer = kps.ok ? await port.crypto.joinAnswer(true, kps.value) : kps;
-      if (answer.ok) port.sendTo(inviter.endpoint, answer.value);
+    if (!this.#view.sas) await this.#attempt(() => this.#sendRequest());
+    else if (this.#view.answered) await this.#attempt(() => this.#sendAnswer(true));
+  }
+
+  async #sendRequest(): Promise<string | undefined> {
+    const port = this.#port;
+    const request = await port.crypto.joinRequest(port.name());
+    if (!request.ok) return request.error.type;
+    port.sendTo(request.value.to, request.value.body);
+    return undefined;
+  }
+
+  async #sendAnswer(confirmed: boolean): Promise<string | undefined> {
+    const port = this.#port;
+    const inviter = port.inviter();
+    if (!inviter) return 'NoPendingJoin';
+    const kps = confirmed ? await port.joinOffers() : ok([]);
+    if (!kps.ok) return kps.error.type;
+    const answer = await port.crypto.joinAnswer(confirmed, kps.value);
+    if (!answer.ok) return answer.error.type;
+    port.sendTo(inviter.endpoint, answer.value);
+    return undefined;
+  }
+
+  /**
+   * Runs one step; a step that fails — an error it returns or one thrown on the way — is shown
+   * to our human (once while it repeats) and the ceremony goes on: repeated steps are tried
+   * again at the next repeat, the human's answer when they answer again. True when it went out.
+   */
+  async #attempt(step: () => Promise<string | undefined>, next = 'trying again'): Promise<boolean> {
+    let failed: string | undefined;
+    try {
+      failed = await step();
+    } catch (e) {
+      failed = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
     }
+    if (failed === undefined) {
+      this.#reported = undefined;
+      return true;
+    }
+    if (this.#reported !== failed) {
+      this.#reported = failed;
+      this.#port.notice('warning', `join: ${failed} (${next})`);
+      await this.#port.changed();
+    }
+    return false;
   }
 }

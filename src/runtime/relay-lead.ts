@@ -136,6 +136,8 @@ export class RelayLead {
         sequencer: (message) => w.domains.onSequencer(message),
         relayError: (code, message) => {
           w.feed.count(`relay:${code}`);
+          // A refusal is shown when it happens (a joiner's refused request would publish nothing else).
+          w.feed.publishSoon();
           if (code === 'not-a-member') w.domains.refused(message);
         },
         batchCycle: (online) => this.#batchCycle(online),
@@ -151,12 +153,26 @@ export class RelayLead {
 
   #changed(state: RelayState): void {
     const w = this.#w;
-    if (state === 'ready') void this.#attachSequencer().then(() => w.ready());
+    // What a new session starts must not fail unseen, nor one part stop the next: a join's
+    // request needs no sequencer, and a member's catch-up goes on without one.
+    if (state === 'ready')
+      void this.#started('the sequencer', () => this.#attachSequencer()).then(() =>
+        this.#started('the session', () => w.ready()),
+      );
     else if (state === 'offline') {
       w.domains.detach();
       void w.state.disconnected();
     }
     w.feed.publishSoon();
+  }
+
+  async #started(what: string, step: () => Promise<void>): Promise<void> {
+    try {
+      await step();
+    } catch (e) {
+      this.#w.feed.notice('warning', `relay: could not start ${what} (${e instanceof Error ? e.name : String(e)})`);
+      this.#w.feed.publishSoon();
+    }
   }
 
   async #attachSequencer(): Promise<void> {

@@ -10,6 +10,7 @@
  *   deleted from a query result and the table compacted.
  * Browsers come from Debian's packages (scripts/ensure-browsers.sh), never downloaded.
  */
+import type { Browser, Page } from '@playwright/test';
 import { chromiumMachine } from './engines/chromium.ts';
 import {
   expectCount,
@@ -165,10 +166,16 @@ for (const engine of ENGINES) {
       opened.push(page);
       return page;
     };
+    /** The Chromium machine a test pairs with; its page is reported with the others on failure. */
+    const peer = async (browser: Browser): Promise<{ page: Page; machine: EnginePage }> => {
+      const machine = await chromiumMachine(browser);
+      opened.push(machine.machine);
+      return machine;
+    };
     // eslint-disable-next-line no-empty-pattern -- Playwright needs the fixtures parameter to reach testInfo.
     test.afterEach(async ({}, testInfo) => {
       if (testInfo.status !== testInfo.expectedStatus) {
-        // What each engine page showed when the test failed: its text and the relay state's detail.
+        // What each page showed when the test failed (this engine's and Chromium's): its text and the relay state's detail.
         for (const [i, page] of opened.entries()) {
           const shown = await page
             .evaluate(
@@ -177,8 +184,8 @@ for (const engine of ENGINES) {
               undefined,
             )
             .catch((e: unknown) => `(page unreadable: ${String(e)})`);
-          await testInfo.attach(`${engine}-page-${i}.txt`, { body: shown, contentType: 'text/plain' });
-          console.log(`── ${engine} page ${i} at failure:\n${shown.slice(0, 3000)}`);
+          await testInfo.attach(`${page.engine}-page-${i}.txt`, { body: shown, contentType: 'text/plain' });
+          console.log(`── ${page.engine} page ${i} at failure:\n${shown.slice(0, 3000)}`);
         }
       }
       await Promise.allSettled(opened.map((page) => page.close()));
@@ -195,7 +202,7 @@ for (const engine of ENGINES) {
 
     test('founds a mesh that a Chromium machine joins; edits travel both ways', async ({ browser, relay }) => {
       const founder = await open();
-      const { machine: joiner } = await chromiumMachine(browser);
+      const { machine: joiner } = await peer(browser);
       const ticket = await foundMesh(relay, founder, `${engine} workstation`);
       await askToJoin(relay, joiner, 'chromium collector', ticket);
       await confirmPairing(founder, joiner);
@@ -205,7 +212,7 @@ for (const engine of ENGINES) {
     });
 
     test('joins a mesh a Chromium machine founded; edits travel both ways', async ({ browser, relay }) => {
-      const { machine: founder } = await chromiumMachine(browser);
+      const { machine: founder } = await peer(browser);
       const joiner = await open();
       const ticket = await foundMesh(relay, founder, 'chromium workstation');
       await askToJoin(relay, joiner, `${engine} collector`, ticket);
@@ -218,7 +225,7 @@ for (const engine of ENGINES) {
       browser,
       relay,
     }) => {
-      const { page: admin, machine: adminMachine } = await chromiumMachine(browser);
+      const { page: admin, machine: adminMachine } = await peer(browser);
       await foundMesh(relay, adminMachine, 'chromium workstation');
       await samples(admin, 'GENERAL', 'readings', 2);
       await expectCount(adminMachine, `${tid('object')}[data-state="published"]`, 2, 60_000);
@@ -326,7 +333,7 @@ for (const engine of ENGINES) {
     });
 
     test('reads a pairing ticket through a fake camera and joins', async ({ browser, relay }) => {
-      const { page: founderPage, machine: founder } = await chromiumMachine(browser);
+      const { page: founderPage, machine: founder } = await peer(browser);
       const ticket = await foundMesh(relay, founder, 'chromium workstation');
       const png = await founderPage.getByTestId('qr-code').screenshot({ animations: 'disabled' });
       const joiner = await open();

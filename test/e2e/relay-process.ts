@@ -2,9 +2,9 @@
  * Starts the real relay as a child process (`sov relay`), on a fixed port so
  * the app's origin survives a restart, with its own temporary data directory.
  */
-import { test as base, expect, type Page } from '@playwright/test';
+import { test as base, expect, type Page, type TestInfo } from '@playwright/test';
 import type { ChildProcess } from 'node:child_process';
-import { appendFileSync, mkdtempSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, spawnRelay } from '../helpers/relay-child.ts';
@@ -63,11 +63,27 @@ export class RelayProcess {
     this.#child = undefined;
   }
 
+  /**
+   * A failed test's relay log, attached whole and its tail printed: who connected as what,
+   * which frames and lists were refused (the log carries short ids and no bodies).
+   */
+  async report(testInfo: TestInfo): Promise<void> {
+    const file = join(this.dataDir, 'relay.log');
+    if (!existsSync(file)) return;
+    await testInfo.attach('relay.log', { path: file, contentType: 'text/plain' });
+    const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+    console.log(`── relay log, last ${Math.min(lines.length, REPORT_LINES)} of ${lines.length} lines:`);
+    console.log(lines.slice(-REPORT_LINES).join('\n'));
+  }
+
   async presence(topic: string, endpoint: string): Promise<{ online: boolean; pending: number }> {
     const response = await fetch(`${this.url}/api/presence?topic=${topic}&endpoint=${endpoint}`);
     return (await response.json()) as { online: boolean; pending: number };
   }
 }
+
+/** How much of a failed test's relay log is printed (all of it is attached). */
+const REPORT_LINES = 80;
 
 /**
  * The test relay pings every HEARTBEAT_SECONDS (production: 30) and cuts a
@@ -90,11 +106,12 @@ export const RELAY_SEES_DISCONNECT = { timeout: 4 * HEARTBEAT_SECONDS * 1000 + 1
 export const test = base.extend<{ relay: RelayProcess }>({
   // Playwright requires the object-destructuring first parameter even when unused.
   // eslint-disable-next-line no-empty-pattern
-  relay: async ({}, use) => {
+  relay: async ({}, use, testInfo) => {
     const relay = new RelayProcess(await freePort());
     await relay.start();
     await use(relay);
     await relay.stop();
+    if (testInfo.status !== testInfo.expectedStatus) await relay.report(testInfo);
   },
 });
 export { expect };

@@ -74,7 +74,12 @@ function fixture(
       },
       standingKeyPackage: async () => 'kp',
     },
-    feed: { notice: (_k, text) => void notices.push(text), count: () => undefined, publish: async () => undefined },
+    feed: {
+      notice: (_k, text) => void notices.push(text),
+      count: () => undefined,
+      publish: async () => undefined,
+      publishSoon: () => undefined,
+    },
     identity: () => identity,
     reloadIdentity: async (next) => void (identity = next ?? identity),
     rows: async () => [],

@@ -4,7 +4,7 @@
  * relay is up, and a refusal from its inviter — and only from its inviter — ends it.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { ok } from '../../src/core/result.js';
+import { err, ok } from '../../src/core/result.js';
 import { JOIN_RETRY_MS, JoinerCeremony, type JoinerPort } from '../../src/runtime/pairing-joiner.js';
 
 const INVITER = { endpoint: 'ee'.repeat(32), frame: 'ff'.repeat(32) };
@@ -20,6 +20,7 @@ function machine() {
   const notices: string[] = [];
   const counts: string[] = [];
   const state = { online: true, joining: true, abandoned: 0 };
+  let changed = 0;
   const text = (s: string) => new TextEncoder().encode(s);
   const port: JoinerPort = {
     crypto: {
@@ -38,9 +39,21 @@ function machine() {
     },
     notice: (_kind, t) => void notices.push(t),
     count: (type) => void counts.push(type),
-    changed: async () => undefined,
+    changed: async () => {
+      changed++;
+    },
   };
-  return { joiner: new JoinerCeremony(port), sent, notices, counts, state };
+  return {
+    joiner: new JoinerCeremony(port),
+    port,
+    sent,
+    notices,
+    counts,
+    state,
+    get changed() {
+      return changed;
+    },
+  };
 }
 
 describe('joiner ceremony', () => {
@@ -112,5 +125,55 @@ describe('joiner ceremony', () => {
     await m.joiner.answer(true);
     expect(m.sent).toHaveLength(before);
     expect(m.joiner.view.refused).toBe('this ticket was already used to join');
+  });
+
+  it('a step that fails — thrown or returned — is shown once, and the ceremony goes on repeating it', async () => {
+    const m = machine();
+    const fails: (() => never)[] = [
+      // WebKitGTK's WebCrypto failing a key draw, as it reaches the page through the worker.
+      () => {
+        throw Object.assign(new Error('The operation failed for an operation-specific reason'), {
+          name: 'OperationError',
+        });
+      },
+      () => {
+        throw Object.assign(new Error('The operation failed for an operation-specific reason'), {
+          name: 'OperationError',
+        });
+      },
+    ];
+    const request = m.port.crypto.joinRequest;
+    m.port.crypto.joinRequest = async (name) => {
+      const fail = fails.shift();
+      if (fail) fail();
+      return request(name);
+    };
+    await m.joiner.start();
+    expect(m.sent).toEqual([]);
+    expect(m.notices).toEqual([
+      'join: OperationError: The operation failed for an operation-specific reason (trying again)',
+    ]);
+    expect(m.changed).toBe(1);
+    await vi.advanceTimersByTimeAsync(JOIN_RETRY_MS);
+    expect(m.notices).toHaveLength(1); // the same failure again is not shown twice
+    await vi.advanceTimersByTimeAsync(JOIN_RETRY_MS);
+    expect(m.sent).toEqual(['inviter request:field tablet']);
+    // An error the step returns is shown the same way; a challenge's reveal is tried again with the next challenge.
+    const reveal = m.port.crypto.joinReveal;
+    m.port.crypto.joinReveal = async () => err({ type: 'InviterMismatch' as const });
+    await m.joiner.challenged(challenge);
+    expect(m.notices.at(-1)).toBe('join: InviterMismatch (trying again)');
+    expect(m.joiner.view.sas).toBeUndefined();
+    m.port.crypto.joinReveal = reveal;
+    await m.joiner.challenged(challenge);
+    expect(m.joiner.view.sas).toBe('123 456');
+    // The human's answer that fails stays unanswered: they can answer again.
+    m.port.joinOffers = async () => {
+      throw new Error('worker restarted');
+    };
+    await m.joiner.answer(true);
+    expect(m.notices.at(-1)).toBe('join: Error: worker restarted (answer again)');
+    expect(m.joiner.view.answered).toBe(false);
+    m.joiner.stop();
   });
 });
