@@ -3,8 +3,13 @@
  * that can be made before a byte is decrypted.
  *
  *   frame   = cbor([header bytes, ct])
- *   header  = cbor({v: 1, topic: 32B, from: 32B, to: 32B, kid: 32B, enc: 32B, rid: 16B, ts: ms})
- *   ct      = nonce(12) ‖ AES-256-GCM(K, PeerMessage, aad = "sov/1/frame" ‖ header bytes)
+ *   header  = cbor({v: 2, topic: 32B, from: 32B, to: 32B, kid: 32B, enc: 32B, rid: 16B, ts: ms})
+ *   ct      = nonce(12) ‖ AES-256-GCM(K, pad(PeerMessage), aad = "sov/1/frame" ‖ header bytes)
+ *   pad     = padding.ts: the message, 0x80, zeros to its Padmé size class (capped so a
+ *             message that fits MAX_FRAME_BYTES unpadded still fits), so a frame's size
+ *             leaks O(log log n) bits of the message's length instead of all of it.
+ *             Version 1 frames (unpadded, earlier releases) are still opened; `v` is
+ *             authenticated, so nobody on the path can turn one kind into the other.
  *   K       = HPKE(mode_auth, DHKEM(X25519, HKDF-SHA256), HKDF-SHA256, AES-256-GCM)
  *             with pkR = the recipient's frame key, skS = the sender's (`kid`),
  *             info = "sov/1/frame" ‖ topic, then Export("sov/1/frame-key", 32)
@@ -37,8 +42,14 @@ export const MAX_REQUEST_AGE_MS = 10 * 60 * 1000;
 /** How far ahead of our clock a sender's may run. */
 export const MAX_FRAME_SKEW_MS = 5 * 60 * 1000;
 
+/** The version this release writes: a padded message. */
+export const FRAME_VERSION = 2;
+/** The most a padded message may grow to: room is left for the header, nonce, tag and CBOR. */
+export const MAX_PADDED_MESSAGE = MAX_FRAME_BYTES - 1024;
+
 export type FrameHeader = {
-  readonly v: 1;
+  /** 2: the message inside is padded; 1: an earlier release's unpadded frame. */
+  readonly v: 1 | 2;
   readonly topic: Uint8Array;
   readonly from: Uint8Array;
   readonly to: Uint8Array;
@@ -94,17 +105,18 @@ function decodeHeader(bytes: Uint8Array): Result<FrameHeader, FrameRejection> {
   const decoded = decodeCbor(bytes, 512);
   if (!decoded.ok) return malformed(decoded.error.reason);
   const h = decoded.value;
-  if (!isRecord(h) || Object.keys(h).sort().join(',') !== 'enc,from,kid,rid,to,topic,ts,v' || h['v'] !== 1) {
+  if (!isRecord(h) || Object.keys(h).sort().join(',') !== 'enc,from,kid,rid,to,topic,ts,v') {
     return malformed('header fields');
   }
-  const { topic, from, to, kid, enc, rid, ts } = h;
+  const { v, topic, from, to, kid, enc, rid, ts } = h;
+  if (v !== 1 && v !== 2) return malformed(`header version ${typeof v === 'number' ? v : typeof v}`);
   if (!isBytes(topic, 32) || !isBytes(from, 32) || !isBytes(to, 32) || !isBytes(kid, 32) || !isBytes(enc, 32)) {
     return malformed('header sizes');
   }
   if (!isBytes(rid, 16) || typeof ts !== 'number' || !Number.isSafeInteger(ts) || ts < 0) {
     return malformed('header rid or ts');
   }
-  return ok({ v: 1, topic, from, to, kid, enc, rid, ts });
+  return ok({ v, topic, from, to, kid, enc, rid, ts });
 }
 
 /** Splits a frame into its header and ciphertext; nothing is decrypted. */

@@ -25,12 +25,15 @@ import {
   encodeHeader,
   FRAME_KEY_LABEL,
   FRAME_LABEL,
+  FRAME_VERSION,
   frameAad,
+  MAX_PADDED_MESSAGE,
   MAX_FRAME_AGE_MS,
   ReplayGuard,
   type FrameHeader,
   type FrameRejection,
 } from '../core/frame.js';
+import { pad, unpad } from '../core/padding.js';
 import type { Clock, Random } from '../core/ports.js';
 import { err, ok, type Result } from '../core/result.js';
 import { retryingKeyGeneration } from '../storage/key-wrap.js';
@@ -112,7 +115,7 @@ export class FrameChannel {
     const context = await this.#sendContext(to.kid);
     const { endpoint, frameKey, topic, clock, random } = this.#opts;
     const header: FrameHeader = {
-      v: 1,
+      v: FRAME_VERSION,
       topic,
       from: endpoint,
       to: to.endpoint,
@@ -126,7 +129,7 @@ export class FrameChannel {
     const sealed = await crypto.subtle.encrypt(
       { name: 'AES-GCM', iv: buffer(nonce), additionalData: buffer(frameAad(headerBytes)) },
       context.key,
-      buffer(message),
+      buffer(pad(message, MAX_PADDED_MESSAGE)),
     );
     return encodeFrame(headerBytes, concat(nonce, new Uint8Array(sealed)));
   }
@@ -167,6 +170,12 @@ export class FrameChannel {
       message = new Uint8Array(plain);
     } catch {
       return err({ type: 'FrameUndecryptable' });
+    }
+    if (header.value.v === FRAME_VERSION) {
+      // Authentic but badly padded: only a faulty sender writes that.
+      const unpadded = unpad(message);
+      if (!unpadded.ok) return err({ type: 'MalformedFrame', reason: 'padding' });
+      message = unpadded.value;
     }
     if (!this.replay.remember(rid, ts, now)) return err({ type: 'ReplayedRequest' });
     return ok({ header: header.value, message });

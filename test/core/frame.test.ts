@@ -72,7 +72,8 @@ describe('decodeFrame', () => {
     ['a header that is not CBOR', encodeFrame(Uint8Array.of(0xff), CT), /^cbor: /],
     ['a header that is not a map', encodeFrame(encodeCbor([1, 2]), CT), 'header fields'],
     ['a header with an extra field', encodeFrame(headerWith({ x: 1 }), CT), 'header fields'],
-    ['a header of version 2', encodeFrame(headerWith({ v: 2 }), CT), 'header fields'],
+    ['a header of version 3', encodeFrame(headerWith({ v: 3 }), CT), 'header version 3'],
+    ['a header without a number for its version', encodeFrame(headerWith({ v: '2' }), CT), 'header version string'],
     ...(['topic', 'from', 'to', 'kid', 'enc', 'rid', 'ts', 'v'] as const).map((f): [string, Uint8Array, string] => [
       `a header without ${f}`,
       encodeFrame(headerWith({}, f), CT),

@@ -8,9 +8,13 @@
  * column names, and not the group secret (which only ever travels inside the
  * ticket, out of band). Private keys are non-extractable WebCrypto keys, so no
  * code path can even produce their bytes; the search covers what could leak.
+ * And every frame's message is padded to its Padmé size class (core/padding.ts).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { decodeFrame, FRAME_VERSION } from '../../src/core/frame.ts';
+import { padme } from '../../src/core/padding.ts';
+import { decodeEndpointMessage } from '../../src/core/relay-wire.ts';
 import { decodeTicket } from '../../src/core/ticket.ts';
 import { readTap } from '../../src/relay/tap.ts';
 import {
@@ -102,4 +106,18 @@ test('the relay never sees a plaintext canary, a schema name or the group secret
   expect(found).toEqual([]);
   // The search itself works: the topic the relay routes by is in its bytes.
   expect(held.some((h) => h.includes(Buffer.from(topic, 'hex')))).toBe(true);
+
+  // Sizes: every frame a browser sent is padded (version 2), its message to a Padmé size class,
+  // so a frame's length tells the relay the message's size class, not its length.
+  const sent = readTap(readFileSync(relay.tapFile)).flatMap((r) => {
+    const m = r.direction === 'in' ? decodeEndpointMessage(r.bytes) : undefined;
+    return m?.ok && m.value.t === 'send' ? [m.value.body] : [];
+  });
+  expect(sent.length).toBeGreaterThan(10);
+  const unpadded = sent.flatMap((body) => {
+    const frame = decodeFrame(body);
+    const padded = frame.ok ? frame.value.ct.length - 12 - 16 : -1;
+    return frame.ok && frame.value.header.v === FRAME_VERSION && padme(padded) === padded ? [] : [padded];
+  });
+  expect(unpadded).toEqual([]);
 });
