@@ -82,6 +82,8 @@ export interface MailboxStore {
   /** Remembers the invitation id a not-yet-listed joiner authenticated with. */
   noteInvited(topic: Uint8Array, endpoint: Uint8Array, invite: Uint8Array): void;
   invitedWith(topic: Uint8Array, endpoint: Uint8Array): Uint8Array | undefined;
+  /** Forgets the invitation a joiner came in with, once a list names it (its mailbox stays). */
+  forgetInvited(topic: Uint8Array, endpoint: Uint8Array): void;
   /** Endpoints of `topic` that have a mailbox or a remembered invitation. */
   endpointsOf(topic: Uint8Array): Uint8Array[];
   /** Deletes an endpoint's mailbox and invitation under `topic` (it lost admission); returns frames dropped. */

@@ -427,7 +427,11 @@ export class RelayHub {
     }
     const { store } = this.#opts;
     for (const endpoint of store.endpointsOf(topic)) {
-      if (this.#standing(topic, endpoint, store.invitedWith(topic, endpoint))) continue;
+      const invite = store.invitedWith(topic, endpoint);
+      const standing = this.#standing(topic, endpoint, invite);
+      // A joiner the list now names is a member: the invitation it came in with is not kept.
+      if (standing?.kind === 'member' && invite) store.forgetInvited(topic, endpoint);
+      if (standing) continue;
       const dropped = store.dropEndpoint(topic, endpoint);
       this.#opts.log(`relay: topic=${short(topic)} dropped endpoint=${short(endpoint)} (${dropped} frames)`);
     }

@@ -104,6 +104,10 @@ export class MemoryMailboxStore implements MailboxStore {
     return this.#invited.get(this.#key(topic, endpoint));
   }
 
+  forgetInvited(topic: Uint8Array, endpoint: Uint8Array): void {
+    this.#invited.delete(this.#key(topic, endpoint));
+  }
+
   endpointsOf(topic: Uint8Array): Uint8Array[] {
     checkId(topic, 'topic');
     const prefix = `${toHex(topic)}:`;

@@ -257,6 +257,11 @@ export class SqliteMailboxStore implements MailboxStore {
     return row && view(row.invite);
   }
 
+  forgetInvited(topic: Uint8Array, endpoint: Uint8Array): void {
+    this.#check(topic, endpoint);
+    this.#sql.dropInvited.run(topic, endpoint);
+  }
+
   endpointsOf(topic: Uint8Array): Uint8Array[] {
     checkId(topic, 'topic');
     return this.#sql.endpointsOf.all(topic, topic).map((r) => view(r.endpoint));

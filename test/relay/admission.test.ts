@@ -6,6 +6,7 @@
  * endpoints' sessions and drops their mailboxes at once.
  */
 import { ed25519 } from '@noble/curves/ed25519.js';
+import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -107,6 +108,15 @@ describe('relay admission (enforce)', () => {
   let dir: string;
   const relays: RelayHandle[] = [];
   const clients: RelayTestClient[] = [];
+  /** Joiners the relay's database links to an invitation. */
+  const invitedRecords = (): number => {
+    const db = new Database(join(dir, 'data', 'relay.sqlite'), { readonly: true });
+    try {
+      return (db.prepare('SELECT count(*) AS n FROM invited').get() as { n: number }).n;
+    } finally {
+      db.close();
+    }
+  };
   const start = async (options: { founding?: boolean } = {}): Promise<RelayHandle> => {
     const relay = await startRelay({ port: 0, dataDir: join(dir, 'data'), log: () => undefined, ...options });
     relays.push(relay);
@@ -219,12 +229,15 @@ describe('relay admission (enforce)', () => {
     expect((await alice.expect('frame')).body).toEqual(bytes('join request'));
     // A wrong invitation is not served.
     expect(await attempt(relay, key(14))).toBe('not-admitted');
+    expect(invitedRecords()).toBe(1);
     // The inviter admits Bob as a member and drops the invitation: Bob stays, as a member.
     alice.send({ t: 'admit', record: signed(ADMIN, { version: 2, endpoints: [ALICE.id, BOB.id, CAROL.id] }) });
     await alice.expect('admitted');
     bob.send({ t: 'send', to: CAROL.id, body: bytes('now a member') });
     alice.send({ t: 'send', to: BOB.id, body: bytes('welcome') });
     expect((await bob.expect('frame')).body).toEqual(bytes('welcome'));
+    // A member's record no longer says which invitation brought it in (issue 26: the relay kept it).
+    expect(invitedRecords()).toBe(0);
   });
 
   it('a revocation closes the removed endpoint at once and drops its mailbox', async () => {
