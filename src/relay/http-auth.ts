@@ -27,6 +27,7 @@ import { err, ok, type Result } from '../core/result.js';
 import type { RelayHub } from './hub.js';
 import { RateLimiter, type RateLimitOptions } from './rate-limit.js';
 import { DEFAULT_REPLAY_GUARD, ReplayGuard, type ReplayGuardOptions } from './replay-guard.js';
+import { exchangeOf } from './tap.js';
 
 /** Endpoints whose rate buckets are kept; the least recently seen is forgotten first. */
 const MAX_LIMITERS = 10_000;
@@ -102,7 +103,11 @@ export function readBody(req: IncomingMessage, max: number): Promise<Result<Uint
       resolve(tooLarge);
     };
     req.on('data', onData);
-    req.once('end', () => resolve(ok(new Uint8Array(Buffer.concat(chunks, length)))));
+    req.once('end', () => {
+      const body = new Uint8Array(Buffer.concat(chunks, length));
+      exchangeOf(req)?.request(body);
+      resolve(ok(body));
+    });
     const aborted = (): void => resolve(refusal('malformed', 'request body aborted'));
     req.once('error', aborted);
     req.once('close', aborted);
@@ -110,11 +115,13 @@ export function readBody(req: IncomingMessage, max: number): Promise<Result<Uint
 }
 
 export function reply(res: ServerResponse, status: number, body: Uint8Array, extra: Record<string, string> = {}): void {
-  res.writeHead(status, {
+  const headers = {
     'Content-Type': CBOR_CONTENT_TYPE,
     'Content-Length': String(body.length),
     'Cache-Control': 'no-store',
     ...extra,
-  });
+  };
+  exchangeOf(res)?.response(status, headers, body);
+  res.writeHead(status, headers);
   res.end(body);
 }

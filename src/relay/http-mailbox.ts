@@ -39,7 +39,7 @@ import {
   type RelayHttpErrorCode,
 } from '../core/relay-http.js';
 import { err, ok, type Result } from '../core/result.js';
-import type { RelayHub, WireTap } from './hub.js';
+import type { RelayHub } from './hub.js';
 import type { MailboxStore } from '../core/mailbox.js';
 import { HttpAuthenticator, readBody, reply } from './http-auth.js';
 import type { RateLimitOptions } from './rate-limit.js';
@@ -54,7 +54,6 @@ export interface HttpMailboxOptions {
   readonly log: (line: string) => void;
   readonly rateLimit: RateLimitOptions;
   readonly replay?: ReplayGuardOptions | undefined;
-  readonly tap?: WireTap | undefined;
   /** Shared with the other signed HTTP APIs, so one nonce cache and one rate budget cover them all. */
   readonly auth?: HttpAuthenticator | undefined;
 }
@@ -88,12 +87,8 @@ export class HttpMailbox {
     }
     const body = await readBody(req, MAX_REQUEST_BODY[route]);
     if (!body.ok) return this.#refuse(res, 413, body.error.code, body.error.reason, { Connection: 'close' });
-    this.#opts.tap?.('in', body.value);
     const answer = this.#process(route, req, body.value);
-    if (answer.ok) {
-      this.#opts.tap?.('out', answer.value);
-      return reply(res, 200, answer.value);
-    }
+    if (answer.ok) return reply(res, 200, answer.value);
     this.#opts.log(`relay: http ${route} refused: ${answer.error.code}`);
     this.#refuse(res, HTTP_STATUS[answer.error.code], answer.error.code, answer.error.reason);
   }

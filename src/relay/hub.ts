@@ -68,6 +68,7 @@ import { GroupCommit } from './group-commit.js';
 import { sequence, type SequencingPort } from './hub-sequencing.js';
 import type { MailboxStore, NewFrame } from '../core/mailbox.js';
 import { RateLimiter, type RateLimitOptions } from './rate-limit.js';
+import type { WireTap } from './tap.js';
 
 export interface HubOptions {
   readonly store: MailboxStore;
@@ -93,7 +94,6 @@ export interface HubOptions {
 }
 
 /** A copy of every message crossing the relay, for audits that prove what it can see. */
-export type WireTap = (direction: 'in' | 'out', bytes: Uint8Array) => void;
 
 /** Why `submit` refused a frame; the same codes on both transports. */
 export type SubmitError = {
@@ -307,7 +307,7 @@ export class RelayHub {
   }
 
   #handle(c: Connection, data: RawData, isBinary: boolean): void {
-    this.#opts.tap?.('in', toBytes(data));
+    this.#opts.tap?.({ direction: 'in', channel: 'ws', conn: c.serial, head: '', bytes: toBytes(data) });
     if (!isBinary) return this.#fail(c, 'malformed', 'relay: text messages are not sov-relay/1');
     if (c.peer) {
       const decision = c.limiter.check();
@@ -557,7 +557,7 @@ export class RelayHub {
   #write(c: Connection, msg: RelayToEndpoint, done?: (e?: Error | null) => void): void {
     if (c.closed) return;
     const bytes = encodeRelayMessage(msg);
-    this.#opts.tap?.('out', bytes);
+    this.#opts.tap?.({ direction: 'out', channel: 'ws', conn: c.serial, head: '', bytes });
     c.ws.send(bytes, { binary: true }, done);
   }
 

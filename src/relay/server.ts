@@ -47,7 +47,8 @@ import { HttpMailbox, MAILBOX_PREFIX } from './http-mailbox.js';
 import { HttpObjects } from './http-objects.js';
 import { BlindObjectStore, type ObjectStoreLimits } from './object-store.js';
 import { OBJECTS_PREFIX } from '../core/relay-objects.js';
-import { RelayHub, type WireTap } from './hub.js';
+import { RelayHub } from './hub.js';
+import { exchangeOf, requestHead, TapExchange, tapExchange, type WireTap } from './tap.js';
 import { DEFAULT_MAILBOX_LIMITS, type MailboxLimits, type MailboxStore } from '../core/mailbox.js';
 import { DEFAULT_RATE_LIMIT, type RateLimitOptions } from './rate-limit.js';
 import { applySecurityHeaders, resolveStaticRoot, sendText, serveStatic } from './static.js';
@@ -118,8 +119,11 @@ interface Context {
 }
 
 function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' });
-  res.end(JSON.stringify(value));
+  const headers = { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' };
+  const body = Buffer.from(JSON.stringify(value), 'utf8');
+  exchangeOf(res)?.response(status, headers, body);
+  res.writeHead(status, headers);
+  res.end(body);
 }
 
 function hexId(value: string | null): Uint8Array | undefined {
@@ -257,7 +261,7 @@ export async function startRelay(options: RelayOptions): Promise<RelayHandle> {
   });
   const rateLimit = { ...DEFAULT_RATE_LIMIT, ...options.rateLimit };
   const auth = new HttpAuthenticator({ hub, now, rateLimit });
-  const mailbox = new HttpMailbox({ hub, store, now, log, rateLimit, tap: options.tap, auth });
+  const mailbox = new HttpMailbox({ hub, store, now, log, rateLimit, auth });
   const objectStore = await BlindObjectStore.open(options.dataDir, options.objectLimits);
   const objects = new HttpObjects({ auth, store: objectStore, log });
   const staticRoot = resolveStaticRoot(options.staticDir);
@@ -274,7 +278,21 @@ export async function startRelay(options: RelayOptions): Promise<RelayHandle> {
     startedAt: now(),
     identity,
   };
+  const { tap } = options;
+  // HTTP connections numbered for the tap (WebSocket sessions have the hub's serials).
+  const httpConns = new WeakMap<object, number>();
+  let httpSerial = 0;
+  const connOf = (socket: object): number => {
+    let conn = httpConns.get(socket);
+    if (conn === undefined) httpConns.set(socket, (conn = ++httpSerial));
+    return conn;
+  };
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    if (tap) {
+      const exchange = new TapExchange(tap, connOf(req.socket), requestHead(req.method, req.url, req.rawHeaders));
+      tapExchange(req, res, exchange);
+      res.once('close', () => exchange.finished(res.statusCode, res.getHeaders()));
+    }
     handleHttp(ctx, req, res).catch((e: unknown) => {
       log(`relay: http error: ${(e as Error).message}`);
       if (!res.headersSent) sendText(res, 500, 'sov relay: internal error\n');
@@ -302,6 +320,13 @@ export async function startRelay(options: RelayOptions): Promise<RelayHandle> {
   server.maxConnections = maxConnections + (options.maxHttpConnections ?? 512);
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
+    tap?.({
+      direction: 'in',
+      channel: 'http',
+      conn: connOf(socket),
+      head: requestHead(req.method, req.url, req.rawHeaders),
+      bytes: new Uint8Array(0),
+    });
     if (requestUrl(req)?.pathname !== '/ws') return refuseUpgrade(socket, '404 Not Found');
     if (judgeOrigin(req, origins) === 'refused') return refuseUpgrade(socket, '403 Forbidden');
     if (hub.connectionCount() >= maxConnections) return refuseUpgrade(socket, '503 Service Unavailable');

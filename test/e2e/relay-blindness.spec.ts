@@ -48,9 +48,9 @@ function bytesForms(bytes: Uint8Array): Buffer[] {
   return [b, Buffer.from(b.toString('hex'), 'latin1'), Buffer.from(b.toString('base64url'), 'latin1')];
 }
 
-/** Everything the relay holds: tap records (in and out) and its data directory (SQLite + WAL). */
+/** Everything the relay holds: tap records (in and out, bodies and HTTP heads) and its data directory (SQLite + WAL). */
 function relayBytes(relay: RelayProcess): Buffer[] {
-  const tap = readTap(readFileSync(relay.tapFile)).map((r) => Buffer.from(r.bytes));
+  const tap = readTap(readFileSync(relay.tapFile)).flatMap((r) => [Buffer.from(r.bytes), Buffer.from(r.head, 'utf8')]);
   const stored = readdirSync(relay.dataDir)
     .filter((f) => f.startsWith('relay.sqlite'))
     .map((f) => readFileSync(join(relay.dataDir, f)));
@@ -110,7 +110,7 @@ test('the relay never sees a plaintext canary, a schema name or the group secret
   // Sizes: every frame a browser sent is padded (version 2), its message to a Padmé size class,
   // so a frame's length tells the relay the message's size class, not its length.
   const sent = readTap(readFileSync(relay.tapFile)).flatMap((r) => {
-    const m = r.direction === 'in' ? decodeEndpointMessage(r.bytes) : undefined;
+    const m = r.direction === 'in' && r.channel === 'ws' ? decodeEndpointMessage(r.bytes) : undefined;
     return m?.ok && m.value.t === 'send' ? [m.value.body] : [];
   });
   expect(sent.length).toBeGreaterThan(10);

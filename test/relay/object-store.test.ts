@@ -56,6 +56,7 @@ import {
   type ObjectRoute,
 } from '../../src/core/relay-objects.js';
 import { BlindObjectStore } from '../../src/relay/object-store.js';
+import { fileTap, readTap } from '../../src/relay/tap.js';
 import { startRelay, type RelayHandle, type RelayOptions } from '../../src/relay/server.js';
 import { RelayObjectClient, type ObjectClientError } from '../../src/runtime/relay-objects-client.js';
 import { seededRandom } from '../helpers/deterministic.js';
@@ -260,6 +261,44 @@ describe('relay blind object store', () => {
         [`${toHex(o.id)}.tag`, 64],
       ]);
       expect(bytesEqual(new Uint8Array(readFileSync(join(topicDir(), toHex(o.id)))), o.bytes)).toBe(true);
+    });
+
+    it('a tapped relay records every object request and answer whole: heads, bodies, times and connections', async () => {
+      const tapFile = join(dir, 'wire.tap');
+      const relay = await start({ tap: fileTap(tapFile) });
+      await members(relay, TOPIC, ALICE);
+      const client = clientOf(relay);
+      const o = object(2500, 'tapped');
+      unwrap(await client.upload(o.id, TAG, o.bytes));
+      unwrap(await client.status(o.id));
+      unwrap(await client.listAll(TAG));
+      const back = unwrap(await client.download(o.id));
+      const records = readTap(readFileSync(tapFile));
+      const http = records.filter((r) => r.channel === 'http');
+      const routes = http.filter((r) => r.direction === 'in').map((r) => r.head.split('\n')[0]);
+      for (const route of ['put', 'status', 'list', 'get']) expect(routes).toContain(`POST /api/v1/objects/${route}`);
+      // Requests carry their headers (the signed authorization among them); answers their status.
+      const put = http.find((r) => r.head.startsWith('POST /api/v1/objects/put'))!;
+      expect(put.head.toLowerCase()).toContain('content-type: application/cbor');
+      expect(put.head.toLowerCase()).toContain(`\n${AUTH_HEADER}: `);
+      // Every byte of the object crossed the tap, in the put requests and again in the get answers.
+      const contains = (dir: 'in' | 'out') =>
+        Buffer.concat(http.filter((r) => r.direction === dir).map((r) => Buffer.from(r.bytes))).includes(
+          Buffer.from(o.bytes.subarray(0, 1000)),
+        );
+      expect(contains('in')).toBe(true);
+      expect(contains('out')).toBe(true);
+      expect(bytesEqual(back, o.bytes)).toBe(true);
+      // Each answer follows its request on the same connection; times never go back.
+      for (const [i, r] of http.entries()) {
+        if (r.direction === 'out') expect([http[i - 1]!.direction, http[i - 1]!.conn]).toEqual(['in', r.conn]);
+      }
+      expect(http.every((r) => r.head.length > 0 && r.conn > 0)).toBe(true);
+      const times = records.map((r) => r.at);
+      expect(times).toEqual([...times].sort((a, b) => a - b));
+      expect(times[0]).toBeGreaterThan(Date.now() - 60_000);
+      // The WebSocket session that made Alice a member is there too, under its serial.
+      expect(records.some((r) => r.channel === 'ws' && r.direction === 'in' && r.conn >= 1)).toBe(true);
     });
 
     it('answers complete, without change, when a complete object is put again', async () => {
