@@ -21,7 +21,7 @@ import { tableName } from '../core/object/csv-import.js';
 import { toBase64Url } from '../core/bytes.js';
 import type { WriteError, WriteOutcome } from '../core/replica.js';
 import { err, ok, type Result } from '../core/result.js';
-import { isDomainName, type DomainName } from '../core/schema.js';
+import { DOMAINS, isDomainName, type DomainName } from '../core/schema.js';
 import type { RowState } from '../core/merge.js';
 import type { RowsFound } from '../core/query/execute.js';
 import type { Codec } from '../core/parquet/write.js';
@@ -319,7 +319,14 @@ export class MeshObjects {
     const record = (await this.#deps.rows(PLACEMENT_TABLE)).find((r) => r.row === this.#deps.self());
     const policy = record ? parsePlacement(record.cells['domains']?.value) : this.#deps.defaultPlacement;
     if (!policy) return;
-    const placed = await this.#deps.service.place(policy);
+    // Every domain: the built-in ones and those the mesh's domains table names, each listed by its
+    // own placement tag (object-service.ts `place`). A domain whose record has not arrived yet is
+    // placed on the cycle after it does.
+    const domains =
+      policy === '*'
+        ? [...DOMAINS, ...(await this.#deps.rows('domains')).map((r) => r.row).filter(isDomainName)]
+        : policy;
+    const placed = await this.#deps.service.place(domains);
     if (!placed.ok) this.#deps.notice('warning', `objects: placement failed (${describe(placed.error)})`);
     else if (placed.value.reseeded > 0) {
       this.#deps.notice('info', `objects: gave the relay back ${placed.value.reseeded} objects it no longer held`);

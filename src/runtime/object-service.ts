@@ -405,21 +405,23 @@ export class ObjectService {
   }
 
   /**
-   * A storage machine's placement: copies every object the relay holds for these domains
-   * (or, with '*', for the whole mesh) that this machine does not hold yet — and gives the
-   * relay back every object it placed here that the relay no longer holds (`reseeded`: a relay
-   * that lost its store, or a new one, is filled again from the archives).
+   * A storage machine's placement: copies every object the relay holds for these domains that
+   * this machine does not hold yet — and gives the relay back every object it placed here that
+   * the relay no longer holds (`reseeded`: a relay that lost its store, or a new one, is filled
+   * again from the archives). A machine placed for every domain names them all (mesh-objects.ts):
+   * its listings look like any other storage machine's, one placement tag at a time, so the
+   * relay cannot tell an archive from a store by how it lists (issue 26).
    */
   async place(
-    domains: readonly DomainName[] | '*',
+    domains: readonly DomainName[],
   ): Promise<Result<{ fetched: number; held: number; reseeded: number }, ObjectError>> {
     const client = this.#client();
     if (!client.ok) return client;
     const { group } = this.#id();
     // Storage machines keep the mesh's checkpoints and recovery roots whatever they place.
     const recovery = recoveryTags(group!);
-    const tags =
-      domains === '*' ? [null] : [...domains.map((d) => placementTag(group!, d)), recovery.roots, recovery.checkpoints];
+    const tags = [...new Set(domains)].map((d) => placementTag(group!, d));
+    tags.push(recovery.roots, recovery.checkpoints);
     let fetched = 0;
     let reseeded = 0;
     for (const tag of tags) {
@@ -434,18 +436,18 @@ export class ObjectService {
         if (!got.ok) return got;
         fetched++;
       }
-      const put = await this.#reseed(client.value, onRelay, tag && toHex(tag));
+      const put = await this.#reseed(client.value, onRelay, toHex(tag));
       if (!put.ok) return put;
       reseeded += put.value;
     }
     return ok({ fetched, held: (await this.#db.held()).length, reseeded });
   }
 
-  /** Uploads the copies held here under `tag` (any, for null) that the relay's listing lacks. */
-  async #reseed(client: RelayObjectClient, onRelay: ReadonlySet<string>, tag: string | null) {
+  /** Uploads the copies held here under `tag` that the relay's listing lacks. */
+  async #reseed(client: RelayObjectClient, onRelay: ReadonlySet<string>, tag: string) {
     let reseeded = 0;
     for (const b of await this.#db.held()) {
-      if (b.tag === undefined || onRelay.has(b.id) || (tag !== null && b.tag !== tag)) continue;
+      if (b.tag !== tag || onRelay.has(b.id)) continue;
       const held = await this.#db.blob(b.id);
       const tagBytes = fromHex(b.tag);
       if (!held || !tagBytes || !isStorageId(b.id)) continue;

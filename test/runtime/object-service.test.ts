@@ -8,7 +8,7 @@
  * RESTRICTED object byte for byte and opens none of it while it opens GENERAL's.
  */
 import 'fake-indexeddb/auto';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,7 +17,9 @@ import { openParquet } from '../../src/core/parquet/read.js';
 import type { StorageId } from '../../src/core/object/keys.js';
 import { ok } from '../../src/core/result.js';
 import { DOMAINS } from '../../src/core/schema.js';
+import { decodeObjectRequest, OBJECT_ROUTES } from '../../src/core/relay-objects.js';
 import { startRelay, type RelayHandle } from '../../src/relay/server.js';
+import { fileTap, readTap } from '../../src/relay/tap.js';
 import type { AccessKeys } from '../../src/runtime/access-keys.js';
 import { CryptoService } from '../../src/runtime/crypto-service.js';
 import { MlsService } from '../../src/runtime/mls-service.js';
@@ -121,7 +123,13 @@ describe('object service', () => {
       expect(await S.mls.receive(d, S.crypto.groupIdOf(d), bundle)).toEqual(ok('joined'));
     }
     await S.crypto.reloadDomainKeys();
-    relay = await startRelay({ port: 0, dataDir: join(dir, 'relay'), log: () => undefined, admission: 'open' });
+    relay = await startRelay({
+      port: 0,
+      dataDir: join(dir, 'relay'),
+      log: () => undefined,
+      admission: 'open',
+      tap: fileTap(join(dir, 'wire.tap')),
+    });
     for (const m of [W, S]) {
       await m.objects.reload(relay.wsUrl);
       // The relay serves endpoints that authenticated once under the topic.
@@ -309,11 +317,22 @@ describe('object service', () => {
     expect(refused?.refused).toContain('removed');
   });
 
+  /** Every domain of this mesh, as a machine placed for all of them names them (mesh-objects.ts). */
+  const EVERY = ['CONTROL', 'GENERAL', 'RESTRICTED'];
+
   it('copies objects through the relay to a server that stores RESTRICTED and reads only GENERAL', async () => {
     expect(uploads).toEqual([{ uploaded: 2 }, { uploaded: 0 }]);
     await S.objects.reload();
-    expect(value(await S.objects.place('*'))).toEqual({ fetched: 2, held: 2, reseeded: 0 });
-    expect(value(await S.objects.place('*'))).toEqual({ fetched: 0, held: 2, reseeded: 0 });
+    expect(value(await S.objects.place(EVERY))).toEqual({ fetched: 2, held: 2, reseeded: 0 });
+    expect(value(await S.objects.place(EVERY))).toEqual({ fetched: 0, held: 2, reseeded: 0 });
+    // It listed one placement tag at a time, as any storage machine does: never "everything" (tag null).
+    const lists = readTap(readFileSync(join(dir, 'wire.tap'))).flatMap((r) =>
+      r.channel === 'http' && r.direction === 'in' && r.head.startsWith(`POST ${OBJECT_ROUTES.list}`)
+        ? [decodeObjectRequest('list', r.bytes)]
+        : [],
+    );
+    expect(lists.length).toBeGreaterThanOrEqual(2 * (EVERY.length + 2));
+    expect(lists.filter((l) => !l.ok || l.value.tag === null)).toEqual([]);
     const held = new Map((await S.objects.held()).map((h) => [h.id, h]));
     const mine = new Map((await W.objects.held()).map((h) => [h.id, h]));
     for (const id of [general.id, restricted.id]) expect(held.get(id)?.size).toBe(mine.get(id)?.size);
@@ -331,15 +350,15 @@ describe('object service', () => {
 
   it('gives a relay that lost objects back the copies a storage machine placed, under their tags', async () => {
     await S.objects.reload();
-    value(await S.objects.place('*'));
+    value(await S.objects.place(EVERY));
     await relay.close();
     const topicDir = join(dir, 'relay', 'objects', readdirSync(join(dir, 'relay', 'objects'))[0]!);
     rmSync(join(topicDir, general.id));
     relay = await startRelay({ port: 0, dataDir: join(dir, 'relay'), log: () => undefined, admission: 'open' });
     for (const m of [W, S]) await m.objects.reload(relay.wsUrl);
     expect(value(await S.objects.place(['RESTRICTED']))).toMatchObject({ fetched: 0, reseeded: 0 });
-    expect(value(await S.objects.place('*'))).toMatchObject({ fetched: 0, reseeded: 1 });
-    expect(value(await S.objects.place('*'))).toMatchObject({ fetched: 0, reseeded: 0 });
+    expect(value(await S.objects.place(EVERY))).toMatchObject({ fetched: 0, reseeded: 1 });
+    expect(value(await S.objects.place(EVERY))).toMatchObject({ fetched: 0, reseeded: 0 });
     // What it gave back is the object: another machine fetches it, verified against its id.
     expect((await W.objects.fetchObject(general.id)).ok).toBe(true);
   });
