@@ -14,12 +14,19 @@ export async function samples(page: Page, domainName: string, table: string, cou
   }
 }
 
+/**
+ * How long a query may run here: one over 200 objects this machine does not hold reads each from the
+ * relay in ranges, and on a loaded 2-core CI machine that took longer than the default 20 s (CI,
+ * session 30: "158 of 200 objects" shown at 20 s — progressing, not stuck).
+ */
+const QUERY_MS = 120_000;
+
 /** Runs `SELECT count(*)` over `table` on `page`'s Query view; its answer's text, or the error's. */
 export async function count(page: Page, table: string): Promise<string> {
   await page.getByTestId('query-sql').fill(`SELECT count(*) AS n FROM ${table}`);
   await page.getByTestId('query-run').click();
   const answer = page.getByTestId('query-row').or(page.getByTestId('query-error'));
-  await expect(answer.first()).toBeVisible();
+  await expect(answer.first()).toBeVisible({ timeout: QUERY_MS });
   await expect(page.getByTestId('query-progress')).toHaveCount(0);
   return (await answer.first().textContent())!.trim();
 }
