@@ -47,16 +47,13 @@
  */
 import { ed25519 } from '@noble/curves/ed25519.js';
 import type { RawData, WebSocket } from 'ws';
-import { isBytes, toHex } from '../core/bytes.js';
-import { decodeCbor, isRecord } from '../core/cbor.js';
+import { toHex } from '../core/bytes.js';
 import { decodeAdmission, nextAdmission, standingOf, type AdmissionList, type Standing } from '../core/admission.js';
 import {
   MAX_FRAME_BODY,
-  MAX_RELAY_MESSAGE,
   RELAY_PROTOCOL_VERSION,
   decodeEndpointMessage,
   encodeRelayMessage,
-  relayAuthPayload,
   relayProofPayload,
   type EndpointToRelay,
   type RelayErrorCode,
@@ -67,6 +64,7 @@ import type { BlindSequencer, SequencerStore } from '../core/mls/sequencer.js';
 import { GroupCommit } from './group-commit.js';
 import { sequence, type SequencingPort } from './hub-sequencing.js';
 import type { MailboxStore, NewFrame } from '../core/mailbox.js';
+import { isOversizeSend, toBytes, verifyAuth } from './hub-inbound.js';
 import { RateLimiter, type RateLimitOptions } from './rate-limit.js';
 import type { WireTap } from './tap.js';
 
@@ -146,27 +144,6 @@ const CLOSE_INTERNAL = 1011;
 const CLOSE_REPLACED = 4000;
 
 const short = (bytes: Uint8Array): string => toHex(bytes.subarray(0, 4));
-
-function verifyAuth(nonce: Uint8Array, msg: AuthMessage): boolean {
-  try {
-    return ed25519.verify(msg.sig, relayAuthPayload(nonce, msg.topic, msg.endpoint), msg.endpoint, { zip215: false });
-  } catch {
-    return false;
-  }
-}
-
-function toBytes(data: RawData): Uint8Array {
-  if (Array.isArray(data)) return Buffer.concat(data);
-  return data instanceof ArrayBuffer ? new Uint8Array(data) : data;
-}
-
-/** Tells an oversize `send` (non-fatal `frame-too-large`) apart from other malformed input. */
-function isOversizeSend(bytes: Uint8Array): boolean {
-  const decoded = decodeCbor(bytes, MAX_RELAY_MESSAGE);
-  if (!decoded.ok || !isRecord(decoded.value) || decoded.value['t'] !== 'send') return false;
-  const body = decoded.value['body'];
-  return isBytes(body) && body.length > MAX_FRAME_BODY;
-}
 
 /** Admission lists kept in memory; the least recently used is read from the store again. */
 const MAX_CACHED_LISTS = 10_000;
