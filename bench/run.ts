@@ -27,6 +27,7 @@ const BENCHMARKS: Readonly<Record<string, () => Promise<Benchmark>>> = {
   query: () => import('./query.ts'),
   lighthouse: () => import('./lighthouse.ts'),
   lifecycle: () => import('./lifecycle.ts'),
+  metadata: () => import('./metadata.ts'),
 };
 
 const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));

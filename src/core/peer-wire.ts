@@ -112,6 +112,18 @@ export type PeerWireError = { readonly type: 'MalformedMessage'; readonly reason
 const malformed = (reason: string): Result<never, PeerWireError> =>
   err({ type: 'MalformedMessage', reason: `peer-wire: ${reason}` });
 
+/** Messages of the pairing exchange: a receiver accepts them only inside the narrow request window. */
+const PAIRING: ReadonlySet<PeerMessage['t']> = new Set([
+  'join-request',
+  'join-challenge',
+  'join-reveal',
+  'join-confirm',
+  'join-accept',
+  'join-refused',
+]);
+
+export const isPairingMessage = (m: PeerMessage): boolean => PAIRING.has(m.t);
+
 export function encodePeerMessage(message: PeerMessage): Uint8Array {
   return encodeCbor(message);
 }

@@ -23,6 +23,7 @@ import { fingerprint, shortFingerprint, topicOf } from '../core/identity.js';
 import {
   decodePeerMessage,
   encodePeerMessage,
+  isPairingMessage,
   type DomainItems,
   type PeerMessage,
   type PeerWireError,
@@ -45,7 +46,13 @@ import {
 } from '../storage/key-store.js';
 import type { KeyKeeping } from '../storage/key-keeping.js';
 import { keyringAccess, type AccessKeys } from './access-keys.js';
-import { FrameChannel, generateFrameKey, type FrameKeyPair, type SenderBinding } from './frame-channel.js';
+import {
+  FrameChannel,
+  generateFrameKey,
+  type FrameKeyPair,
+  type FrameTraffic,
+  type SenderBinding,
+} from './frame-channel.js';
 import { unwrapSecret, wrapSecret } from '../storage/key-wrap.js';
 import { generateSigningIdentity, webRandom, webSigner, webVerifier } from './webcrypto.js';
 import { webEnvelopes } from './web-aead.js';
@@ -82,16 +89,6 @@ export type { JoinError, JoinStart } from './join-ceremony.js';
 
 /** What an opened frame may hold: any peer message (keys travel only inside MLS bundles). */
 export type InboundMessage = PeerMessage;
-
-/** Messages of the pairing exchange: accepted only inside the narrow request window. */
-const PAIRING = new Set([
-  'join-request',
-  'join-challenge',
-  'join-reveal',
-  'join-confirm',
-  'join-accept',
-  'join-refused',
-]);
 
 export const INVITATION_TTL_MS = 24 * 60 * 60 * 1000;
 /** Request ids are kept as long as core/frame.ts would accept their frames. */
@@ -460,6 +457,11 @@ export class CryptoService {
     return this.#group.channel.seal({ endpoint, kid }, encodePeerMessage(message));
   }
 
+  /** What this machine's frames carried and what padding made of it, since it started (`npm run bench -- metadata`). */
+  frameTraffic(): FrameTraffic {
+    return this.#group?.channel.sent ?? { frames: 0, messageBytes: 0, paddedBytes: 0 };
+  }
+
   /** Seals a delivery message (events, ack, refusal) to one peer. */
   sealMessage(to: PeerAddress, message: Exclude<PeerMessage, { t: 'join-accept' }>): Promise<Uint8Array> {
     const endpoint = fromHex(to.endpoint);
@@ -490,9 +492,9 @@ export class CryptoService {
     const message = decodePeerMessage(opened.value.message);
     if (!message.ok) return message;
     const m = message.value;
-    if (unbound && !PAIRING.has(m.t)) return err({ type: 'UnknownEndpoint' });
+    if (unbound && !isPairingMessage(m)) return err({ type: 'UnknownEndpoint' });
     const age = this.#clock.now() - header.ts;
-    if (PAIRING.has(m.t) && age > MAX_REQUEST_AGE_MS) return err({ type: 'StaleRequest', ageMs: age });
+    if (isPairingMessage(m) && age > MAX_REQUEST_AGE_MS) return err({ type: 'StaleRequest', ageMs: age });
     const frame = toHex(header.kid);
     const seen = { frame, rid: toHex(header.rid), ts: header.ts };
     if (m.t !== 'join-accept') return ok({ message: m, ...seen });

@@ -53,6 +53,9 @@ export async function generateFrameKey(extractable = false): Promise<FrameKeyPai
   return { keys, publicKey: new Uint8Array(await crypto.subtle.exportKey('raw', keys.publicKey)) };
 }
 
+/** Counts of what a channel sealed (FrameChannel.sent). */
+export type FrameTraffic = { readonly frames: number; readonly messageBytes: number; readonly paddedBytes: number };
+
 /** A peer as frames address it: its endpoint id and the frame key the keyring binds to it. */
 export type FramePeer = { readonly endpoint: Uint8Array; readonly kid: Uint8Array };
 
@@ -98,6 +101,7 @@ export class FrameChannel {
   readonly #exporterContext = buffer(utf8(FRAME_KEY_LABEL));
   readonly #sending = new Map<string, SendSlot>();
   readonly #receiving = new Map<string, Promise<CryptoKey | undefined>>();
+  readonly #sent = { frames: 0, messageBytes: 0, paddedBytes: 0 };
   readonly replay: ReplayGuard;
 
   constructor(options: FrameChannelOptions) {
@@ -108,6 +112,11 @@ export class FrameChannel {
 
   get publicKey(): Uint8Array {
     return this.#opts.frameKey.publicKey;
+  }
+
+  /** What this channel has sealed: frames, their messages' bytes, and those bytes padded (what padding costs). */
+  get sent(): FrameTraffic {
+    return { ...this.#sent };
   }
 
   /** Seals one peer message to `to`. */
@@ -126,11 +135,15 @@ export class FrameChannel {
     };
     const headerBytes = encodeHeader(header);
     const nonce = random.bytes(NONCE_BYTES);
+    const padded = pad(message, MAX_PADDED_MESSAGE);
     const sealed = await crypto.subtle.encrypt(
       { name: 'AES-GCM', iv: buffer(nonce), additionalData: buffer(frameAad(headerBytes)) },
       context.key,
-      buffer(pad(message, MAX_PADDED_MESSAGE)),
+      buffer(padded),
     );
+    this.#sent.frames++;
+    this.#sent.messageBytes += message.length;
+    this.#sent.paddedBytes += padded.length;
     return encodeFrame(headerBytes, concat(nonce, new Uint8Array(sealed)));
   }
 

@@ -8,54 +8,19 @@
  * column names, and not the group secret (which only ever travels inside the
  * ticket, out of band). Private keys are non-extractable WebCrypto keys, so no
  * code path can even produce their bytes; the search covers what could leak.
- * And every frame's message is padded to its Padmé size class (core/padding.ts).
+ * And every frame's message is padded to its size class (core/padding.ts).
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { decodeFrame, FRAME_VERSION } from '../../src/core/frame.ts';
-import { padme } from '../../src/core/padding.ts';
+import { sizeClass } from '../../src/core/padding.ts';
 import { decodeEndpointMessage } from '../../src/core/relay-wire.ts';
 import { decodeTicket } from '../../src/core/ticket.ts';
 import { readTap } from '../../src/relay/tap.ts';
-import {
-  confirmCodes,
-  expect,
-  foundMesh,
-  profile,
-  RELAY_SEES_DISCONNECT,
-  type RelayProcess,
-  test,
-  view,
-} from './relay-process.ts';
+import { bytesForms, forms, hits, relayHoldings } from '../helpers/relay-audit.ts';
+import { confirmCodes, expect, foundMesh, profile, RELAY_SEES_DISCONNECT, test, view } from './relay-process.ts';
 
 const CANARY_VALUES = ['canary-Ωmega-7f3a north shed', 'canary-hourly-91c0', 'canary-filters-0b14 ✓'];
 const STRUCTURAL = ['device_profiles', 'location', 'schedule', 'notes', 'keyring'];
-
-/** Every form a string can take in bytes that a careless encoder might use. */
-function forms(text: string): Buffer[] {
-  const utf8 = Buffer.from(text, 'utf8');
-  return [
-    utf8,
-    Buffer.from(text, 'utf16le'),
-    Buffer.from(utf8.toString('hex'), 'latin1'),
-    Buffer.from(utf8.toString('base64').replace(/=+$/, ''), 'latin1'),
-    Buffer.from(utf8.toString('base64url').replace(/=+$/, ''), 'latin1'),
-  ];
-}
-
-function bytesForms(bytes: Uint8Array): Buffer[] {
-  const b = Buffer.from(bytes);
-  return [b, Buffer.from(b.toString('hex'), 'latin1'), Buffer.from(b.toString('base64url'), 'latin1')];
-}
-
-/** Everything the relay holds: tap records (in and out, bodies and HTTP heads) and its data directory (SQLite + WAL). */
-function relayBytes(relay: RelayProcess): Buffer[] {
-  const tap = readTap(readFileSync(relay.tapFile)).flatMap((r) => [Buffer.from(r.bytes), Buffer.from(r.head, 'utf8')]);
-  const stored = readdirSync(relay.dataDir)
-    .filter((f) => f.startsWith('relay.sqlite'))
-    .map((f) => readFileSync(join(relay.dataDir, f)));
-  return [...tap, ...stored];
-}
 
 test('the relay never sees a plaintext canary, a schema name or the group secret', async ({ browser, relay }) => {
   const [ca, cb] = [await browser.newContext(), await browser.newContext()];
@@ -92,7 +57,7 @@ test('the relay never sees a plaintext canary, a schema name or the group secret
   await cb.setOffline(false);
   await expect(profile(b, CANARY_VALUES[0]!).getByTestId('value-notes')).toHaveText(CANARY_VALUES[2]!);
 
-  const held = relayBytes(relay);
+  const held = relayHoldings(relay.tapFile, relay.dataDir);
   expect(held.length).toBeGreaterThan(10);
   expect(held.reduce((n, b) => n + b.length, 0)).toBeGreaterThan(10_000);
   const needles: [string, Buffer[]][] = [
@@ -100,14 +65,12 @@ test('the relay never sees a plaintext canary, a schema name or the group secret
     ['group secret', bytesForms(ticket.value.secret)],
     ['ticket', forms(ticketText.slice(5, 60))],
   ];
-  const found = needles.flatMap(([name, variants]) =>
-    held.some((haystack) => variants.some((v) => haystack.includes(v))) ? [name] : [],
-  );
+  const found = hits(held, needles);
   expect(found).toEqual([]);
   // The search itself works: the topic the relay routes by is in its bytes.
   expect(held.some((h) => h.includes(Buffer.from(topic, 'hex')))).toBe(true);
 
-  // Sizes: every frame a browser sent is padded (version 2), its message to a Padmé size class,
+  // Sizes: every frame a browser sent is padded (version 2), its message to a size class (Padmé, two bits coarser),
   // so a frame's length tells the relay the message's size class, not its length.
   const sent = readTap(readFileSync(relay.tapFile)).flatMap((r) => {
     const m = r.direction === 'in' && r.channel === 'ws' ? decodeEndpointMessage(r.bytes) : undefined;
@@ -117,7 +80,7 @@ test('the relay never sees a plaintext canary, a schema name or the group secret
   const unpadded = sent.flatMap((body) => {
     const frame = decodeFrame(body);
     const padded = frame.ok ? frame.value.ct.length - 12 - 16 : -1;
-    return frame.ok && frame.value.header.v === FRAME_VERSION && padme(padded) === padded ? [] : [padded];
+    return frame.ok && frame.value.header.v === FRAME_VERSION && sizeClass(padded) === padded ? [] : [padded];
   });
   expect(unpadded).toEqual([]);
 });
