@@ -182,7 +182,8 @@ describe('disaster recovery', () => {
       const back = await open('archive', 'archive');
       machines.push(back);
       await until(back, (s) => s.notices.some((n) => n.text.includes('gave the relay back 1 objects')), 'a reseed');
-      expect(await lacking.node.recovery.restore()).toMatchObject({ state: 'restored', objects: 2 });
+      const retried = await lacking.node.recovery.restore();
+      expect(retried, JSON.stringify(retried)).toMatchObject({ state: 'restored', objects: 2 });
       await back.close();
       machines.pop();
 
