@@ -211,6 +211,11 @@ export function isDomainName(value: unknown): value is DomainName {
   return typeof value === 'string' && DOMAIN_NAME.test(value);
 }
 
+/** Every domain of a mesh: the built-in ones, then those its `domains` table names (by row key), once each. */
+export function meshDomainNames(rows: readonly { readonly row: string }[]): DomainName[] {
+  return [...new Set([...DOMAINS, ...rows.map((r) => r.row).filter(isDomainName)])];
+}
+
 /** CONTROL and GENERAL: in every mesh, every machine a member. */
 export function isBuiltInDomain(domain: DomainName): boolean {
   return DOMAINS.includes(domain);

@@ -65,6 +65,8 @@ export type MlsPort = {
 export type DomainsDeps = {
   readonly mls: MlsPort;
   readonly groupIdOf: (domain: DomainName) => Promise<Uint8Array>;
+  /** Every domain of the mesh, those this machine reads or not (schema.ts `meshDomainNames`). */
+  readonly domainNames: () => Promise<readonly DomainName[]>;
   /** Tells the crypto worker to load generations the MLS worker stored. */
   readonly reloadKeys: () => Promise<void>;
   /** Sends a sealed peer message (mls-welcome, mls-heads) to a machine by signer; false if it has no address. */
@@ -323,8 +325,11 @@ export class MeshDomains {
   }
 
   async #catchUpAll(): Promise<void> {
-    for (const view of await this.#deps.mls.views()) {
+    const views = await this.#deps.mls.views();
+    const ours = new Set<string>();
+    for (const view of views) {
       if (view.removed || view.awaiting || view.epoch === undefined) continue;
+      ours.add(view.domain);
       const group = fromHex(view.group)!;
       for (let epoch = view.epoch; ;) {
         const port = this.#port;
@@ -345,8 +350,32 @@ export class MeshDomains {
         if (!moved || items.length < MAX_COMMIT_PAGE) break;
       }
     }
+    await this.#watchOthers(ours);
     await this.#saveReceipts();
     await this.#settled(ok(undefined));
+  }
+
+  /**
+   * The mesh's other groups, fetched as a member fetches its own (issue 26): from the epoch
+   * after the newest receipt seen, a page at a time, at the same moments. The relay sees every
+   * machine ask for every group's commits, so which machines a domain leaves out does not show
+   * in the traffic (accepted commits are pushed to every live machine already). The receipts
+   * are checked and kept like our own groups' — any machine catches a relay that signs two
+   * commits for one epoch of any group — and the bundles, not ours to process, are dropped.
+   */
+  async #watchOthers(ours: ReadonlySet<string>): Promise<void> {
+    for (const domain of await this.#deps.domainNames()) {
+      if (ours.has(domain)) continue;
+      const group = await this.#deps.groupIdOf(domain);
+      for (;;) {
+        const port = this.#port;
+        const from = (this.#log?.head(group)?.body.epoch ?? -1) + 1;
+        if (!port) return;
+        const items = await port.log(group, from);
+        const next = (this.#log?.head(group)?.body.epoch ?? -1) + 1;
+        if (items.length < MAX_COMMIT_PAGE || next <= from) break;
+      }
+    }
   }
 
   /** A pushed bundle the sequencer accepted for a group of ours. */

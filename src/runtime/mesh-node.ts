@@ -11,7 +11,7 @@ import type { CryptoPort, MlsPort, StatePort } from './ports.js';
 import { RowNotices } from './row-notices.js';
 import type { WriteError, WriteOutcome } from '../core/replica.js';
 import { err, type Result } from '../core/result.js';
-import type { ColumnValue, DomainName } from '../core/schema.js';
+import { meshDomainNames, type ColumnValue, type DomainName } from '../core/schema.js';
 import type { Refusal, RefusalKind, Resurrection } from '../core/store.js';
 import type { Overtaken } from '../core/merge.js';
 import { isClassifiable, isPrivacyClass, type PrivacyClass } from '../core/sync-manifest.js';
@@ -99,6 +99,7 @@ export class MeshNode {
     const domains = (this.#domains = new MeshDomains({
       mls,
       groupIdOf: (domain) => crypto.groupIdOf(domain),
+      domainNames: async () => meshDomainNames(await store.rows('domains')),
       reloadKeys: async () => {
         const added = await crypto.loadNewDomainKeys();
         if (added === 0) return;

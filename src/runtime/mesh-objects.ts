@@ -21,7 +21,7 @@ import { tableName } from '../core/object/csv-import.js';
 import { toBase64Url } from '../core/bytes.js';
 import type { WriteError, WriteOutcome } from '../core/replica.js';
 import { err, ok, type Result } from '../core/result.js';
-import { DOMAINS, isDomainName, type DomainName } from '../core/schema.js';
+import { isDomainName, meshDomainNames, type DomainName } from '../core/schema.js';
 import type { RowState } from '../core/merge.js';
 import type { RowsFound } from '../core/query/execute.js';
 import type { Codec } from '../core/parquet/write.js';
@@ -322,10 +322,7 @@ export class MeshObjects {
     // Every domain: the built-in ones and those the mesh's domains table names, each listed by its
     // own placement tag (object-service.ts `place`). A domain whose record has not arrived yet is
     // placed on the cycle after it does.
-    const domains =
-      policy === '*'
-        ? [...DOMAINS, ...(await this.#deps.rows('domains')).map((r) => r.row).filter(isDomainName)]
-        : policy;
+    const domains = policy === '*' ? meshDomainNames(await this.#deps.rows('domains')) : policy;
     const placed = await this.#deps.service.place(domains);
     if (!placed.ok) this.#deps.notice('warning', `objects: placement failed (${describe(placed.error)})`);
     else if (placed.value.reseeded > 0) {

@@ -10,7 +10,7 @@
 import 'fake-indexeddb/auto';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { describe, expect, it } from 'vitest';
-import { fromHex } from '../../src/core/bytes.js';
+import { fromHex, toHex } from '../../src/core/bytes.js';
 import { BlindSequencer, MemorySequencerStore } from '../../src/core/mls/sequencer.js';
 import { CryptoService } from '../../src/runtime/crypto-service.js';
 import { MeshDomains } from '../../src/runtime/mesh-domains.js';
@@ -35,6 +35,9 @@ async function mesh() {
   const notices: string[] = [];
   const counts: string[] = [];
   const signers: string[] = [];
+  /** The mesh's domains (its `domains` table), and every `commits` request: signer → [group hex, from]. */
+  const meshDomains = ['CONTROL', 'GENERAL'];
+  const fetched = new Map<string, string[]>();
 
   const machine = async () => {
     const name = `mesh-domains-${++stores}`;
@@ -48,6 +51,7 @@ async function mesh() {
     const domains = new MeshDomains({
       mls,
       groupIdOf: async (d) => crypto.groupIdOf(d),
+      domainNames: async () => meshDomains,
       reloadKeys: async () => {
         await crypto.reloadDomainKeys();
       },
@@ -65,6 +69,7 @@ async function mesh() {
     const deliver = (m: SequencerMessage) => setTimeout(() => domains.onSequencer(m), 0);
     const relay = async (m: Parameters<Parameters<MeshDomains['attach']>[0]>[0]): Promise<void> => {
       if (m.t === 'commits') {
+        fetched.set(signer, [...(fetched.get(signer) ?? []), `${toHex(m.group)}@${m.from}`]);
         const page = await log.since(TOPIC, m.group, m.from, 64);
         deliver({ t: 'commit-log', rid: m.rid, items: page.map((p) => [p.receipt, p.bundle]) });
         return;
@@ -82,10 +87,26 @@ async function mesh() {
     sessions.set(signer, domains);
     return { crypto, mls, domains, signer };
   };
-  return { machine, outbox, notices, counts };
+  return { machine, outbox, notices, counts, meshDomains, fetched };
 }
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
+
+/** Joins `joiner` to the built-in domains through `admin`, as pairing does. */
+async function pair(
+  admin: { domains: MeshDomains; crypto: CryptoService },
+  joiner: { domains: MeshDomains; crypto: CryptoService },
+): Promise<void> {
+  expect((await joiner.crypto.beginJoin(await admin.crypto.createInvitation('ws://x/ws', 'ab'.repeat(32)))).ok).toBe(
+    true,
+  );
+  const offers = await joiner.domains.joinOffers();
+  if (!offers.ok) throw new Error(offers.error.type);
+  const welcomes = await admin.domains.addJoiner(offers.value);
+  if (!welcomes.ok) throw new Error(welcomes.error.type);
+  expect((await joiner.domains.joinFrom(welcomes.value)).ok).toBe(true);
+  await settle();
+}
 
 describe('MeshDomains', () => {
   it('a member stuck on an accepted commit asks for a GroupInfo and resyncs by external commit', async () => {
@@ -151,5 +172,43 @@ describe('MeshDomains', () => {
     await settle();
     await C.domains.refresh();
     expect(C.domains.views.find((v) => v.domain === 'GENERAL')?.generations).toEqual([1, 2]);
+  });
+
+  it('a machine outside a domain asks for its commits as a member does: the relay cannot tell them apart', async () => {
+    const { machine, meshDomains, fetched } = await mesh();
+    const W = await machine();
+    const C = await machine();
+    W.mls.setKeyring({ admitted: [W.signer, C.signer], admins: [W.signer] });
+    C.mls.setKeyring({ admitted: [W.signer, C.signer], admins: [W.signer] });
+    expect((await W.crypto.createMesh()).ok).toBe(true);
+    expect((await W.domains.found()).ok).toBe(true);
+    await pair(W, C);
+    // LAB: W alone reads it; two rotations move its epoch, pushed to C as accepted commits.
+    expect((await W.domains.create('LAB', [])).ok).toBe(true);
+    meshDomains.push('LAB');
+    for (let i = 0; i < 2; i++) expect((await W.domains.rotate('LAB')).ok).toBe(true);
+    await settle();
+    await W.domains.refresh();
+    await C.domains.refresh();
+    expect(C.domains.views.map((v) => v.domain)).not.toContain('LAB');
+
+    fetched.clear();
+    await W.domains.catchUp();
+    await C.domains.catchUp();
+    const lab = toHex(W.crypto.groupIdOf('LAB'));
+    expect(fetched.get(W.signer)).toContain(`${lab}@2`);
+    expect([...fetched.get(C.signer)!].sort()).toEqual([...fetched.get(W.signer)!].sort());
+    // C checked and kept LAB's receipts (it would catch a relay signing two commits for one epoch).
+    expect(C.domains.misbehaviour()).toEqual([]);
+
+    // A machine that was away catches up on LAB's log as a member would, from where it last saw it.
+    const Y = await machine();
+    W.mls.setKeyring({ admitted: [W.signer, C.signer, Y.signer], admins: [W.signer] });
+    Y.mls.setKeyring({ admitted: [W.signer, C.signer, Y.signer], admins: [W.signer] });
+    await pair(W, Y);
+    fetched.clear();
+    await Y.domains.catchUp();
+    await Y.domains.catchUp();
+    expect(fetched.get(Y.signer)!.filter((f) => f.startsWith(lab))).toEqual([`${lab}@0`, `${lab}@2`]);
   });
 });
