@@ -66,7 +66,7 @@ async function write(count: number, inFlight: number, window: number): Promise<C
     Array.from({ length: inFlight }, async () => {
       while (next < count) {
         const i = next++;
-        const saved = await node.editProfile(`p${String(i).padStart(6, '0')}`, {
+        const saved = await node.writes.editProfile(`p${String(i).padStart(6, '0')}`, {
           name: `Pump ${String(i).padStart(6, '0')}`,
           location: `shed ${i % 50}`,
           schedule: 'hourly',

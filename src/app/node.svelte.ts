@@ -275,7 +275,7 @@ export class NodeStore {
   }
 
   saveProfile(row: string, cols: Record<string, ColumnValue>): Promise<boolean> {
-    return this.#write(() => this.#require().editProfile(row, cols));
+    return this.#write(() => this.#require().writes.editProfile(row, cols));
   }
 
   /** The profile deleted last on this screen, until it is restored or another is deleted. */
@@ -287,7 +287,7 @@ export class NodeStore {
   }>();
 
   async deleteProfile(row: string, name: string, values: Record<string, ColumnValue>): Promise<boolean> {
-    const deleted = await this.#write(() => this.#require().deleteProfile(row));
+    const deleted = await this.#write(() => this.#require().writes.deleteProfile(row));
     if (deleted) this.lastDeleted = { row, name, values };
     return deleted;
   }
@@ -302,19 +302,19 @@ export class NodeStore {
   }
 
   removeMachine(signer: string): Promise<boolean> {
-    return this.#write(() => this.#require().removeMachine(signer));
+    return this.#write(() => this.#require().writes.removeMachine(signer));
   }
 
   setTrusted(signer: string, trusted: boolean): Promise<boolean> {
-    return this.#write(() => this.#require().setTrusted(signer, trusted));
+    return this.#write(() => this.#require().writes.setTrusted(signer, trusted));
   }
 
   setTableClass(table: string, privacy: PrivacyClass): Promise<boolean> {
-    return this.#write(() => this.#require().setTableClass(table, privacy));
+    return this.#write(() => this.#require().writes.setTableClass(table, privacy));
   }
 
   async narrowTable(table: string, privacy: PrivacyClass | undefined): Promise<void> {
-    await this.#guard(() => this.#require().narrowTable(table, privacy));
+    await this.#guard(() => this.#require().writes.narrowTable(table, privacy));
   }
 
   createDomain(name: string, purpose: string, readers: readonly string[]): Promise<boolean> {
@@ -335,11 +335,11 @@ export class NodeStore {
   }
 
   writeNote(domain: string, title: string, text: string): Promise<boolean> {
-    return this.#write(() => this.#require().writeNote(domain, title, text));
+    return this.#write(() => this.#require().writes.writeNote(domain, title, text));
   }
 
   deleteNote(row: string): Promise<boolean> {
-    return this.#write(() => this.#require().deleteNote(row));
+    return this.#write(() => this.#require().writes.deleteNote(row));
   }
 
   /** Forms an object of a CSV file (or, without one, of `rows` sample measurements) in `domain`. */
@@ -465,11 +465,11 @@ export class NodeStore {
   signRelease(): Promise<boolean> {
     const served = this.servedCode;
     if (served?.state !== 'matches') return Promise.resolve(false);
-    return this.#write(() => this.#require().signRelease(served.digest, served.version));
+    return this.#write(() => this.#require().writes.signRelease(served.digest, served.version));
   }
 
   setPlacement(signer: string, domains: string): Promise<boolean> {
-    return this.#write(() => this.#require().setPlacement(signer, domains));
+    return this.#write(() => this.#require().writes.setPlacement(signer, domains));
   }
 
   /** Sealed rows held but unreadable here, by domain, and the result of trying every key on them. */

@@ -2,19 +2,17 @@
  * A machine of the mesh: the composition root. It wires the key holder, the state plane's
  * apply path, the MLS groups and the object plane to the parts that hold behaviour of their
  * own — the mesh record (mesh-meta.ts), who the machines are (mesh-roster.ts), pairing
- * (mesh-pairing.ts), the relay session (relay-lead.ts), frame dispatch (frame-dispatch.ts)
- * and what the UI is told (node-feed.ts, node-snapshot.ts) — and offers the UI its actions.
+ * (mesh-pairing.ts), the relay session (relay-lead.ts), frame dispatch (frame-dispatch.ts),
+ * what a human changes (mesh-writes.ts) and what the UI is told (node-feed.ts,
+ * node-snapshot.ts) — and offers the UI its actions.
  * The UI observes it through `subscribe` and never sees a key.
  */
 import { proxy } from 'comlink';
 import type { CryptoPort, MlsPort, StatePort } from './ports.js';
 import { RowNotices } from './row-notices.js';
-import type { WriteError, WriteOutcome } from '../core/replica.js';
-import { err, type Result } from '../core/result.js';
-import { meshDomainNames, type ColumnValue, type DomainName } from '../core/schema.js';
+import { meshDomainNames } from '../core/schema.js';
 import type { Refusal, RefusalKind, Resurrection } from '../core/store.js';
 import type { Overtaken } from '../core/merge.js';
-import { isClassifiable, isPrivacyClass, type PrivacyClass } from '../core/sync-manifest.js';
 import { DexieReplicaStore, NodeDatabase } from '../storage/dexie-store.js';
 import type { ChangeSummary } from './state-service.js';
 import type { IdentityView } from './crypto-service.js';
@@ -22,12 +20,12 @@ import { DomainAdmin } from './domain-admin.js';
 import { FrameDispatch } from './frame-dispatch.js';
 import { MeshDomains } from './mesh-domains.js';
 import { MeshMetaKeeper } from './mesh-meta.js';
-import { MeshObjects, PLACEMENT_TABLE, type ObjectPort } from './mesh-objects.js';
-import { RELEASES_TABLE } from './code-check.js';
+import { MeshObjects, type ObjectPort } from './mesh-objects.js';
 import { MeshPairing } from './mesh-pairing.js';
 import { ObjectPlane } from './object-plane.js';
 import { MeshRecovery } from './mesh-recovery.js';
 import { MeshRoster } from './mesh-roster.js';
+import { MeshWrites } from './mesh-writes.js';
 import { RelayLead } from './relay-lead.js';
 import type { MachineStore } from './machine-store.js';
 import { NodeFeed } from './node-feed.js';
@@ -44,8 +42,6 @@ export type { PairingView } from './pairing-inviter.js';
 export type { DomainEntry, MeshStatus, NodeSnapshot, Notice } from './node-snapshot.js';
 export type { MachineStore } from './machine-store.js';
 export type { JoinView } from './pairing-joiner.js';
-
-type Written = Promise<Result<WriteOutcome, WriteError>>;
 
 export class MeshNode {
   readonly #crypto: CryptoPort;
@@ -69,6 +65,8 @@ export class MeshNode {
   readonly domains: DomainAdmin;
   /** Recovery kits, checkpoints, and restoring a mesh from a kit (mesh-recovery.ts). */
   readonly recovery: MeshRecovery;
+  /** What a human changes through this machine: rows, classes, trust, placement, releases, removals. */
+  readonly writes: MeshWrites;
   readonly #relay: RelayLead;
   readonly #dispatch: FrameDispatch;
 
@@ -95,6 +93,22 @@ export class MeshNode {
       anchors: () => meta.anchors,
       anchorPeers: () => meta.anchorPeers,
       setKeyring: (keyring) => mls.setKeyring(keyring),
+    }));
+    const writes = (this.writes = new MeshWrites({
+      state,
+      feed,
+      tabs: this.#tabs,
+      meta,
+      member: () => this.#identity.member,
+      reads: (domain) => this.domains.reads(domain),
+      isLive: (signer) => roster.isLive(signer),
+      resurrected: (resurrections) => this.#resurrected(resurrections),
+      refreshPeers: () => this.#refreshPeers(),
+      removed: async () => {
+        await this.#refreshPeers();
+        await this.#relay.pushAdmission();
+        await this.#reconcileDomains();
+      },
     }));
     const domains = (this.#domains = new MeshDomains({
       mls,
@@ -127,7 +141,7 @@ export class MeshNode {
         service: services.objects,
         self: () => this.#identity.signer,
         relayUrl: () => meta.value?.relay,
-        write: (table, row, cols) => this.#local(() => state.write(table, row, cols)),
+        write: (table, row, cols) => writes.local(() => state.write(table, row, cols)),
         rows: (table) => store.rows(table),
         online: () => this.#relay.online && meta.status === 'member',
         catchUp: () => domains.catchUp(),
@@ -150,7 +164,7 @@ export class MeshNode {
       online: () => this.#relay.online,
       classes: async () => (await this.#manifest()).map((e) => [e.table, e.mesh] as const),
       rows: (table) => store.rows(table),
-      write: (table, row, cols) => this.#local(() => state.write(table, row, cols)),
+      write: (table, row, cols) => writes.local(() => state.write(table, row, cols)),
       pushAdmission: (joining) => this.#relay.pushAdmission(joining),
       recordMachine: async (signer, cols) => {
         const written = await state.write('keyring', signer, cols);
@@ -170,7 +184,7 @@ export class MeshNode {
       store,
       crypto,
       online: () => this.#relay.online,
-      record: (domain, purpose) => this.#local(() => state.write('domains', domain, { purpose })),
+      record: (domain, purpose) => writes.local(() => state.write('domains', domain, { purpose })),
       changed: () => feed.publish(),
     });
     this.objects = new ObjectPlane(this.#objects, (domain) => this.domains.reads(domain));
@@ -181,7 +195,7 @@ export class MeshNode {
       roster,
       objects: () => this.#objects,
       logEnd: () => store.lastPos(),
-      write: (table, row, cols) => this.#local(() => state.write(table, row, cols)),
+      write: (table, row, cols) => writes.local(() => state.write(table, row, cols)),
       pushAdmission: () => this.#relay.pushAdmission(),
       becameMember: async () => {
         this.#tabs.announceChange();
@@ -307,99 +321,11 @@ export class MeshNode {
     return this.#store.refusals(kind, Math.max(0, Math.floor(offset)), Math.min(Math.max(0, Math.floor(limit)), 100));
   }
 
-  editProfile(row: string, cols: Record<string, ColumnValue>): Written {
-    return this.#local(() => this.#state.write('device_profiles', row, cols));
-  }
-
-  deleteProfile(row: string): Written {
-    return this.#local(() => this.#state.delete('device_profiles', row));
-  }
-
-  /** Admin: sets a data table's mesh-wide privacy class (a signed control record). */
-  setTableClass(table: string, privacy: PrivacyClass): Written {
-    if (!isClassifiable(table) || !isPrivacyClass(privacy)) return invalidEdit(`${table} takes no privacy class`);
-    return this.#local(() => this.#state.write('sync_manifest', table, { class: privacy }));
-  }
-
-  /**
-   * Narrows a table's class on this machine only (`undefined` lifts the narrowing). It can
-   * never widen: the narrower of this and the mesh's class applies. Rows withheld while a
-   * table was local here are asked for again once it no longer is.
-   */
-  async narrowTable(table: string, privacy: PrivacyClass | undefined): Promise<void> {
-    const meta = this.#meta.value;
-    if (!meta || !isClassifiable(table)) return;
-    const others = Object.entries(meta.narrowing ?? {}).filter(([t]) => t !== table);
-    const chosen = privacy && isPrivacyClass(privacy) ? [[table, privacy] as const] : [];
-    await this.#meta.save({ ...meta, narrowing: Object.fromEntries([...others, ...chosen]) });
-    this.#tabs.announceChange();
-    await this.#feed.publish();
-    await this.#state.askAgain();
-  }
-
-  /** Admin: marks a machine trusted (it may then hold Trusted tables) or not. */
-  setTrusted(signer: string, trusted: boolean): Written {
-    if (!this.#roster.isLive(signer)) return invalidEdit('not a machine of this mesh');
-    return this.#local(async () => {
-      const written = await this.#state.write('keyring', signer, { trusted });
-      // Re-reads the keyring: a peer trusted now is offered the trusted lane from here on.
-      if (written.ok) await this.#refreshPeers();
-      return written;
-    });
-  }
-
-  /** Writes a note into a domain this machine can read. */
-  writeNote(domain: DomainName, title: string, text: string, id?: string): Written {
-    const row = `${domain}:${id ?? crypto.randomUUID()}`;
-    if (!this.#identity.member || !this.domains.reads(domain))
-      return invalidEdit(`this machine cannot write into ${domain}`);
-    return this.#local(() => this.#state.write('field_notes', row, { title, text }));
-  }
-
-  deleteNote(row: string): Written {
-    return this.#local(() => this.#state.delete('field_notes', row));
-  }
-
-  /** Admin: which domains' objects a machine stores (`*`, names separated by commas, or '' for none). */
-  setPlacement(signer: string, domains: string): Written {
-    return this.#local(() => this.#state.write(PLACEMENT_TABLE, signer, { domains }));
-  }
-
-  /** An admin signs a build of the app: its release digest and version (runtime/code-check.ts). */
-  signRelease(digest: string, version: string): Written {
-    return this.#local(() => this.#state.write(RELEASES_TABLE, digest, { version }));
-  }
-
-  /** Removes a machine for good: its later events, bindings and sessions fail closed everywhere. */
-  async removeMachine(signer: string): Written {
-    const removed = await this.#local(() => this.#state.remove(signer));
-    if (removed.ok) {
-      await this.#refreshPeers();
-      await this.#relay.pushAdmission();
-      await this.#reconcileDomains();
-    }
-    return removed;
-  }
-
   /** Stops the relay session and the timers (tests and page teardown). */
   close(): void {
     this.pairing.stop();
     this.#relay.close();
     this.#tabs.close();
-  }
-
-  async #local(write: () => Written): Written {
-    const written = await write();
-    if (written.ok) {
-      this.#feed.rowsChanged();
-      this.#resurrected(written.value.resurrections);
-      this.#tabs.announceChange();
-      // Offered with the rest of a burst of writes, not one frame each (state-service.ts).
-      void this.#state.offerSoon().catch((e: unknown) => this.#feed.notice('warning', `sync: ${String(e)}`));
-      // Durable now; the screen follows with the next snapshot (coalesced with the burst's others).
-      this.#feed.publishSoon();
-    }
-    return written;
   }
 
   /** Tells the state plane what it must know of the mesh (state-service.ts `StateConfig`). */
@@ -466,7 +392,7 @@ export class MeshNode {
     const row = `${this.#identity.signer}:mls`;
     const kp = await this.#domains.standingKeyPackage();
     if ((await this.#store.row('key_packages', row))?.cells['kp']?.value === kp) return;
-    await this.#local(() => this.#state.write('key_packages', row, { kp }));
+    await this.writes.local(() => this.#state.write('key_packages', row, { kp }));
   }
 
   /**
@@ -523,8 +449,4 @@ export class MeshNode {
       rewraps: () => this.#objects?.rewraps() ?? [],
     };
   }
-}
-
-function invalidEdit(reason: string): Written {
-  return Promise.resolve(err({ type: 'InvalidEdit', reason }));
 }

@@ -71,7 +71,7 @@ export async function runMetadataScenario(dir: string, lengths: readonly number[
     for (const [i, length] of lengths.entries()) {
       const text = marker(i, length);
       texts.push(text);
-      const written = await writer.node.writeNote('GENERAL', 'note', text);
+      const written = await writer.node.writes.writeNote('GENERAL', 'note', text);
       if (!written.ok) throw new Error(`metadata: note not written (${written.error.type})`);
       await until(reader, (s) => s.notes.some((n) => n.values['text'] === text), `note ${i + 1} reaches the reader`);
     }
