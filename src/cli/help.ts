@@ -65,6 +65,11 @@ is the admins' choice (domain membership), not its role.
                           confirm the six-digit code the inviting machine shows
   --restore KIT           restore a mesh from a recovery kit's file (made by an admin in the
                           app's Machines view): its recovery code on standard input
+  --found --relay URL     found a new mesh on that relay (ws:// or wss://), this machine its
+                          first admin
+  --api 127.0.0.1:PORT    serve the loopback JSON API (/v1: status, rows, events; the OpenAPI
+                          document at /v1/openapi.json) with the bearer token in DIR/api.token
+                          (mode 0600, made on first start); only loopback addresses
   --serve-app ADDR:PORT   serve the built web app too (only the app: its relays serve the rest),
                           so that the mesh's code comes from a machine of the mesh, not a relay
   --static DIR            the built app to serve (default dist/)
@@ -72,12 +77,13 @@ is the admins' choice (domain membership), not its role.
                           serve it over HTTPS (PEM); required on any address but the loopback
   -h, --help              this text
 
-A machine that joined (or restored) once starts again from DIR without --join or --restore. State changes, pairing
+A machine that joined, restored or founded once starts again from DIR without --join, --restore or --found. State changes, pairing
 codes and notices are printed one per line; keys and tickets never are.
 
 example:
   sov node --role archive --data /srv/sov-archive --name "cellar archive" --join < ticket.txt
   sov node --role server --data /srv/sov-restored --restore mesh.sovkit < code.txt
+  sov node --role server --data /srv/sov --found --relay wss://relay.example:8443/ws --api 127.0.0.1:7420
   sov node --role server --data /srv/sov --serve-app 0.0.0.0:8443 --tls-cert cert.pem --tls-key key.pem
 `;
 

@@ -6,7 +6,8 @@
  * `<data>/keys.sqlite` under the machine key file `<data>/machine.key` (0600), and
  * `<data>/objects.sqlite` (headless.ts wires them).
  *
- *   sov node --role server|archive --data DIR [--name NAME] [--join | --restore KIT]
+ *   sov node --role server|archive --data DIR [--name NAME] [--join | --restore KIT | --found --relay URL]
+ *            [--api 127.0.0.1:PORT]
  *
  * First run with `--join`: the pairing ticket is read from the first line of standard
  * input (never from the command line, where other users could see it, and never
@@ -18,6 +19,12 @@
  * (runtime/mesh-recovery.ts), its recovery code read from the first line of standard input
  * (never from the command line). It prints how the restore goes and, if a checkpoint, key
  * history or ciphertext is missing, which; it keeps trying while it runs.
+ *
+ * First run with `--found --relay URL`: the machine founds a new mesh on that relay and is
+ * its first admin (a server can start a mesh without a browser).
+ *
+ * `--api 127.0.0.1:PORT` serves the loopback API (src/node-api/server.ts) with the bearer token
+ * in `<data>/api.token` (0600, made on first start; its path is printed, never the token).
  *
  * Roles: both store what the admins' placement records name for them; an archive with
  * no record stores everything. What it may read is the admins' choice (domain
@@ -32,9 +39,11 @@ import { fileURLToPath } from 'node:url';
 import type { RecoveryStatus } from '../runtime/mesh-recovery.js';
 import { openHeadless, type Headless } from './headless.js';
 import { appServerProblem, parseListen, startAppServer, type AppServerOptions } from './app-server.js';
+import { apiAddressProblem, startNodeApi } from '../node-api/server.js';
+import { apiToken } from '../node-api/token.js';
 
 export const NODE_USAGE =
-  'node --role server|archive --data DIR [--name NAME] [--join | --restore KIT] [--serve-app ADDR:PORT [--static DIR] [--tls-cert FILE --tls-key FILE]]   (ticket or recovery code on stdin)';
+  'node --role server|archive --data DIR [--name NAME] [--join | --restore KIT | --found --relay URL] [--api 127.0.0.1:PORT] [--serve-app ADDR:PORT [--static DIR] [--tls-cert FILE --tls-key FILE]]   (ticket or recovery code on stdin)';
 
 type Role = 'server' | 'archive';
 
@@ -46,6 +55,10 @@ type Args = {
   name: string;
   join: boolean;
   restore: string | undefined;
+  /** Found a new mesh on this relay (first run). */
+  found: string | undefined;
+  /** Serve the loopback API (node-api/server.ts). */
+  api: { host: string; port: number } | undefined;
   /** Serve the built app too (app-server.ts). */
   serveApp: AppServerOptions | undefined;
 };
@@ -60,6 +73,9 @@ function parse(argv: readonly string[]): Args {
       name: { type: 'string' },
       join: { type: 'boolean' },
       restore: { type: 'string' },
+      found: { type: 'boolean' },
+      relay: { type: 'string' },
+      api: { type: 'string' },
       'serve-app': { type: 'string' },
       static: { type: 'string' },
       'tls-cert': { type: 'string' },
@@ -68,15 +84,37 @@ function parse(argv: readonly string[]): Args {
   });
   if (values.role !== 'server' && values.role !== 'archive') throw new UsageError('--role must be server or archive');
   if (!values.data) throw new UsageError('--data DIR is required');
-  if (values.join && values.restore !== undefined) throw new UsageError('--join and --restore exclude each other');
+  if ([values.join, values.restore !== undefined, values.found].filter(Boolean).length > 1) {
+    throw new UsageError('--join, --restore and --found exclude each other');
+  }
+  if (values.found && !values.relay) throw new UsageError('--found needs --relay URL (ws:// or wss://)');
+  if (values.relay !== undefined && !values.found) throw new UsageError('--relay goes with --found');
+  if (values.relay !== undefined && !/^wss?:\/\/[^\s]+$/.test(values.relay)) {
+    throw new UsageError(`--relay '${values.relay}' is not a ws:// or wss:// URL`);
+  }
   return {
     role: values.role,
     data: values.data,
     name: values.name ?? values.role,
     join: values.join ?? false,
     restore: values.restore,
+    found: values.found ? values.relay : undefined,
+    api: apiArgs(values.api),
     serveApp: serveAppArgs(values),
   };
+}
+
+function apiArgs(listen: string | undefined): { host: string; port: number } | undefined {
+  if (listen === undefined) return undefined;
+  let where: { host: string; port: number };
+  try {
+    where = parseListen(listen);
+  } catch (e) {
+    throw new UsageError(`--api ${(e as Error).message}`, { cause: e });
+  }
+  const problem = apiAddressProblem(where.host);
+  if (problem) throw new UsageError(`--api: ${problem}`);
+  return where;
 }
 
 function serveAppArgs(values: {
@@ -224,6 +262,28 @@ export async function nodeMain(argv: readonly string[]): Promise<number> {
   say(`role ${args.role}, machine ${machine.fingerprint}, data ${args.data}`);
   const app = args.serveApp && (await startAppServer(args.serveApp));
   if (app) say(`serving the app at ${app.url}`);
+  let api: Awaited<ReturnType<typeof startNodeApi>> | undefined;
+  if (args.api) {
+    const token = apiToken(args.data);
+    if ('type' in token) {
+      say(`api refused: ${token.reason}`);
+      await app?.close();
+      await machine.close();
+      setTimeout(() => process.exit(1), 1000).unref();
+      return 1;
+    }
+    const m = machine;
+    try {
+      api = await startNodeApi({ ...args.api, token: token.token, node, fingerprint: () => m.fingerprint, log: say });
+    } catch (e) {
+      say(`api not started: ${(e as Error).message}`);
+      await app?.close();
+      await machine.close();
+      setTimeout(() => process.exit(1), 1000).unref();
+      return 1;
+    }
+    say(`api listening at ${api.url} (bearer token in ${token.path})`);
+  }
 
   let asked = false;
   let last = '';
@@ -250,20 +310,24 @@ export async function nodeMain(argv: readonly string[]): Promise<number> {
   });
 
   if (node.status === 'new') {
-    if (args.join) {
+    if (args.found !== undefined) {
+      await node.pairing.found(args.name, args.found);
+      say(`founded a mesh on ${args.found}: this machine is its first admin`);
+    } else if (args.join) {
       const ticket = (await readLine())?.trim();
       const joined = ticket ? await node.pairing.join(ticket, args.name) : undefined;
       if (!joined?.ok) stop(1, `join refused: ${joined ? joined.error.type : 'no ticket on standard input'}`);
     } else if (app) {
       say('this machine is in no mesh yet: it serves the app; start it with --join to pair it');
     } else {
-      stop(2, 'this machine is in no mesh yet: run with --join (ticket on standard input) or --restore KIT');
+      stop(2, 'this machine is in no mesh yet: run with --join (ticket on standard input), --restore KIT or --found');
     }
   }
   await stopped;
   input.close();
   process.stdin.destroy();
   unsubscribe();
+  await api?.close();
   await app?.close();
   await machine.close();
   // Nothing of the session may keep the process alive (reconnect timers, sockets closing).

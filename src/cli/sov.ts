@@ -5,7 +5,8 @@
  *
  *   sov relay [--port N] [--host ADDR] [--data DIR] [--static DIR | --no-app] [--origin URL]… [--tls-cert FILE --tls-key FILE]
  *             [--tap FILE] [--heartbeat S] [--founding open|closed]
- *   sov node --role server|archive --data DIR [--name NAME] [--join]   (cli/node.ts)
+ *   sov node --role server|archive --data DIR [--name NAME] [--join | --restore KIT | --found --relay URL]
+ *            [--api 127.0.0.1:PORT]   (cli/node.ts)
  *   sov object write --csv FILE --out DIR [...]   (cli/objects.ts)
  *   sov parquet read FILE --footer-key KEY [...]  (cli/objects.ts)
  *   sov bench ...            (bench/run.ts, maintained with the benchmarks)
@@ -47,7 +48,7 @@ const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
   },
   node: {
     usage:
-      'node --role server|archive --data DIR [--name NAME] [--join | --restore KIT] [--serve-app ADDR:PORT [--static DIR] [--tls-cert FILE --tls-key FILE]]',
+      'node --role server|archive --data DIR [--name NAME] [--join | --restore KIT | --found --relay URL] [--api 127.0.0.1:PORT] [--serve-app ADDR:PORT [--static DIR] [--tls-cert FILE --tls-key FILE]]',
     help: NODE_HELP,
     load: async () => (await import('./node.js')).nodeMain,
   },

@@ -7,7 +7,7 @@
  */
 import type { WriteError, WriteOutcome } from '../core/replica.js';
 import { err, type Result } from '../core/result.js';
-import type { ColumnValue, DomainName } from '../core/schema.js';
+import { domainOf, type ColumnValue, type DomainName } from '../core/schema.js';
 import type { Resurrection } from '../core/store.js';
 import { isClassifiable, isPrivacyClass, type PrivacyClass } from '../core/sync-manifest.js';
 import { RELEASES_TABLE } from './code-check.js';
@@ -60,6 +60,28 @@ export class MeshWrites {
       feed.publishSoon();
     }
     return written;
+  }
+
+  /**
+   * Writes cells of any row of a known table this machine can seal for (the loopback API,
+   * src/node-api/): the mesh's rules — who may write which table — are checked by the state
+   * plane, as for every write.
+   */
+  writeRow(table: string, row: string, cols: Record<string, ColumnValue>): Written {
+    const refused = this.#unwritable(table, row);
+    return refused ?? this.local(() => this.#d.state.write(table, row, cols));
+  }
+
+  deleteRow(table: string, row: string): Written {
+    const refused = this.#unwritable(table, row);
+    return refused ?? this.local(() => this.#d.state.delete(table, row));
+  }
+
+  #unwritable(table: string, row: string): Written | undefined {
+    const domain = domainOf(table, row);
+    if (domain === undefined) return invalidEdit(`${table} has no row ${row}`);
+    if (!this.#d.member() || !this.#d.reads(domain)) return invalidEdit(`this machine cannot write into ${domain}`);
+    return undefined;
   }
 
   editProfile(row: string, cols: Record<string, ColumnValue>): Written {

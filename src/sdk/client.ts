@@ -1,0 +1,186 @@
+/**
+ * A typed client for a headless node's loopback API (src/node-api/, document at
+ * `/v1/openapi.json`): `sovereign-mesh/sdk`. Every call answers a Result — the parsed body, or
+ * the node's typed refusal with its HTTP status — and never throws for an answer the node
+ * gave. `events` follows the node's event stream and reconnects after a drop with
+ * `Last-Event-ID`, so a listener sees every event once, in order (a `reset` event says that
+ * more was missed than the node keeps: read again what you show).
+ *
+ *   const mesh = new NodeApiClient({ url: 'http://127.0.0.1:7420/v1', token });
+ *   const stream = mesh.events(async (e) => {
+ *     if (e.type !== 'rows') return;
+ *     const page = await mesh.rows('device_profiles', { limit: 10 });
+ *     if (page.ok) console.log(page.value.rows.map((r) => r.values['name']));
+ *   });
+ *   // … stream.close() when done.
+ */
+
+export type Cell = string | number | boolean | null;
+
+export type Status = {
+  readonly status: 'new' | 'joining' | 'member' | 'recovering';
+  readonly name: string;
+  readonly signer: string;
+  readonly fingerprint: string;
+  readonly relay: string;
+  readonly pending: number;
+  readonly dataVersion: number;
+  readonly machines: readonly {
+    readonly signer: string;
+    readonly name: string;
+    readonly role: 'admin' | 'member';
+    readonly trusted: boolean;
+    readonly removed: boolean;
+  }[];
+  readonly domains: readonly { readonly domain: string; readonly reads: boolean }[];
+};
+
+export type Row = { readonly row: string; readonly alive: boolean; readonly values: Readonly<Record<string, Cell>> };
+export type RowPage = {
+  readonly table: string;
+  readonly total: number;
+  readonly offset: number;
+  readonly rows: readonly Row[];
+};
+export type Written = { readonly written: string };
+
+export type ApiError = { readonly status: number; readonly type: string; readonly reason: string };
+export type ApiResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: ApiError };
+
+export type NodeEvent = { readonly id: string; readonly type: string; readonly data: unknown };
+
+export type ClientOptions = {
+  /** The API's base, ending in `/v1`. */
+  readonly url: string;
+  /** The bearer token from the node's `<data>/api.token`. */
+  readonly token: string;
+  readonly fetch?: typeof fetch;
+};
+
+/** How long the event stream waits before reconnecting, doubling to this at most. */
+const RECONNECT_MS = 250;
+const MAX_RECONNECT_MS = 5_000;
+
+export class NodeApiClient {
+  readonly #base: string;
+  readonly #token: string;
+  readonly #fetch: typeof fetch;
+
+  constructor(options: ClientOptions) {
+    this.#base = options.url.replace(/\/+$/, '');
+    this.#token = options.token;
+    this.#fetch = options.fetch ?? fetch;
+  }
+
+  status(): Promise<ApiResult<Status>> {
+    return this.#call('GET', '/status');
+  }
+
+  rows(
+    table: string,
+    query: { offset?: number; limit?: number; filter?: string; deleted?: boolean } = {},
+  ): Promise<ApiResult<RowPage>> {
+    const params = new URLSearchParams();
+    for (const [key, value] of Object.entries(query)) params.set(key, String(value));
+    const search = params.size > 0 ? `?${params.toString()}` : '';
+    return this.#call('GET', `/tables/${encodeURIComponent(table)}/rows${search}`);
+  }
+
+  writeRow(table: string, row: string, cells: Readonly<Record<string, Cell>>): Promise<ApiResult<Written>> {
+    return this.#call('PUT', `/tables/${encodeURIComponent(table)}/rows/${encodeURIComponent(row)}`, { cells });
+  }
+
+  deleteRow(table: string, row: string): Promise<ApiResult<Written>> {
+    return this.#call('DELETE', `/tables/${encodeURIComponent(table)}/rows/${encodeURIComponent(row)}`);
+  }
+
+  /** The node's OpenAPI 3.1 document. */
+  openapi(): Promise<ApiResult<Record<string, unknown>>> {
+    return this.#call('GET', '/openapi.json');
+  }
+
+  /** Follows the node's events until `close`; reconnects after a drop, resuming after the last event seen. */
+  events(listener: (event: NodeEvent) => void | Promise<void>): { close(): void } {
+    const stop = new AbortController();
+    void this.#follow(listener, stop.signal);
+    return { close: () => stop.abort() };
+  }
+
+  async #follow(listener: (event: NodeEvent) => void | Promise<void>, signal: AbortSignal): Promise<void> {
+    let last: string | undefined;
+    let wait = RECONNECT_MS;
+    // A function, not the property: it changes while this loop awaits.
+    const closed = (): boolean => signal.aborted;
+    while (!closed()) {
+      try {
+        const res = await this.#fetch(`${this.#base}/events`, {
+          headers: { authorization: `Bearer ${this.#token}`, ...(last ? { 'last-event-id': last } : {}) },
+          signal,
+        });
+        if (!res.ok || !res.body) throw new Error(`events: ${res.status}`);
+        wait = RECONNECT_MS;
+        for await (const event of parseEvents(res.body)) {
+          last = event.id;
+          await listener(event);
+        }
+      } catch {
+        // A drop, a refusal or close(): the loop's condition tells which.
+      }
+      if (closed()) return;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      wait = Math.min(wait * 2, MAX_RECONNECT_MS);
+    }
+  }
+
+  async #call<T>(method: string, path: string, body?: unknown): Promise<ApiResult<T>> {
+    let res: Response;
+    try {
+      res = await this.#fetch(`${this.#base}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${this.#token}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    } catch (e) {
+      return { ok: false, error: { status: 0, type: 'Unreachable', reason: String(e) } };
+    }
+    let parsed: unknown;
+    try {
+      parsed = await res.json();
+    } catch {
+      return { ok: false, error: { status: res.status, type: 'BadResponse', reason: 'the node answered no JSON' } };
+    }
+    if (res.ok) return { ok: true, value: parsed as T };
+    const error = (parsed as { error?: { type?: unknown; reason?: unknown } }).error;
+    const type = typeof error?.type === 'string' ? error.type : 'Unknown';
+    const reason = typeof error?.reason === 'string' ? error.reason : '';
+    return { ok: false, error: { status: res.status, type, reason } };
+  }
+}
+
+/** Server-Sent Events from a byte stream (the subset the node sends: id, event, data, comments). */
+async function* parseEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<NodeEvent> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  const reader = body.getReader();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += decoder.decode(value, { stream: true });
+    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const fields = new Map<string, string>();
+      for (const line of block.split('\n')) {
+        if (line.startsWith(':')) continue;
+        const colon = line.indexOf(':');
+        if (colon > 0) fields.set(line.slice(0, colon), line.slice(colon + 1).trimStart());
+      }
+      const [id, type, data] = [fields.get('id'), fields.get('event'), fields.get('data')];
+      if (id === undefined || type === undefined || data === undefined) continue;
+      yield { id, type, data: JSON.parse(data) as unknown };
+    }
+  }
+}

@@ -1,0 +1,235 @@
+/**
+ * The headless node's loopback API (src/node-api/) on a real `sov node` process that founds
+ * a mesh on a real relay, driven through the SDK (src/sdk/client.ts): every route, the token
+ * (required, 0600, a readable one refused), typed 400s for malformed input, the event stream
+ * (a write's event within a second, resumed after a drop with no gap and no duplicate), a
+ * non-loopback address refused, and every answer checked against the node's own document.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { OPENAPI, SCHEMAS } from '../../src/node-api/openapi.ts';
+import { NodeApiClient, type NodeEvent } from '../../src/sdk/client.ts';
+import { freePort, spawnRelay } from '../helpers/relay-child.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'sov-api-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+type Node = { child: ChildProcess; lines: string[]; exited: Promise<number | null> };
+
+/** `sov node` with `args`; resolves once a line matches `until` (rejects after 60 s or on exit). */
+async function sovNode(args: readonly string[], until: RegExp): Promise<Node> {
+  const child = spawn(process.execPath, ['src/cli/sov.mjs', 'node', ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const lines: string[] = [];
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`sov node printed nothing matching ${until}:\n${lines.join('\n')}`)),
+      60_000,
+    );
+    const take = (d: Buffer) => {
+      lines.push(...d.toString().split('\n').filter(Boolean));
+      if (lines.some((l) => until.test(l))) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout.on('data', take);
+    child.stderr.on('data', take);
+    void exited.then(() => {
+      clearTimeout(timer);
+      if (!lines.some((l) => until.test(l))) reject(new Error(`sov node exited:\n${lines.join('\n')}`));
+    });
+  });
+  return { child, lines, exited };
+}
+
+async function stop(node: Node): Promise<void> {
+  if (node.child.exitCode === null) node.child.kill('SIGTERM');
+  await node.exited;
+}
+
+/** Events as they arrive on one raw stream (no reconnects), for checking ids across a drop. */
+function rawStream(url: string, token: string, lastEventId?: string) {
+  const events: NodeEvent[] = [];
+  const stopper = new AbortController();
+  const done = (async () => {
+    const res = await fetch(`${url}/events`, {
+      headers: { authorization: `Bearer ${token}`, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
+      signal: stopper.signal,
+    });
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let buffer = '';
+    for (;;) {
+      const { value, done: end } = await reader.read();
+      if (end) return;
+      buffer += decoder.decode(value, { stream: true });
+      let cut: number;
+      while ((cut = buffer.indexOf('\n\n')) >= 0) {
+        const block = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        const field = (name: string) => new RegExp(`^${name}: ?(.*)$`, 'm').exec(block)?.[1];
+        const [id, type, data] = [field('id'), field('event'), field('data')];
+        if (id && type && data) events.push({ id, type, data: JSON.parse(data) as unknown });
+      }
+    }
+  })().catch(() => undefined);
+  return { events, close: () => stopper.abort(), done };
+}
+
+const eventually = async (check: () => boolean, what: string, ms = 10_000) => {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+};
+
+describe('the headless node API', () => {
+  it('serves status, rows, writes and events to the token holder, as the document says', async () => {
+    const relayPort = await freePort();
+    const relay = await spawnRelay(relayPort, join(dir, 'relay'));
+    const apiPort = await freePort();
+    const data = join(dir, 'node');
+    const args = ['--role', 'server', '--data', data, '--name', 'server', '--api', `127.0.0.1:${apiPort}`];
+    let node = await sovNode([...args, '--found', '--relay', `ws://127.0.0.1:${relayPort}/ws`], /relay=ready/);
+    try {
+      expect(node.lines.some((l) => /api listening at http:\/\/127\.0\.0\.1:\d+\/v1/.test(l))).toBe(true);
+      const tokenFile = join(data, 'api.token');
+      expect(statSync(tokenFile).mode & 0o777).toBe(0o600);
+      const token = readFileSync(tokenFile, 'utf8').trim();
+      expect(node.lines.join('\n')).not.toContain(token);
+      const url = `http://127.0.0.1:${apiPort}/v1`;
+      const api = new NodeApiClient({ url, token });
+
+      // Every answer matches the node's own document.
+      const ajv = new Ajv2020({ strict: true, allowUnionTypes: true });
+      ajv.addKeyword('components');
+      ajv.addSchema({ $id: 'api', components: { schemas: SCHEMAS } });
+      const matches = (name: keyof typeof SCHEMAS, value: unknown) =>
+        ajv.validate({ $ref: `api#/components/schemas/${name}` }, value) || ajv.errorsText();
+      const doc = await api.openapi();
+      expect(doc.ok && doc.value).toMatchObject({ openapi: '3.1.0', info: { version: '1' } });
+      expect(Object.keys(OPENAPI.paths)).toEqual(Object.keys((doc.ok && (doc.value['paths'] as object)) || {}));
+
+      const status = await api.status();
+      if (!status.ok) throw new Error(status.error.type);
+      expect(matches('Status', status.value)).toBe(true);
+      expect(status.value).toMatchObject({ status: 'member', relay: 'ready', name: 'server' });
+      expect(status.value.machines).toEqual([expect.objectContaining({ name: 'server', role: 'admin' })]);
+      expect(status.value.domains).toEqual(
+        expect.arrayContaining([
+          { domain: 'GENERAL', reads: true },
+          { domain: 'CONTROL', reads: true },
+        ]),
+      );
+
+      // The token is required, and only this node's.
+      for (const bad of [new NodeApiClient({ url, token: 'x'.repeat(43) }), new NodeApiClient({ url, token: '' })]) {
+        const refused = await bad.status();
+        expect(refused.ok || refused.error).toMatchObject({ status: 401, type: 'Unauthorized' });
+        expect(matches('Error', { error: { type: 'Unauthorized', reason: '…' } })).toBe(true);
+      }
+      expect((await fetch(`${url}/openapi.json`)).status).toBe(401);
+
+      // A write, read back; its event arrives within a second; a delete.
+      const stream = rawStream(url, token);
+      await eventually(() => stream.events.some((e) => e.type === 'status'), 'the stream says the status');
+      const started = Date.now();
+      const written = await api.writeRow('device_profiles', 'p1', { name: 'Pump 1', notes: 'filter changed' });
+      if (!written.ok) throw new Error(`${written.error.type}: ${written.error.reason}`);
+      expect(matches('Written', written.value)).toBe(true);
+      await eventually(() => stream.events.some((e) => e.type === 'rows'), 'a rows event', 1_000);
+      expect(Date.now() - started).toBeLessThan(1_000);
+      const page = await api.rows('device_profiles', { limit: 10 });
+      if (!page.ok) throw new Error(page.error.type);
+      expect(matches('RowPage', page.value)).toBe(true);
+      expect(page.value.rows.map((r) => [r.row, r.alive, r.values['name'], r.values['notes']])).toEqual([
+        ['p1', true, 'Pump 1', 'filter changed'],
+      ]);
+
+      // A dropped stream resumes after its last event: nothing missed, nothing twice.
+      stream.close();
+      const seen = stream.events.at(-1)!.id;
+      for (const i of [2, 3])
+        expect((await api.writeRow('device_profiles', `p${i}`, { name: `Pump ${i}` })).ok).toBe(true);
+      const resumed = rawStream(url, token, seen);
+      await eventually(() => resumed.events.filter((e) => e.type === 'rows').length >= 2, 'both writes’ events');
+      const n = (id: string) => Number(id.split('-')[1]);
+      expect(resumed.events.map((e) => n(e.id))).toEqual(resumed.events.map((_, i) => n(seen) + 1 + i));
+      resumed.close();
+      // An id from another run of the node, or older than it keeps: a reset first.
+      const stranger = rawStream(url, token, '000000000000-5');
+      await eventually(() => stranger.events.length > 0, 'a reset');
+      expect(stranger.events[0]!.type).toBe('reset');
+      stranger.close();
+      // The SDK's own stream follows along.
+      const got: NodeEvent[] = [];
+      const follow = api.events((e) => void got.push(e));
+      expect((await api.deleteRow('device_profiles', 'p3')).ok).toBe(true);
+      await eventually(() => got.some((e) => e.type === 'rows'), 'the SDK sees the delete');
+      follow.close();
+      const alive = await api.rows('device_profiles');
+      expect(alive.ok && alive.value.rows.map((r) => r.row)).toEqual(['p1', 'p2']);
+
+      // Malformed input: typed 400s (415 for a body that is not JSON at all), nothing written.
+      const put = (body: string, type = 'application/json') =>
+        fetch(`${url}/tables/device_profiles/rows/p9`, {
+          method: 'PUT',
+          headers: { authorization: `Bearer ${token}`, 'content-type': type },
+          body,
+        });
+      for (const body of [
+        '{"cells":{}}',
+        '{"cells":{"Bad-Name":1}}',
+        '{"cells":{"a":{"b":1}}}',
+        '{"x":1}',
+        'not json',
+      ]) {
+        const res = await put(body);
+        expect([body, res.status]).toEqual([body, 400]);
+        expect(matches('Error', await res.json())).toBe(true);
+      }
+      expect((await put('{"cells":{"name":"x"}}', 'text/plain')).status).toBe(415);
+      for (const query of ['limit=0', 'limit=abc', 'offset=-1', 'deleted=maybe', 'other=1']) {
+        const res = await fetch(`${url}/tables/device_profiles/rows?${query}`, {
+          headers: { authorization: `Bearer ${token}` },
+        });
+        expect([query, res.status]).toEqual([query, 400]);
+      }
+      const unknown = await api.rows('no_such_table');
+      expect(unknown.ok || unknown.error).toMatchObject({ status: 404, type: 'UnknownTable' });
+      // The mesh's rules: no domain LAB to write a note into.
+      const refused = await api.writeRow('field_notes', 'LAB:n1', { title: 't', text: 'x' });
+      expect(refused.ok || refused.error).toMatchObject({ status: 422, type: 'InvalidEdit' });
+      // Nothing of the refused writes landed: p1, p2, and p3 deleted.
+      expect(await api.rows('device_profiles', { deleted: true })).toMatchObject({ ok: true, value: { total: 3 } });
+
+      // The log names routes, never row keys or values.
+      expect(node.lines.some((l) => l.includes('PUT /v1/tables/device_profiles/rows/{row} 200'))).toBe(true);
+      expect(node.lines.join('\n')).not.toMatch(/p1|Pump|filter changed/);
+
+      // A token file others can read is refused at the next start.
+      await stop(node);
+      chmodSync(tokenFile, 0o644);
+      node = await sovNode(args, /api refused/);
+      expect(node.lines.join('\n')).toMatch(/readable by other users/);
+      expect(await node.exited).toBe(1);
+    } finally {
+      await stop(node);
+      relay.kill('SIGTERM');
+    }
+  }, 180_000);
+
+  it('refuses an address off the loopback', async () => {
+    const node = await sovNode(
+      ['--role', 'server', '--data', join(dir, 'off'), '--api', '0.0.0.0:7420'],
+      /not a loopback/,
+    );
+    expect(await node.exited).toBe(2);
+  });
+});
