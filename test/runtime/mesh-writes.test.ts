@@ -120,4 +120,21 @@ describe('MeshWrites', () => {
     expect(calls.filter((c) => c === 'askAgain')).toHaveLength(3);
     expect(calls.some((c) => c.startsWith('write'))).toBe(false);
   });
+
+  it('writes any row of a known table it can seal for, and refuses the rest before signing', async () => {
+    const { writes, calls } = fakes({ reads: false });
+    expect(await writes.writeRow('no_such_table', 'r', { a: 1 })).toMatchObject({ error: { type: 'InvalidEdit' } });
+    expect(await writes.writeRow('field_notes', 'LAB:n1', { text: 'x' })).toMatchObject({
+      error: { type: 'InvalidEdit' },
+    });
+    expect(await writes.deleteRow('field_notes', 'no-domain')).toMatchObject({ error: { type: 'InvalidEdit' } });
+    expect(calls).toEqual([]);
+    const reader = fakes();
+    expect((await reader.writes.writeRow('device_profiles', 'p1', { name: 'Pump' })).ok).toBe(true);
+    expect((await reader.writes.deleteRow('device_profiles', 'p1')).ok).toBe(true);
+    expect(reader.calls.filter((c) => /^(write|delete) /.test(c))).toEqual([
+      'write device_profiles p1 {"name":"Pump"}',
+      'delete device_profiles p1',
+    ]);
+  });
 });
