@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Headless } from '../../src/cli/headless.ts';
-import { machinesIn, pairHeadless, until } from '../helpers/headless-mesh.ts';
+import { foundHeadless, machinesIn, pairHeadless, until } from '../helpers/headless-mesh.ts';
 import { freePort, spawnRelay } from '../helpers/relay-child.ts';
 
 type Step = 'forming' | 'formed' | 'published';
@@ -84,9 +84,7 @@ describe('compaction after a crash', () => {
     let admin: Headless | undefined;
     try {
       admin = await open('admin');
-      const ready = until(admin, (s) => s.relay === 'ready', 'the admin is online');
-      await admin.node.pairing.found('admin', `ws://127.0.0.1:${port}/ws`);
-      await ready;
+      await foundHeadless(admin, 'admin', port);
       const reader = await open('reader');
       machines.push(reader);
       await pairHeadless(admin, reader, 'reader');

@@ -14,7 +14,7 @@ import { toHex } from '../../src/core/bytes.ts';
 import { decodeEndpointMessage } from '../../src/core/relay-wire.ts';
 import { readTap } from '../../src/relay/tap.ts';
 import type { Headless } from '../../src/cli/headless.ts';
-import { machinesIn, pairHeadless, until } from '../helpers/headless-mesh.ts';
+import { foundHeadless, machinesIn, pairHeadless, until } from '../helpers/headless-mesh.ts';
 import { runMetadataScenario } from '../helpers/metadata-scenario.ts';
 import { freePort, spawnRelay } from '../helpers/relay-child.ts';
 
@@ -44,9 +44,7 @@ describe('what the relay learns from sizes', () => {
     try {
       const admin = await open('admin');
       machines.push(admin);
-      const ready = until(admin, (s) => s.relay === 'ready', 'the admin is online');
-      await admin.node.pairing.found('admin', `ws://127.0.0.1:${port}/ws`);
-      await ready;
+      await foundHeadless(admin, 'admin', port);
       for (const name of ['reader', 'outsider']) {
         const m = await open(name);
         machines.push(m);

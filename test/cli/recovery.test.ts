@@ -19,7 +19,7 @@ import { blake3 } from '../../src/core/hash.js';
 import type { NodeSnapshot } from '../../src/runtime/mesh-node.js';
 import type { RecoveryStatus } from '../../src/runtime/mesh-recovery.js';
 import { ROOTS_PER_PAGE } from '../../src/runtime/recovery-objects.js';
-import { machinesIn, pairHeadless, until } from '../helpers/headless-mesh.ts';
+import { foundHeadless, machinesIn, pairHeadless, until } from '../helpers/headless-mesh.ts';
 import { freePort, spawnRelay } from '../helpers/relay-child.ts';
 
 /** `n` junk roots, as many as a bounded search finds with ids sorting before `before`, the rest any. */
@@ -93,9 +93,7 @@ describe('disaster recovery', () => {
     try {
       const admin = await open('admin');
       machines.push(admin);
-      const ready = until(admin, (s) => s.relay === 'ready', 'the admin is online');
-      await admin.node.pairing.found('admin', `ws://127.0.0.1:${port}/ws`);
-      await ready;
+      await foundHeadless(admin, 'admin', port);
       for (const rows of [300, 200]) {
         const formed = await admin.node.objects.importSample('GENERAL', rows);
         expect(formed.ok).toBe(true);

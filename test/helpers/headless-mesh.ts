@@ -32,6 +32,13 @@ export function until(machine: Headless, done: (s: NodeSnapshot) => boolean, wha
   });
 }
 
+/** `machine` founds a mesh, as `name`, on the relay listening on `port`, and is online. */
+export async function foundHeadless(machine: Headless, name: string, port: number): Promise<void> {
+  const ready = until(machine, (s) => s.relay === 'ready', `${name} is online`);
+  await machine.node.pairing.found(name, `ws://127.0.0.1:${port}/ws`);
+  await ready;
+}
+
 /** `joiner` pairs with the admin `inviter`, both comparing the code as their humans would. */
 export async function pairHeadless(inviter: Headless, joiner: Headless, name: string): Promise<void> {
   const ticket = await inviter.node.pairing.invite();

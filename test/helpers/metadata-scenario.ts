@@ -16,7 +16,7 @@ import { decodeFrame } from '../../src/core/frame.ts';
 import { decodeEndpointMessage } from '../../src/core/relay-wire.ts';
 import { readTap } from '../../src/relay/tap.ts';
 import type { FrameTraffic } from '../../src/runtime/frame-channel.ts';
-import { machinesIn, pairHeadless, until } from './headless-mesh.ts';
+import { foundHeadless, machinesIn, pairHeadless, until } from './headless-mesh.ts';
 import { forms, hits, relayHoldings } from './relay-audit.ts';
 import { freePort, spawnRelay } from './relay-child.ts';
 
@@ -57,9 +57,7 @@ export async function runMetadataScenario(dir: string, lengths: readonly number[
   try {
     const writer = await open('writer');
     machines.push(writer);
-    const ready = until(writer, (s) => s.relay === 'ready', 'the writer is online');
-    await writer.node.pairing.found('writer', `ws://127.0.0.1:${port}/ws`);
-    await ready;
+    await foundHeadless(writer, 'writer', port);
     const reader = await open('reader');
     machines.push(reader);
     await pairHeadless(writer, reader, 'reader');
