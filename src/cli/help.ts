@@ -9,7 +9,8 @@ usage: sov COMMAND [options]
 
 commands:
   relay     run a blind relay (stores and forwards ciphertext; serves the web app)
-  node      run a headless machine of a mesh (a storage server or a blind archive)
+  node      run a headless machine of a mesh (a storage server or a blind archive; a loopback API)
+  mcp       serve a running node's API to an AI agent's host over MCP (stdio)
   object    write an encrypted object from a CSV file
   parquet   read a Parquet file, encrypted or not
   bench     run the benchmarks (results in bench/results/*.json)
@@ -125,4 +126,23 @@ rows, or writes them as CSV. A key is 16, 24 or 32 bytes, as hex or ascii:TEXT.
 
 example:
   sov parquet read objects/3f9c….parquet --footer-key 00112233445566778899aabbccddeeff --csv rows.csv
+`;
+
+export const MCP_HELP = `usage: sov mcp --data DIR [--mcp-tools NAME,…] [--mcp-domains DOMAIN,…]
+
+The Model Context Protocol over standard input and output, for an AI agent's host: a client of
+the loopback API of the node whose data directory is DIR (start it with --api 127.0.0.1:PORT).
+It acts as that machine, within the mesh's rules, and within what you allow here.
+
+  --data DIR              the running node's data directory (required: api.url, api.token)
+  --mcp-tools NAME,…      offer only these tools (default all: sync-status, sync-peers,
+                          read-rows, write-row)
+  --mcp-domains DOMAIN,…  the domains whose rows may leave the node through MCP (default: none;
+                          status and machines are not domain data)
+  -h, --help              this text
+
+Each tool call is logged on standard error with its arguments' shape, never their values.
+
+example (an MCP host's server entry):
+  sov mcp --data /srv/sov --mcp-tools sync-status,read-rows --mcp-domains GENERAL
 `;

@@ -33,14 +33,14 @@
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import type { NodeSnapshot } from '../runtime/mesh-node.js';
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { RecoveryStatus } from '../runtime/mesh-recovery.js';
 import { openHeadless, type Headless } from './headless.js';
 import { appServerProblem, parseListen, startAppServer, type AppServerOptions } from './app-server.js';
 import { apiAddressProblem, startNodeApi } from '../node-api/server.js';
-import { apiToken } from '../node-api/token.js';
+import { apiToken, URL_FILE } from '../node-api/token.js';
 
 export const NODE_USAGE =
   'node --role server|archive --data DIR [--name NAME] [--join | --restore KIT | --found --relay URL] [--api 127.0.0.1:PORT] [--serve-app ADDR:PORT [--static DIR] [--tls-cert FILE --tls-key FILE]]   (ticket or recovery code on stdin)';
@@ -282,6 +282,8 @@ export async function nodeMain(argv: readonly string[]): Promise<number> {
       setTimeout(() => process.exit(1), 1000).unref();
       return 1;
     }
+    // Where `sov mcp --data DIR` finds this API (node-api/mcp.ts).
+    writeFileSync(join(args.data, URL_FILE), `${api.url}\n`, { mode: 0o600 });
     say(`api listening at ${api.url} (bearer token in ${token.path})`);
   }
 

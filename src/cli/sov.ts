@@ -19,7 +19,7 @@ import { homedir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { NODE_HELP, OBJECT_HELP, OVERVIEW, PARQUET_HELP, RELAY_HELP } from './help.js';
+import { MCP_HELP, NODE_HELP, OBJECT_HELP, OVERVIEW, PARQUET_HELP, RELAY_HELP } from './help.js';
 import { parseOrigin } from '../relay/origins.js';
 
 /** Resolves to the exit code; anything that is not a number counts as 0. */
@@ -51,6 +51,11 @@ const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
       'node --role server|archive --data DIR [--name NAME] [--join | --restore KIT | --found --relay URL] [--api 127.0.0.1:PORT] [--serve-app ADDR:PORT [--static DIR] [--tls-cert FILE --tls-key FILE]]',
     help: NODE_HELP,
     load: async () => (await import('./node.js')).nodeMain,
+  },
+  mcp: {
+    usage: 'mcp --data DIR [--mcp-tools NAME,…] [--mcp-domains DOMAIN,…]   (a running node’s API over MCP, stdio)',
+    help: MCP_HELP,
+    load: async () => (await import('../node-api/mcp.js')).mcpMain,
   },
   object: {
     usage: OBJECT_USAGE,

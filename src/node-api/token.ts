@@ -8,6 +8,8 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const TOKEN_FILE = 'api.token';
+/** Where a node with `--api` writes the API's URL, for `sov mcp --data DIR` (mcp.ts). */
+export const URL_FILE = 'api.url';
 
 export type TokenProblem = { readonly type: 'TokenExposed' | 'TokenMalformed'; readonly reason: string };
 

@@ -5,7 +5,6 @@
  * (a write's event within a second, resumed after a drop with no gap and no duplicate), a
  * non-loopback address refused, and every answer checked against the node's own document.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,43 +13,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { OPENAPI, SCHEMAS } from '../../src/node-api/openapi.ts';
 import { NodeApiClient, type NodeEvent } from '../../src/sdk/client.ts';
 import { freePort, spawnRelay } from '../helpers/relay-child.ts';
+import { sovNode, stop } from '../helpers/sov-node.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'sov-api-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-type Node = { child: ChildProcess; lines: string[]; exited: Promise<number | null> };
-
-/** `sov node` with `args`; resolves once a line matches `until` (rejects after 60 s or on exit). */
-async function sovNode(args: readonly string[], until: RegExp): Promise<Node> {
-  const child = spawn(process.execPath, ['src/cli/sov.mjs', 'node', ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
-  const lines: string[] = [];
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`sov node printed nothing matching ${until}:\n${lines.join('\n')}`)),
-      60_000,
-    );
-    const take = (d: Buffer) => {
-      lines.push(...d.toString().split('\n').filter(Boolean));
-      if (lines.some((l) => until.test(l))) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout.on('data', take);
-    child.stderr.on('data', take);
-    void exited.then(() => {
-      clearTimeout(timer);
-      if (!lines.some((l) => until.test(l))) reject(new Error(`sov node exited:\n${lines.join('\n')}`));
-    });
-  });
-  return { child, lines, exited };
-}
-
-async function stop(node: Node): Promise<void> {
-  if (node.child.exitCode === null) node.child.kill('SIGTERM');
-  await node.exited;
-}
 
 /** Events as they arrive on one raw stream (no reconnects), for checking ids across a drop. */
 function rawStream(url: string, token: string, lastEventId?: string) {
