@@ -94,6 +94,41 @@ export const SCHEMAS = {
       },
     },
   },
+  Invitation: {
+    type: 'object',
+    required: ['ticket'],
+    additionalProperties: false,
+    properties: { ticket: { type: 'string' } },
+  },
+  Pairings: {
+    type: 'object',
+    required: ['pairings'],
+    additionalProperties: false,
+    properties: {
+      pairings: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['inv', 'name', 'fingerprint', 'confirmed', 'joinerConfirmed'],
+          additionalProperties: false,
+          properties: {
+            inv: { type: 'string' },
+            name: { type: 'string' },
+            fingerprint: { type: 'string' },
+            sas: { type: 'string' },
+            confirmed: { type: 'boolean' },
+            joinerConfirmed: { type: 'boolean' },
+          },
+        },
+      },
+    },
+  },
+  Answer: {
+    type: 'object',
+    required: ['confirmed'],
+    additionalProperties: false,
+    properties: { confirmed: { type: 'boolean' } },
+  },
   Written: {
     type: 'object',
     required: ['written'],
@@ -170,6 +205,38 @@ export const OPENAPI = {
         responses: {
           '200': { description: 'Deleted', content: json('Written') },
           '422': { description: 'The mesh’s rules refuse the delete', content: json('Error') },
+          ...refusals,
+        },
+      },
+    },
+    '/invitations': {
+      post: {
+        operationId: 'invite',
+        summary:
+          'An admin invites a machine: a pairing ticket (it holds the mesh secret: hand it over out of band, never log it)',
+        responses: {
+          '200': { description: 'A ticket', content: json('Invitation') },
+          '422': { description: 'This machine may not invite', content: json('Error') },
+          ...refusals,
+        },
+      },
+    },
+    '/pairings': {
+      get: {
+        operationId: 'pairings',
+        summary: 'Machines asking to join, each with the six-digit code once the joiner revealed it',
+        responses: { '200': { description: 'Pairings', content: json('Pairings') }, ...refusals },
+      },
+    },
+    '/pairings/{inv}': {
+      post: {
+        operationId: 'answerPairing',
+        summary: 'Whether the code the joiner shows is the one here: only a human who compared them may say yes',
+        parameters: [{ name: 'inv', in: 'path', required: true, schema: text(64) }],
+        requestBody: { required: true, content: json('Answer') },
+        responses: {
+          '200': { description: 'Answered', content: json('Pairings') },
+          '404': { description: 'No such pairing', content: json('Error') },
           ...refusals,
         },
       },

@@ -62,6 +62,9 @@ function compile() {
     rowPage: of('RowPage'),
     writeRow: of('WriteRow'),
     written: of('Written'),
+    invitation: of('Invitation'),
+    pairings: of('Pairings'),
+    answer: of('Answer'),
     rowsQuery: ajv.compile(ROWS_QUERY),
     describe: (v: ValidateFunction) => ajv.errorsText(v.errors, { dataVar: 'request' }),
   };
@@ -82,6 +85,19 @@ function statusOf(s: NodeSnapshot, fingerprint: string) {
     domains: s.domains.map((d) => ({
       domain: d.domain,
       reads: d.mls !== undefined && !d.mls.removed && !d.mls.awaiting && d.mls.epoch !== undefined,
+    })),
+  };
+}
+
+function pairingsOf(s: NodeSnapshot | undefined) {
+  return {
+    pairings: (s?.pairings ?? []).map((p) => ({
+      inv: p.inv,
+      name: p.name,
+      fingerprint: p.fingerprint,
+      ...(p.sas === undefined ? {} : { sas: p.sas }),
+      confirmed: p.confirmed,
+      joinerConfirmed: p.joinerConfirmed,
     })),
   };
 }
@@ -132,6 +148,23 @@ export async function startNodeApi(options: NodeApiOptions): Promise<NodeApi> {
       events.open(res, typeof last === 'string' ? last : undefined, { type: 'status', data: now ?? {} });
       return STREAMING;
     }
+    if (path === '/v1/invitations' && method === 'POST') {
+      try {
+        return checked(v.invitation, { ticket: await node.pairing.invite() });
+      } catch (e) {
+        throw refusal(422, 'NotAllowed', (e as Error).message);
+      }
+    }
+    if (path === '/v1/pairings' && method === 'GET') return checked(v.pairings, pairingsOf(snapshot));
+    const pairing = /^\/v1\/pairings\/([0-9a-f]{1,64})$/.exec(path);
+    if (pairing && method === 'POST') {
+      const body = await readJson(req);
+      if (!v.answer(body)) throw refusal(400, 'BadRequest', v.describe(v.answer));
+      if (!snapshot?.pairings.some((p) => p.inv === pairing[1]))
+        throw refusal(404, 'UnknownPairing', 'no such pairing');
+      await node.pairing.answer(pairing[1]!, (body as { confirmed: boolean }).confirmed, 'code');
+      return checked(v.pairings, pairingsOf(snapshot));
+    }
     const rows = /^\/v1\/tables\/([^/]+)\/rows(?:\/([^/]+))?$/.exec(path);
     if (!rows) throw refusal(404, 'NotFound', `no route ${method} ${path}`);
     const table = decode(rows[1]!);
@@ -178,7 +211,9 @@ export async function startNodeApi(options: NodeApiOptions): Promise<NodeApi> {
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://api.invalid');
     // The log names the route, never a row key or a query (they may be data).
-    const shown = url.pathname.replace(/^(\/v1\/tables\/[^/]+\/rows)\/[^/]+$/, '$1/{row}');
+    const shown = url.pathname
+      .replace(/^(\/v1\/tables\/[^/]+\/rows)\/[^/]+$/, '$1/{row}')
+      .replace(/^\/v1\/pairings\/[^/]+$/, '/v1/pairings/{inv}');
     route(req, res, url).then(
       (body) => {
         if (body === STREAMING) return log(`api: ${req.method} ${shown} 200 (events)`);

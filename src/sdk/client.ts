@@ -44,6 +44,16 @@ export type RowPage = {
 };
 export type Written = { readonly written: string };
 
+export type Pairing = {
+  readonly inv: string;
+  readonly name: string;
+  readonly fingerprint: string;
+  /** The six-digit code, once the joiner revealed it: compare it with the joiner's screen. */
+  readonly sas?: string;
+  readonly confirmed: boolean;
+  readonly joinerConfirmed: boolean;
+};
+
 export type ApiError = { readonly status: number; readonly type: string; readonly reason: string };
 export type ApiResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: ApiError };
 
@@ -92,6 +102,20 @@ export class NodeApiClient {
 
   deleteRow(table: string, row: string): Promise<ApiResult<Written>> {
     return this.#call('DELETE', `/tables/${encodeURIComponent(table)}/rows/${encodeURIComponent(row)}`);
+  }
+
+  /** An admin node invites a machine: the pairing ticket (it holds the mesh secret: never log it). */
+  invite(): Promise<ApiResult<{ readonly ticket: string }>> {
+    return this.#call('POST', '/invitations');
+  }
+
+  pairings(): Promise<ApiResult<{ readonly pairings: readonly Pairing[] }>> {
+    return this.#call('GET', '/pairings');
+  }
+
+  /** Whether the joiner shows the same code: say yes only once a human compared them. */
+  answerPairing(inv: string, confirmed: boolean): Promise<ApiResult<{ readonly pairings: readonly Pairing[] }>> {
+    return this.#call('POST', `/pairings/${encodeURIComponent(inv)}`, { confirmed });
   }
 
   /** The node's OpenAPI 3.1 document. */

@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { OPENAPI, SCHEMAS } from '../../src/node-api/openapi.ts';
-import { NodeApiClient, type NodeEvent } from '../../src/sdk/client.ts';
+import { NodeApiClient, type NodeEvent, type Pairing } from '../../src/sdk/client.ts';
+import { machinesIn, until } from '../helpers/headless-mesh.ts';
 import { freePort, spawnRelay } from '../helpers/relay-child.ts';
 import { sovNode, stop } from '../helpers/sov-node.ts';
 
@@ -47,9 +48,9 @@ function rawStream(url: string, token: string, lastEventId?: string) {
   return { events, close: () => stopper.abort(), done };
 }
 
-const eventually = async (check: () => boolean, what: string, ms = 10_000) => {
+const eventually = async (check: () => boolean, what: string, ms = 10_000, poll?: () => Promise<void>) => {
   const deadline = Date.now() + ms;
-  while (!check()) {
+  for (await poll?.(); !check(); await poll?.()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
@@ -198,4 +199,64 @@ describe('the headless node API', () => {
     );
     expect(await node.exited).toBe(2);
   });
+
+  it('invites and admits a machine, and streams that machine’s edits within a second', async () => {
+    const relayPort = await freePort();
+    const relay = await spawnRelay(relayPort, join(dir, 'relay-pairing'));
+    const apiPort = await freePort();
+    const data = join(dir, 'inviter');
+    const node = await sovNode(
+      [
+        ...['--role', 'server', '--data', data, '--name', 'inviter', '--api', `127.0.0.1:${apiPort}`],
+        ...['--found', '--relay', `ws://127.0.0.1:${relayPort}/ws`],
+      ],
+      /relay=ready/,
+    );
+    const joiner = await machinesIn(dir)('joiner');
+    try {
+      const api = new NodeApiClient({
+        url: `http://127.0.0.1:${apiPort}/v1`,
+        token: readFileSync(join(data, 'api.token'), 'utf8').trim(),
+      });
+      const invited = await api.invite();
+      if (!invited.ok) throw new Error(invited.error.reason);
+      expect(node.lines.join('\n')).not.toContain(invited.value.ticket);
+      expect((await joiner.node.pairing.join(invited.value.ticket, 'joiner')).ok).toBe(true);
+      const shown = await until(joiner, (s) => s.join.sas !== undefined, 'the joiner shows the code');
+      let asking: Pairing | undefined;
+      await eventually(
+        () => asking?.sas !== undefined,
+        'the inviter shows the code',
+        30_000,
+        async () => {
+          const p = await api.pairings();
+          asking = p.ok ? p.value.pairings[0] : undefined;
+        },
+      );
+      expect(asking!.sas).toBe(shown.join.sas);
+      expect(await api.answerPairing('ffff', true)).toMatchObject({ ok: false, error: { status: 404 } });
+      await joiner.node.pairing.answerJoin(true);
+      expect((await api.answerPairing(asking!.inv, true)).ok).toBe(true);
+      await until(joiner, (s) => s.status === 'member' && s.relay === 'ready', 'the joiner is a member');
+
+      // The joiner's edit reaches the node's event stream within a second, then its rows.
+      const got: { type: string; at: number }[] = [];
+      const follow = api.events((e) => void got.push({ type: e.type, at: Date.now() }));
+      await eventually(() => got.length > 0, 'the stream is open');
+      const wrote = await joiner.node.writes.editProfile('j1', { name: 'Joiner pump' });
+      expect(wrote.ok).toBe(true);
+      const written = Date.now();
+      await eventually(() => got.some((e) => e.type === 'rows' && e.at >= written), 'the peer edit’s event', 5_000);
+      expect(got.find((e) => e.type === 'rows' && e.at >= written)!.at - written).toBeLessThan(1_000);
+      follow.close();
+      const rows = await api.rows('device_profiles');
+      expect(rows.ok && rows.value.rows.map((r) => [r.row, r.values['name']])).toEqual([['j1', 'Joiner pump']]);
+      const status = await api.status();
+      expect(status.ok && status.value.machines.map((m) => m.name).sort()).toEqual(['inviter', 'joiner']);
+    } finally {
+      await joiner.close();
+      await stop(node);
+      relay.kill('SIGTERM');
+    }
+  }, 180_000);
 });
