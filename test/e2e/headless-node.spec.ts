@@ -12,14 +12,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Page } from '@playwright/test';
-import { expect, foundMesh, test, view } from './relay-process.ts';
+import { readFileSync } from 'node:fs';
+import { NodeApiClient, type NodeEvent } from '../../src/sdk/client.ts';
+import { expect, foundMesh, freePort, profile, test, view } from './relay-process.ts';
 
 /** A running `sov node`, its output kept line by line. */
 class HeadlessNode {
   readonly lines: string[] = [];
   readonly child: ChildProcessWithoutNullStreams;
 
-  constructor(dataDir: string, join: boolean) {
+  constructor(dataDir: string, join: boolean, extra: readonly string[] = []) {
     this.child = spawn(
       process.execPath,
       [
@@ -32,6 +34,7 @@ class HeadlessNode {
         '--name',
         'server',
         ...(join ? ['--join'] : []),
+        ...extra,
       ],
       { stdio: ['pipe', 'pipe', 'pipe'] },
     );
@@ -153,6 +156,48 @@ test('a headless server pairs, stores the objects it is placed, and reads only w
     } finally {
       expect(await again.stop()).toBe(0);
     }
+  } finally {
+    await node.stop();
+  }
+});
+
+test('a workstation and a headless node share rows through the node’s loopback API', async ({ browser, relay }) => {
+  const ws = await (await browser.newContext()).newPage();
+  const ticket = await foundMesh(relay, ws);
+  const data = mkdtempSync(join(tmpdir(), 'sov-headless-api-'));
+  const port = await freePort();
+  const node = new HeadlessNode(data, true, ['--api', `127.0.0.1:${port}`]);
+  try {
+    node.write(ticket);
+    const [, code] = await node.waitFor(/^sov node: pairing code (\d{3} \d{3})$/);
+    await expect(ws.getByTestId('pairing-sas')).toHaveText(code!);
+    node.write('y');
+    await ws.getByTestId('pairing-confirm').click();
+    await node.waitFor(/status=member relay=ready machines=2/);
+    const api = new NodeApiClient({
+      url: `http://127.0.0.1:${port}/v1`,
+      token: readFileSync(join(data, 'api.token'), 'utf8').trim(),
+    });
+
+    // A row written through the API appears on the workstation.
+    expect((await api.writeRow('device_profiles', 'api-pump', { name: 'Pump from the API' })).ok).toBe(true);
+    await view(ws, 'profiles');
+    await expect(profile(ws, 'Pump from the API')).toBeVisible();
+
+    // The workstation's edit reaches the node's event stream, then its rows.
+    const events: NodeEvent[] = [];
+    const follow = api.events((e) => void events.push(e));
+    await expect.poll(() => events.length).toBeGreaterThan(0);
+    await ws.getByTestId('new-profile-name').fill('Pump from the workstation');
+    await ws.getByTestId('add-profile').click();
+    await expect.poll(() => events.filter((e) => e.type === 'rows').length).toBeGreaterThan(0);
+    follow.close();
+    await expect
+      .poll(async () => {
+        const rows = await api.rows('device_profiles');
+        return rows.ok ? rows.value.rows.map((r) => r.values['name']).sort() : [];
+      })
+      .toEqual(['Pump from the API', 'Pump from the workstation']);
   } finally {
     await node.stop();
   }
