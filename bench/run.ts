@@ -28,6 +28,7 @@ const BENCHMARKS: Readonly<Record<string, () => Promise<Benchmark>>> = {
   lighthouse: () => import('./lighthouse.ts'),
   lifecycle: () => import('./lifecycle.ts'),
   metadata: () => import('./metadata.ts'),
+  api: () => import('./api.ts'),
 };
 
 const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
@@ -79,6 +80,7 @@ environment:
   SOV_BENCH_EVENTS=N    events for catchup-browser and catchup-node (default 100000; fewer for a quick run)
   SOV_BENCH_PROFILE=DIR write CPU profiles of the catch-ups into DIR (default: none)
   SOV_BENCH_OBJECTS=N   objects lifecycle rotates (default 100000)
+  SOV_BENCH_ROWS=N      rows api reads through the SDK (default 100000)
   SOV_BENCH_COMPACT_OBJECTS=N  objects of 1,000 rows lifecycle compacts in Chromium (default 1000)
   SOV_BENCH_RECOVERY_OBJECTS=N objects of the catalog lifecycle restores from a recovery kit (default 1000)
 

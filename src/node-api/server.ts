@@ -193,18 +193,22 @@ export async function startNodeApi(options: NodeApiOptions): Promise<NodeApi> {
   const listRows = async (table: string, url: URL) => {
     const query = Object.fromEntries(url.searchParams);
     if (!v.rowsQuery(query)) throw refusal(400, 'BadRequest', v.describe(v.rowsQuery));
+    const offset = Number(query['offset'] ?? 0);
     const page = await node.page({
       table,
-      offset: Number(query['offset'] ?? 0),
+      offset,
       limit: Number(query['limit'] ?? 100),
       filter: query['filter'] ?? '',
       deleted: query['deleted'] === 'true',
     });
+    // The screen's pages stop at the last row; an API page past the end is empty, so a
+    // client reading page after page never sees a row twice.
+    const rows = page.offset === offset ? page.rows : [];
     return checked(v.rowPage, {
       table,
       total: page.total,
-      offset: page.offset,
-      rows: page.rows.map((r) => ({ row: r.row, alive: r.alive, values: r.values })),
+      offset,
+      rows: rows.map((r) => ({ row: r.row, alive: r.alive, values: r.values })),
     });
   };
 

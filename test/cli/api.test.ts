@@ -119,6 +119,16 @@ describe('the headless node API', () => {
         ['p1', true, 'Pump 1', 'filter changed'],
       ]);
 
+      // Paging: a page past the end is empty, never the last row again.
+      expect(await api.rows('device_profiles', { offset: 1, limit: 10 })).toMatchObject({
+        ok: true,
+        value: { rows: [] },
+      });
+      expect(await api.rows('device_profiles', { offset: 0, limit: 1 })).toMatchObject({
+        ok: true,
+        value: { total: 1, offset: 0, rows: [{ row: 'p1' }] },
+      });
+
       // A dropped stream resumes after its last event: nothing missed, nothing twice.
       stream.close();
       const seen = stream.events.at(-1)!.id;
