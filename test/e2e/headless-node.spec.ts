@@ -79,6 +79,16 @@ class HeadlessNode {
   }
 }
 
+/** The node joins with `ticket`; its operator and the workstation's compare the code and confirm. */
+async function admit(node: HeadlessNode, ws: Page, ticket: string): Promise<void> {
+  node.write(ticket);
+  const [, code] = await node.waitFor(/^sov node: pairing code (\d{3} \d{3})$/);
+  await expect(ws.getByTestId('pairing-sas')).toHaveText(code!);
+  node.write('y');
+  await ws.getByTestId('pairing-confirm').click();
+  await node.waitFor(/status=member relay=ready machines=2/);
+}
+
 const object = (page: Page, table: string) => page.locator(`[data-testid="object"][data-table="${table}"]`);
 
 test('a headless server pairs, stores the objects it is placed, and reads only what it may', async ({
@@ -90,12 +100,7 @@ test('a headless server pairs, stores the objects it is placed, and reads only w
   const data = mkdtempSync(join(tmpdir(), 'sov-headless-'));
   const node = new HeadlessNode(data, true);
   try {
-    node.write(ticket);
-    const [, code] = await node.waitFor(/^sov node: pairing code (\d{3} \d{3})$/);
-    await expect(ws.getByTestId('pairing-sas')).toHaveText(code!);
-    node.write('y');
-    await ws.getByTestId('pairing-confirm').click();
-    await node.waitFor(/status=member relay=ready machines=2/);
+    await admit(node, ws, ticket);
     await expect(ws.getByTestId('machine')).toHaveCount(2);
     // The ticket is never echoed.
     expect(node.lines.join('\n')).not.toContain(ticket.slice(5, 40));
@@ -168,12 +173,7 @@ test('a workstation and a headless node share rows through the node’s loopback
   const port = await freePort();
   const node = new HeadlessNode(data, true, ['--api', `127.0.0.1:${port}`]);
   try {
-    node.write(ticket);
-    const [, code] = await node.waitFor(/^sov node: pairing code (\d{3} \d{3})$/);
-    await expect(ws.getByTestId('pairing-sas')).toHaveText(code!);
-    node.write('y');
-    await ws.getByTestId('pairing-confirm').click();
-    await node.waitFor(/status=member relay=ready machines=2/);
+    await admit(node, ws, ticket);
     const api = new NodeApiClient({
       url: `http://127.0.0.1:${port}/v1`,
       token: readFileSync(join(data, 'api.token'), 'utf8').trim(),
