@@ -10,7 +10,7 @@ usage: sov COMMAND [options]
 commands:
   relay     run a blind relay (stores and forwards ciphertext; serves the web app)
   node      run a headless machine of a mesh (a storage server or a blind archive; a loopback API)
-  mcp       serve a running node's API to an AI agent's host over MCP (stdio)
+  mcp       serve a running node's API to an AI agent's host over MCP (stdio; HTTP: node --api)
   object    write an encrypted object from a CSV file
   parquet   read a Parquet file, encrypted or not
   bench     run the benchmarks (results in bench/results/*.json)
@@ -54,6 +54,7 @@ example:
 `;
 
 export const NODE_HELP = `usage: sov node --role server|archive --data DIR [options]
+       sov node --data DIR invite
 
 A headless machine of a mesh. A server stores the objects of the domains its placement record
 names; an archive with no placement record stores every object of the mesh. What either may read
@@ -68,15 +69,21 @@ is the admins' choice (domain membership), not its role.
                           app's Machines view): its recovery code on standard input
   --found --relay URL     found a new mesh on that relay (ws:// or wss://), this machine its
                           first admin
-  --api 127.0.0.1:PORT    serve the loopback JSON API (/v1: status, rows, events; the OpenAPI
-                          document at /v1/openapi.json) with the bearer token in DIR/api.token
-                          (mode 0600, made on first start); only loopback addresses
+  --api 127.0.0.1:PORT    serve the loopback JSON API (/v1: status, peers, rows, objects, SQL
+                          query, placement, sync, events; the OpenAPI document at
+                          /v1/openapi.json) and MCP over HTTP at /mcp, with the bearer token in
+                          DIR/api.token (mode 0600, made on first start); only loopback addresses
+  --mcp-tools NAME,…      the tools /mcp offers (default all, as for sov mcp)
+  --mcp-domains DOMAIN,…  the domains whose data may leave the node through /mcp (default: none)
   --serve-app ADDR:PORT   serve the built web app too (only the app: its relays serve the rest),
                           so that the mesh's code comes from a machine of the mesh, not a relay
   --static DIR            the built app to serve (default dist/)
   --tls-cert FILE --tls-key FILE
                           serve it over HTTPS (PEM); required on any address but the loopback
   -h, --help              this text
+
+The invite form asks the node running in DIR (with --api) for a pairing ticket, prints it as text and as
+a QR code, shows the joiner's six-digit code and admits it once you answer y.
 
 A machine that joined, restored or founded once starts again from DIR without --join, --restore or --found. State changes, pairing
 codes and notices are printed one per line; keys and tickets never are.
@@ -85,6 +92,7 @@ example:
   sov node --role archive --data /srv/sov-archive --name "cellar archive" --join < ticket.txt
   sov node --role server --data /srv/sov-restored --restore mesh.sovkit < code.txt
   sov node --role server --data /srv/sov --found --relay wss://relay.example:8443/ws --api 127.0.0.1:7420
+  sov node --data /srv/sov invite
   sov node --role server --data /srv/sov --serve-app 0.0.0.0:8443 --tls-cert cert.pem --tls-key key.pem
 `;
 
@@ -135,10 +143,10 @@ the loopback API of the node whose data directory is DIR (start it with --api 12
 It acts as that machine, within the mesh's rules, and within what you allow here.
 
   --data DIR              the running node's data directory (required: api.url, api.token)
-  --mcp-tools NAME,…      offer only these tools (default all: sync-status, sync-peers,
-                          read-rows, write-row)
-  --mcp-domains DOMAIN,…  the domains whose rows may leave the node through MCP (default: none;
-                          status and machines are not domain data)
+  --mcp-tools NAME,…      offer only these tools (default all: sync-status, sync-push,
+                          sync-peers, read-rows, write-row, list-objects, query)
+  --mcp-domains DOMAIN,…  the domains whose rows and objects may leave the node through MCP
+                          (default: none; status and machines are not domain data)
   -h, --help              this text
 
 Each tool call is logged on standard error with its arguments' shape, never their values.

@@ -24,13 +24,14 @@
  * its first admin (a server can start a mesh without a browser).
  *
  * `--api 127.0.0.1:PORT` serves the loopback API (src/node-api/server.ts) with the bearer token
- * in `<data>/api.token` (0600, made on first start; its path is printed, never the token).
+ * in `<data>/api.token` (0600, made on first start; its path is printed, never the token), and
+ * MCP over streamable HTTP at `/mcp` behind the same token, scoped by `--mcp-tools` and
+ * `--mcp-domains` as `sov mcp` is (node-api/mcp.ts).
  *
  * Roles: both store what the admins' placement records name for them; an archive with
  * no record stores everything. What it may read is the admins' choice (domain
  * membership), not the role's.
  */
-import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import type { NodeSnapshot } from '../runtime/mesh-node.js';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -41,9 +42,13 @@ import { openHeadless, type Headless } from './headless.js';
 import { appServerProblem, parseListen, startAppServer, type AppServerOptions } from './app-server.js';
 import { apiAddressProblem, startNodeApi } from '../node-api/server.js';
 import { apiToken, URL_FILE } from '../node-api/token.js';
+import { mcpHttp, mcpScope, type McpScope } from '../node-api/mcp.js';
+import { NodeApiClient } from '../sdk/client.js';
+import { INVITE_USAGE, inviteMain } from './invite.js';
+import { stdinLines } from './stdin.js';
 
 export const NODE_USAGE =
-  'node --role server|archive --data DIR [--name NAME] [--join | --restore KIT | --found --relay URL] [--api 127.0.0.1:PORT] [--serve-app ADDR:PORT [--static DIR] [--tls-cert FILE --tls-key FILE]]   (ticket or recovery code on stdin)';
+  'node --role server|archive --data DIR [--name NAME] [--join | --restore KIT | --found --relay URL] [--api 127.0.0.1:PORT [--mcp-tools NAME,…] [--mcp-domains DOMAIN,…]] [--serve-app ADDR:PORT [--static DIR] [--tls-cert FILE --tls-key FILE]]   (ticket or recovery code on stdin)';
 
 type Role = 'server' | 'archive';
 
@@ -59,6 +64,8 @@ type Args = {
   found: string | undefined;
   /** Serve the loopback API (node-api/server.ts). */
   api: { host: string; port: number } | undefined;
+  /** What MCP clients of `/mcp` may do. */
+  mcp: McpScope;
   /** Serve the built app too (app-server.ts). */
   serveApp: AppServerOptions | undefined;
 };
@@ -76,6 +83,8 @@ function parse(argv: readonly string[]): Args {
       found: { type: 'boolean' },
       relay: { type: 'string' },
       api: { type: 'string' },
+      'mcp-tools': { type: 'string' },
+      'mcp-domains': { type: 'string' },
       'serve-app': { type: 'string' },
       static: { type: 'string' },
       'tls-cert': { type: 'string' },
@@ -92,6 +101,11 @@ function parse(argv: readonly string[]): Args {
   if (values.relay !== undefined && !/^wss?:\/\/[^\s]+$/.test(values.relay)) {
     throw new UsageError(`--relay '${values.relay}' is not a ws:// or wss:// URL`);
   }
+  if ((values['mcp-tools'] ?? values['mcp-domains']) !== undefined && values.api === undefined) {
+    throw new UsageError('--mcp-tools and --mcp-domains go with --api');
+  }
+  const mcp = mcpScope(values['mcp-tools'], values['mcp-domains']);
+  if (!mcp.ok) throw new UsageError(`--mcp-tools: ${mcp.problem}`);
   return {
     role: values.role,
     data: values.data,
@@ -100,6 +114,7 @@ function parse(argv: readonly string[]): Args {
     restore: values.restore,
     found: values.found ? values.relay : undefined,
     api: apiArgs(values.api),
+    mcp: mcp.scope,
     serveApp: serveAppArgs(values),
   };
 }
@@ -148,32 +163,6 @@ function serveAppArgs(values: {
   return options;
 }
 
-/** Lines of standard input, one at a time. */
-function stdinLines(): { next: () => Promise<string | undefined>; close: () => void } {
-  const rl = createInterface({ input: process.stdin, terminal: false });
-  const lines: string[] = [];
-  const waiting: ((line: string | undefined) => void)[] = [];
-  let closed = false;
-  rl.on('line', (line) => {
-    const next = waiting.shift();
-    if (next) next(line);
-    else lines.push(line);
-  });
-  rl.on('close', () => {
-    closed = true;
-    for (const w of waiting.splice(0)) w(undefined);
-  });
-  return {
-    next: () =>
-      new Promise((resolve) => {
-        if (lines.length > 0) resolve(lines.shift());
-        else if (closed) resolve(undefined);
-        else waiting.push(resolve);
-      }),
-    close: () => rl.close(),
-  };
-}
-
 const say = (line: string): void => void process.stdout.write(`sov node: ${line}\n`);
 
 /** One line of state whenever it changes: nothing secret, ids shortened. */
@@ -219,8 +208,33 @@ async function restoreFrom(
   return openHeadless(args.data, { role: args.role, restart: () => undefined });
 }
 
+/** Options of `sov node` that take a value: `--name invite` names a machine, it asks for nothing. */
+const VALUED = new Set(['--role', '--data', '--name', '--restore', '--relay', '--api', '--mcp-tools', '--mcp-domains']);
+
+/** `sov node --data DIR invite` (or `sov node invite --data DIR`): the data directory, else undefined. */
+function inviteArgs(argv: readonly string[]): string | undefined {
+  const last = argv.length - 1;
+  const at = argv[0] === 'invite' ? 0 : argv[last] === 'invite' && !VALUED.has(argv[last - 1] ?? '') ? last : -1;
+  if (at < 0) return undefined;
+  const { values } = parseArgs({
+    args: argv.filter((_, i) => i !== at),
+    strict: true,
+    options: { data: { type: 'string' } },
+  });
+  if (!values.data) throw new UsageError('invite: --data DIR is required');
+  return values.data;
+}
+
 export async function nodeMain(argv: readonly string[]): Promise<number> {
   let args: ReturnType<typeof parse>;
+  let invite: string | undefined;
+  try {
+    invite = inviteArgs(argv);
+  } catch (e) {
+    process.stderr.write(`sov node: ${(e as Error).message}\nusage: sov ${INVITE_USAGE}\n`);
+    return 2;
+  }
+  if (invite !== undefined) return inviteMain(invite);
   try {
     args = parse(argv);
   } catch (e) {
@@ -273,8 +287,23 @@ export async function nodeMain(argv: readonly string[]): Promise<number> {
       return 1;
     }
     const m = machine;
+    // MCP's tools are clients of this API (the same checks as any client), made once it listens.
+    let self: NodeApiClient | undefined;
+    const mcp = mcpHttp(
+      () => self!,
+      args.mcp,
+      (line) => say(`mcp: ${line}`),
+    );
     try {
-      api = await startNodeApi({ ...args.api, token: token.token, node, fingerprint: () => m.fingerprint, log: say });
+      api = await startNodeApi({
+        ...args.api,
+        token: token.token,
+        node,
+        fingerprint: () => m.fingerprint,
+        log: say,
+        mcp,
+      });
+      self = new NodeApiClient({ url: api.url, token: token.token });
     } catch (e) {
       say(`api not started: ${(e as Error).message}`);
       await app?.close();

@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 
-export type ApiEvent = { readonly type: 'rows' | 'status' | 'notice'; readonly data: unknown };
+export type ApiEvent = { readonly type: 'rows' | 'objects' | 'machines' | 'status' | 'notice'; readonly data: unknown };
 type Kept = ApiEvent & { readonly n: number };
 
 const MAX_KEPT = 1000;

@@ -9,21 +9,34 @@
  *   --mcp-domains D,E   only these domains' rows may leave the node through MCP (default: none;
  *                       the status and the machines are not domain data)
  *
- * Tools: `sync-status`, `sync-peers`, `read-rows`, `write-row`. Every call is logged on
- * standard error with its arguments' shape (names and types), never their values. Not built
- * yet: `sync-push`, `query`, `list-objects`, the journal tools, and MCP over HTTP at `/mcp`.
+ * Tools: `sync-status`, `sync-push`, `sync-peers`, `read-rows`, `write-row`, `list-objects`,
+ * `query`. Every call is logged (standard error here, the node's log over HTTP) with its
+ * arguments' shape (names and types), never their values. The node's API serves the same
+ * tools over streamable HTTP at `/mcp` (`mcpHttp`), scoped by the node's own `--mcp-tools`
+ * and `--mcp-domains`. Not built: the journal tools (there is no journal yet: issue 28).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
+import { parseSql } from '../core/query/sql.js';
 import { domainOf, tableSpec } from '../core/schema.js';
 import { NodeApiClient, type ApiResult, type Cell } from '../sdk/client.js';
 import { TOKEN_FILE, URL_FILE } from './token.js';
 
-export const MCP_TOOLS = ['sync-status', 'sync-peers', 'read-rows', 'write-row'] as const;
+export const MCP_TOOLS = [
+  'sync-status',
+  'sync-push',
+  'sync-peers',
+  'read-rows',
+  'write-row',
+  'list-objects',
+  'query',
+] as const;
 type ToolName = (typeof MCP_TOOLS)[number];
 
 export const MCP_USAGE = 'mcp --data DIR [--mcp-tools NAME,…] [--mcp-domains DOMAIN,…]';
@@ -77,15 +90,17 @@ export function meshMcpServer(api: NodeApiClient, scope: McpScope, log: (line: s
       ),
     );
   }
+  if (offered('sync-push')) {
+    const description = 'Runs a sync cycle now: unacknowledged events offered again, objects published';
+    server.registerTool('sync-push', { description }, async () => done('sync-push', {}, answer(await api.sync())));
+  }
   if (offered('sync-peers')) {
-    const description = 'The machines of the mesh: names, roles, whether removed';
-    server.registerTool('sync-peers', { description }, async () =>
-      done(
-        'sync-peers',
-        {},
-        answer(await api.status(), (s) => s.machines),
-      ),
-    );
+    const description = 'The machines of the mesh and, per peer, what it acknowledged and what is pending';
+    server.registerTool('sync-peers', { description }, async () => {
+      const [status, peers] = await Promise.all([api.status(), api.peers()]);
+      const result = status.ok ? answer(peers, (p) => ({ machines: status.value.machines, ...p })) : answer(status);
+      return done('sync-peers', {}, result);
+    });
   }
   if (offered('read-rows')) {
     const inputSchema = {
@@ -133,7 +148,74 @@ export function meshMcpServer(api: NodeApiClient, scope: McpScope, log: (line: s
       done('write-row', args, await write(args)),
     );
   }
+  if (offered('list-objects')) {
+    const inputSchema = { table: z.string().min(1).max(64).optional() };
+    const listObjects = async ({ table }: { table?: string | undefined }) =>
+      answer(await api.objects(table === undefined ? {} : { table }), (l) => ({
+        objects: l.objects.filter((o) => inScope(o.domain ?? undefined)),
+      }));
+    const description = 'The objects of the domains this server is scoped to: table, rows, producer, when formed';
+    server.registerTool('list-objects', { description, inputSchema }, async (args) =>
+      done('list-objects', args, await listObjects(args)),
+    );
+  }
+  if (offered('query')) {
+    const inputSchema = { sql: z.string().min(1).max(10_000), limit: z.number().int().min(1).max(500).optional() };
+    const query = async ({ sql, limit }: { sql: string; limit?: number | undefined }) => {
+      // The table the SQL reads, and its objects this machine reads outside the scope.
+      const parsed = parseSql(sql);
+      if (!parsed.ok) return refuse(`${parsed.error.type}: the SQL does not parse`);
+      const listed = await api.objects({ table: parsed.value.table });
+      if (!listed.ok) return answer(listed);
+      const outside = listed.value.objects.filter((o) => o.readable && !inScope(o.domain ?? undefined)).length;
+      const inside = listed.value.objects.filter((o) => o.readable && inScope(o.domain ?? undefined)).length;
+      if (inside === 0 && outside > 0)
+        return refuse(
+          `OutOfScope: the objects of ${parsed.value.table} are in domains outside this MCP server’s scope`,
+        );
+      if (scope.domains.size === 0) return refuse('OutOfScope: no domain is in this MCP server’s scope');
+      const result = await api.query(sql, { limit: limit ?? 100, domains: [...scope.domains] });
+      return answer(result, (r) => ({ ...r, objectsOutOfScope: outside }));
+    };
+    const description =
+      'SQL (SELECT … FROM table [WHERE …] [GROUP BY …]) over the objects of the domains in scope: rows and the explain summary';
+    server.registerTool('query', { description, inputSchema }, async (args) => done('query', args, await query(args)));
+  }
   return server;
+}
+
+/**
+ * MCP over streamable HTTP for the node's API at `/mcp` (server.ts checks the token first):
+ * stateless, one server and transport per request, JSON responses.
+ */
+export function mcpHttp(
+  api: () => NodeApiClient,
+  scope: McpScope,
+  log: (line: string) => void,
+): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  return async (req, res) => {
+    const server = meshMcpServer(api(), scope, log);
+    // No session id generator: stateless, as the SDK's own stateless example.
+    const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true });
+    res.once('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    await transport.handleRequest(req, res);
+  };
+}
+
+/** The scope `--mcp-tools` and `--mcp-domains` give (every tool, no domain, by default); a problem names unknown tools. */
+export function mcpScope(
+  tools: string | undefined,
+  domains: string | undefined,
+): { ok: true; scope: McpScope } | { ok: false; problem: string } {
+  const named = tools === undefined ? [...MCP_TOOLS] : list(tools);
+  const unknown = named.filter((t) => !(MCP_TOOLS as readonly string[]).includes(t));
+  if (unknown.length > 0)
+    return { ok: false, problem: `unknown tools: ${unknown.join(', ')} (there are: ${MCP_TOOLS.join(', ')})` };
+  return { ok: true, scope: { tools: new Set(named as ToolName[]), domains: new Set(list(domains)) } };
 }
 
 function list(value: string | undefined): string[] {
@@ -160,12 +242,12 @@ export async function mcpMain(argv: readonly string[]): Promise<number> {
     say(`--data DIR is required\nusage: sov ${MCP_USAGE}`);
     return 2;
   }
-  const tools = values['mcp-tools'] === undefined ? [...MCP_TOOLS] : list(values['mcp-tools']);
-  const unknown = tools.filter((t) => !(MCP_TOOLS as readonly string[]).includes(t));
-  if (unknown.length > 0) {
-    say(`unknown tools: ${unknown.join(', ')} (there are: ${MCP_TOOLS.join(', ')})`);
+  const scoped = mcpScope(values['mcp-tools'], values['mcp-domains']);
+  if (!scoped.ok) {
+    say(scoped.problem);
     return 2;
   }
+  const { scope } = scoped;
   let url: string;
   let token: string;
   try {
@@ -175,10 +257,11 @@ export async function mcpMain(argv: readonly string[]): Promise<number> {
     say(`no API to talk to in ${values.data}: start the node with --api 127.0.0.1:PORT first`);
     return 1;
   }
-  const scope: McpScope = { tools: new Set(tools as ToolName[]), domains: new Set(list(values['mcp-domains'])) };
   const server = meshMcpServer(new NodeApiClient({ url, token }), scope, say);
   await server.connect(new StdioServerTransport());
-  say(`serving ${tools.join(', ')} for ${url}; domains in scope: ${[...scope.domains].join(', ') || 'none'}`);
+  say(
+    `serving ${[...scope.tools].join(', ')} for ${url}; domains in scope: ${[...scope.domains].join(', ') || 'none'}`,
+  );
   await new Promise<void>((resolve) => process.stdin.once('close', resolve));
   await server.close();
   return 0;

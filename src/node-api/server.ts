@@ -16,7 +16,9 @@ import type { MeshNode, NodeSnapshot } from '../runtime/mesh-node.js';
 import type { ColumnValue } from '../core/schema.js';
 import { tableSpec } from '../core/schema.js';
 import { EventStream } from './events.js';
-import { OPENAPI, ROWS_QUERY, SCHEMAS } from './openapi.js';
+import { checked, decode, isRefusal, readJson, refusal, refusalOf, send } from './http.js';
+import { objectRoutes } from './object-routes.js';
+import { DOWNLOAD_QUERY, IMPORT_QUERY, OBJECTS_QUERY, OPENAPI, ROWS_QUERY, SCHEMAS } from './openapi.js';
 
 export type NodeApiOptions = {
   readonly host: string;
@@ -25,6 +27,8 @@ export type NodeApiOptions = {
   readonly node: MeshNode;
   readonly fingerprint: () => string;
   readonly log: (line: string) => void;
+  /** MCP over streamable HTTP at `/mcp` (mcp.ts), behind the same token; none when not given. */
+  readonly mcp?: (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 };
 
 export type NodeApi = { readonly url: string; close(): Promise<void> };
@@ -38,18 +42,6 @@ export function apiAddressProblem(host: string): string | undefined {
     ? undefined
     : `${host} is not a loopback address: the API serves 127.0.0.1 or ::1 only (TLS for other addresses is not built)`;
 }
-
-/** A request the API refuses: its HTTP status and the typed body's type and reason. */
-class Refusal extends Error {
-  constructor(
-    readonly status: number,
-    readonly type: string,
-    readonly reason: string,
-  ) {
-    super(`${type}: ${reason}`);
-  }
-}
-const refusal = (status: number, type: string, reason: string): Refusal => new Refusal(status, type, reason);
 
 function compile() {
   const ajv = new Ajv2020({ allErrors: false, strict: true, allowUnionTypes: true });
@@ -65,7 +57,19 @@ function compile() {
     invitation: of('Invitation'),
     pairings: of('Pairings'),
     answer: of('Answer'),
+    objectList: of('ObjectList'),
+    objectSummary: of('ObjectSummary'),
+    objectDetail: of('ObjectDetail'),
+    queryRequest: of('QueryRequest'),
+    queryResult: of('QueryResult'),
+    peers: of('Peers'),
+    placement: of('Placement'),
+    setPlacement: of('SetPlacement'),
+    synced: of('Synced'),
     rowsQuery: ajv.compile(ROWS_QUERY),
+    objectsQuery: ajv.compile(OBJECTS_QUERY),
+    importQuery: ajv.compile(IMPORT_QUERY),
+    downloadQuery: ajv.compile(DOWNLOAD_QUERY),
     describe: (v: ValidateFunction) => ajv.errorsText(v.errors, { dataVar: 'request' }),
   };
 }
@@ -110,6 +114,8 @@ export async function startNodeApi(options: NodeApiOptions): Promise<NodeApi> {
   let snapshot: NodeSnapshot | undefined;
   let lastStatus = '';
   let lastNotice = 0;
+  let lastObjects = '';
+  let lastMachines = '';
   const unsubscribe = node.subscribe((s) => {
     if (snapshot === undefined) lastNotice = Math.max(0, ...s.notices.map((n) => n.id));
     snapshot = s;
@@ -117,6 +123,23 @@ export async function startNodeApi(options: NodeApiOptions): Promise<NodeApi> {
     if (status !== lastStatus) {
       lastStatus = status;
       events.emit({ type: 'status', data: { status: s.status, relay: s.relay } });
+    }
+    const objects = s.objects.map((o) => `${o.id}:${o.state}:${o.held ? 1 : 0}`).join();
+    if (objects !== lastObjects) {
+      lastObjects = objects;
+      events.emit({ type: 'objects', data: { objects: s.objects.length } });
+    }
+    const machines = s.machines.map((m) => `${m.signer}:${m.role}:${m.trusted ? 1 : 0}:${m.removed ? 1 : 0}`).join();
+    if (machines !== lastMachines) {
+      lastMachines = machines;
+      events.emit({
+        type: 'machines',
+        data: {
+          machines: s.machines
+            .filter((m) => !m.recovery)
+            .map((m) => ({ signer: m.signer, name: m.name, removed: m.removed })),
+        },
+      });
     }
     for (const n of [...s.notices].reverse()) {
       if (n.id <= lastNotice) continue;
@@ -132,10 +155,17 @@ export async function startNodeApi(options: NodeApiOptions): Promise<NodeApi> {
     return given.length === token.length && timingSafeEqual(given, token);
   };
 
+  const objects = objectRoutes({ node, snapshot: () => snapshot, v, maxJson: MAX_BODY });
+
   const route = async (req: IncomingMessage, res: ServerResponse, url: URL): Promise<unknown> => {
     const path = url.pathname;
-    if (!path.startsWith('/v1/')) throw refusal(404, 'NotFound', `no route ${path}`);
+    const mcp = path === '/mcp' ? options.mcp : undefined;
+    if (!path.startsWith('/v1/') && !mcp) throw refusal(404, 'NotFound', `no route ${path}`);
     if (!authorised(req)) throw refusal(401, 'Unauthorized', 'a bearer token is required: the one in <data>/api.token');
+    if (mcp) {
+      await mcp(req, res);
+      return STREAMING;
+    }
     const method = req.method ?? 'GET';
     if (path === '/v1/openapi.json' && method === 'GET') return OPENAPI;
     if (path === '/v1/status' && method === 'GET') {
@@ -158,13 +188,15 @@ export async function startNodeApi(options: NodeApiOptions): Promise<NodeApi> {
     if (path === '/v1/pairings' && method === 'GET') return checked(v.pairings, pairingsOf(snapshot));
     const pairing = /^\/v1\/pairings\/([0-9a-f]{1,64})$/.exec(path);
     if (pairing && method === 'POST') {
-      const body = await readJson(req);
+      const body = await readJson(req, MAX_BODY);
       if (!v.answer(body)) throw refusal(400, 'BadRequest', v.describe(v.answer));
       if (!snapshot?.pairings.some((p) => p.inv === pairing[1]))
         throw refusal(404, 'UnknownPairing', 'no such pairing');
       await node.pairing.answer(pairing[1]!, (body as { confirmed: boolean }).confirmed, 'code');
       return checked(v.pairings, pairingsOf(snapshot));
     }
+    const answered = await objects(req, url, method);
+    if (answered !== undefined) return answered;
     const rows = /^\/v1\/tables\/([^/]+)\/rows(?:\/([^/]+))?$/.exec(path);
     if (!rows) throw refusal(404, 'NotFound', `no route ${method} ${path}`);
     const table = decode(rows[1]!);
@@ -176,15 +208,15 @@ export async function startNodeApi(options: NodeApiOptions): Promise<NodeApi> {
     const row = decode(rows[2]);
     if (row.length === 0 || row.length > 200) throw refusal(400, 'BadRequest', 'a row key is 1 to 200 characters');
     if (method === 'PUT') {
-      const body = await readJson(req);
+      const body = await readJson(req, MAX_BODY);
       if (!v.writeRow(body)) throw refusal(400, 'BadRequest', v.describe(v.writeRow));
       const written = await node.writes.writeRow(table, row, (body as { cells: Record<string, ColumnValue> }).cells);
-      if (!written.ok) throw refusal(422, written.error.type, 'reason' in written.error ? written.error.reason : '');
+      if (!written.ok) throw refusalOf(422, written.error);
       return checked(v.written, { written: written.value.outerId });
     }
     if (method === 'DELETE') {
       const deleted = await node.writes.deleteRow(table, row);
-      if (!deleted.ok) throw refusal(422, deleted.error.type, 'reason' in deleted.error ? deleted.error.reason : '');
+      if (!deleted.ok) throw refusalOf(422, deleted.error);
       return checked(v.written, { written: deleted.value.outerId });
     }
     throw refusal(405, 'MethodNotAllowed', `${method} ${path}`);
@@ -217,10 +249,12 @@ export async function startNodeApi(options: NodeApiOptions): Promise<NodeApi> {
     // The log names the route, never a row key or a query (they may be data).
     const shown = url.pathname
       .replace(/^(\/v1\/tables\/[^/]+\/rows)\/[^/]+$/, '$1/{row}')
-      .replace(/^\/v1\/pairings\/[^/]+$/, '/v1/pairings/{inv}');
+      .replace(/^\/v1\/pairings\/[^/]+$/, '/v1/pairings/{inv}')
+      .replace(/^\/v1\/objects\/[^/]+/, '/v1/objects/{id}')
+      .replace(/^\/v1\/placement\/[^/]+$/, '/v1/placement/{signer}');
     route(req, res, url).then(
       (body) => {
-        if (body === STREAMING) return log(`api: ${req.method} ${shown} 200 (events)`);
+        if (body === STREAMING) return log(`api: ${req.method} ${shown} ${res.statusCode} (streamed)`);
         send(res, 200, body);
         log(`api: ${req.method} ${shown} 200`);
       },
@@ -252,48 +286,3 @@ export async function startNodeApi(options: NodeApiOptions): Promise<NodeApi> {
 }
 
 const STREAMING = Symbol('streaming');
-
-const isRefusal = (e: unknown): e is Refusal => e instanceof Refusal;
-
-/** A response checked against its schema: a mismatch is the node's fault, a 500, never sent. */
-function checked<T>(validate: ValidateFunction, body: T): T {
-  if (!validate(body))
-    throw new Error(`api: a response does not match the document (${JSON.stringify(validate.errors)})`);
-  return body;
-}
-
-function decode(part: string): string {
-  try {
-    return decodeURIComponent(part);
-  } catch {
-    throw refusal(400, 'BadRequest', 'a path part is not valid percent-encoding');
-  }
-}
-
-async function readJson(req: IncomingMessage): Promise<unknown> {
-  if (!(req.headers['content-type'] ?? '').startsWith('application/json')) {
-    throw refusal(415, 'UnsupportedMediaType', 'send application/json');
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY) throw refusal(413, 'TooLarge', `a body is at most ${MAX_BODY} bytes`);
-    chunks.push(chunk as Buffer);
-  }
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
-  } catch {
-    throw refusal(400, 'BadRequest', 'the body is not JSON');
-  }
-}
-
-function send(res: ServerResponse, status: number, body: unknown): void {
-  const bytes = Buffer.from(JSON.stringify(body), 'utf8');
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': bytes.length,
-    'cache-control': 'no-store',
-  });
-  res.end(bytes);
-}

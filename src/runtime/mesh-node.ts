@@ -321,6 +321,14 @@ export class MeshNode {
     return this.#store.refusals(kind, Math.max(0, Math.floor(offset)), Math.min(Math.max(0, Math.floor(limit)), 100));
   }
 
+  /**
+   * A sync cycle now: everything unacknowledged offered again, the domains caught up, objects
+   * published and placed. False when the relay is out of reach (the cycle ran locally only).
+   */
+  syncNow(): Promise<boolean> {
+    return this.#relay.syncNow();
+  }
+
   /** Stops the relay session and the timers (tests and page teardown). */
   close(): void {
     this.pairing.stop();

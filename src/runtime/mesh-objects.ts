@@ -120,6 +120,8 @@ export type QueryOptions = {
   readonly id?: string;
   readonly progress?: (done: number, total: number) => void;
   readonly onRows?: RowsFound;
+  /** Only objects of these domains are read (an API client scoped to some domains); every one by default. */
+  readonly domains?: ReadonlySet<string>;
 };
 
 export const PLACEMENT_TABLE = 'placement';
@@ -462,7 +464,9 @@ export class MeshObjects {
   /** Runs SQL over every object of this machine's catalog (objects it cannot read are not in it). */
   async query(sql: string, options: QueryOptions = {}): Promise<Awaited<ReturnType<ObjectService['query']>>> {
     // Rows this machine formed or deleted show here at once, before they are published.
-    const entries = await this.#withOwnPending();
+    const all = await this.#withOwnPending();
+    const scope = options.domains;
+    const entries = scope ? all.filter((e) => scope.has(e.domain)) : all;
     const deletable = await this.deletable();
     return this.#deps.service.query(sql, entries, options.id, options.progress, options.onRows, deletable);
   }

@@ -9,7 +9,7 @@ import type { DomainName } from '../core/schema.js';
 import type { QueryResult } from '../core/query/execute.js';
 import type { Codec } from '../core/parquet/write.js';
 import type { WriteError } from '../core/replica.js';
-import type { MeshObjects, QueryOptions } from './mesh-objects.js';
+import type { MeshObjects, ObjectEntry, QueryOptions } from './mesh-objects.js';
 import type { CompactError } from '../core/object/compact.js';
 import type { Compaction, ImportProgress, ObjectError, PendingObject } from './object-service.js';
 
@@ -69,6 +69,12 @@ export class ObjectPlane {
   async tryEveryKey(id: string): Promise<Result<{ readonly opened: true }, ObjectError>> {
     const plane = this.#plane();
     return plane.ok ? plane.value.tryEveryKey(id) : plane;
+  }
+
+  /** The objects this machine formed, reads in the catalog, or stores, newest first. */
+  async entries(): Promise<Result<ObjectEntry[], ObjectError>> {
+    const plane = this.#plane();
+    return plane.ok ? ok(await plane.value.entries()) : plane;
   }
 
   /** Each catalog object with the key generations its access records are under (one record each, batched or not). */

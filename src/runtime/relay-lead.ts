@@ -181,6 +181,13 @@ export class RelayLead {
     if (session && key) await this.#w.domains.attach((m) => void session.sequencerSend(m), key);
   }
 
+  /** A batch cycle now rather than at the next timer (an API client's `sync-push`); false while offline. */
+  async syncNow(): Promise<boolean> {
+    const online = this.online;
+    await this.#batchCycle(online);
+    return online;
+  }
+
   /** The correctness backstop behind realtime push: re-offer everything unacknowledged. */
   async #batchCycle(online: boolean): Promise<void> {
     const w = this.#w;

@@ -54,6 +54,76 @@ export type Pairing = {
   readonly joinerConfirmed: boolean;
 };
 
+export type ObjectSummary = {
+  readonly id: string;
+  readonly state: 'pending' | 'refused' | 'published' | 'stored';
+  readonly domain: string | null;
+  readonly producer: string | null;
+  readonly table: string | null;
+  readonly rows: number | null;
+  readonly formedAt: number | null;
+  readonly kind: 'data' | 'delete' | 'compaction' | 'unknown';
+  /** Whether this machine opens its manifest (it reads the object's domain). */
+  readonly readable: boolean;
+  readonly held: boolean;
+  readonly size: number | null;
+  readonly reason?: string;
+};
+
+export type Manifest = {
+  readonly storageId: string;
+  readonly domain: string;
+  readonly table: string;
+  readonly producer: string;
+  readonly rows: number;
+  readonly bytes: number;
+  readonly time: { readonly column: string; readonly min: number; readonly max: number } | null;
+  readonly partitions: Readonly<Record<string, string>>;
+  readonly schema: readonly { readonly name: string; readonly type: string; readonly nullable: boolean }[];
+  readonly columns: readonly {
+    readonly name: string;
+    readonly nulls: number;
+    readonly min?: string;
+    readonly max?: string;
+  }[];
+  readonly supersedes?: readonly string[];
+};
+
+export type QueryAnswer = {
+  readonly table: string;
+  readonly columns: readonly { readonly name: string; readonly type: string }[];
+  readonly rows: readonly (readonly Cell[])[];
+  /** More rows matched than the request's limit (10,000 by default). */
+  readonly truncated: boolean;
+  readonly explain: {
+    readonly considered: number;
+    readonly pruned: readonly { readonly id: string; readonly reason: string }[];
+    readonly scanned: number;
+    readonly rowGroupsScanned: number;
+    readonly rowGroupsPruned: number;
+    readonly rowsScanned: number;
+    readonly bytesRead: number;
+    readonly bytesFetched?: number;
+  };
+};
+
+export type Peers = {
+  readonly mode: 'realtime' | 'batch' | 'offline' | 'standby';
+  readonly lastBatchAt: number | null;
+  readonly logLength: number;
+  readonly peers: readonly {
+    readonly endpoint: string;
+    readonly name: string;
+    readonly cursor: number;
+    readonly watermark: number;
+    readonly pending: number;
+  }[];
+};
+
+export type Placement = {
+  readonly placement: readonly { readonly signer: string; readonly name: string; readonly domains: string }[];
+};
+
 export type ApiError = { readonly status: number; readonly type: string; readonly reason: string };
 export type ApiResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: ApiError };
 
@@ -118,6 +188,61 @@ export class NodeApiClient {
     return this.#call('POST', `/pairings/${encodeURIComponent(inv)}`, { confirmed });
   }
 
+  /** The sync mode and each peer's cursor, watermark and pending events. */
+  peers(): Promise<ApiResult<Peers>> {
+    return this.#call('GET', '/peers');
+  }
+
+  /** A sync cycle now; `online` is false when the relay was out of reach. */
+  sync(): Promise<ApiResult<{ readonly online: boolean }>> {
+    return this.#call('POST', '/sync');
+  }
+
+  objects(
+    filter: { domain?: string; table?: string } = {},
+  ): Promise<ApiResult<{ readonly objects: readonly ObjectSummary[] }>> {
+    const params = new URLSearchParams(filter);
+    return this.#call('GET', `/objects${params.size > 0 ? `?${params.toString()}` : ''}`);
+  }
+
+  object(id: string): Promise<ApiResult<{ readonly object: ObjectSummary; readonly manifest: Manifest }>> {
+    return this.#call('GET', `/objects/${encodeURIComponent(id)}`);
+  }
+
+  /** Forms an encrypted object of CSV text (a header row, then rows) in `domain`, table `table`. */
+  importCsv(domain: string, table: string, csv: string | Uint8Array): Promise<ApiResult<ObjectSummary>> {
+    const params = new URLSearchParams({ domain, table });
+    return this.#call('POST', `/objects?${params.toString()}`, csv, 'text/csv');
+  }
+
+  /** An object decrypted: CSV with a header row, or plaintext Parquet. */
+  async download(id: string, format: 'csv' | 'parquet' = 'csv'): Promise<ApiResult<Uint8Array>> {
+    let res: Response;
+    try {
+      res = await this.#fetch(`${this.#base}/objects/${encodeURIComponent(id)}/data?format=${format}`, {
+        headers: { authorization: `Bearer ${this.#token}` },
+      });
+    } catch (e) {
+      return { ok: false, error: { status: 0, type: 'Unreachable', reason: String(e) } };
+    }
+    if (res.ok) return { ok: true, value: new Uint8Array(await res.arrayBuffer()) };
+    return this.#refused(res);
+  }
+
+  /** SQL over the catalog; `domains` reads only those domains' objects, `limit` caps the rows answered. */
+  query(sql: string, options: { limit?: number; domains?: readonly string[] } = {}): Promise<ApiResult<QueryAnswer>> {
+    return this.#call('POST', '/query', { sql, ...options });
+  }
+
+  placement(): Promise<ApiResult<Placement>> {
+    return this.#call('GET', '/placement');
+  }
+
+  /** An admin places a machine: `*`, domain names separated by commas, or '' for none. */
+  setPlacement(signer: string, domains: string): Promise<ApiResult<Written>> {
+    return this.#call('PUT', `/placement/${encodeURIComponent(signer)}`, { domains });
+  }
+
   /** The node's OpenAPI 3.1 document. */
   openapi(): Promise<ApiResult<Record<string, unknown>>> {
     return this.#call('GET', '/openapi.json');
@@ -156,27 +281,38 @@ export class NodeApiClient {
     }
   }
 
-  async #call<T>(method: string, path: string, body?: unknown): Promise<ApiResult<T>> {
+  async #call<T>(method: string, path: string, body?: unknown, type = 'application/json'): Promise<ApiResult<T>> {
     let res: Response;
     try {
       res = await this.#fetch(`${this.#base}${path}`, {
         method,
         headers: {
           authorization: `Bearer ${this.#token}`,
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(body === undefined ? {} : { 'content-type': type }),
         },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        ...(body === undefined
+          ? {}
+          : { body: type === 'application/json' ? JSON.stringify(body) : (body as string | Uint8Array<ArrayBuffer>) }),
       });
     } catch (e) {
       return { ok: false, error: { status: 0, type: 'Unreachable', reason: String(e) } };
     }
+    if (!res.ok) return this.#refused(res);
+    try {
+      return { ok: true, value: (await res.json()) as T };
+    } catch {
+      return { ok: false, error: { status: res.status, type: 'BadResponse', reason: 'the node answered no JSON' } };
+    }
+  }
+
+  /** The node's typed refusal (`{ error: { type, reason } }`), or what stands in for it. */
+  async #refused<T>(res: Response): Promise<ApiResult<T>> {
     let parsed: unknown;
     try {
       parsed = await res.json();
     } catch {
       return { ok: false, error: { status: res.status, type: 'BadResponse', reason: 'the node answered no JSON' } };
     }
-    if (res.ok) return { ok: true, value: parsed as T };
     const error = (parsed as { error?: { type?: unknown; reason?: unknown } }).error;
     const type = typeof error?.type === 'string' ? error.type : 'Unknown';
     const reason = typeof error?.reason === 'string' ? error.reason : '';

@@ -56,14 +56,23 @@ describe('sov mcp', () => {
       const scoped = await mcpClient(data, ['--mcp-domains', 'GENERAL']);
       clients.push(scoped.client);
       const { tools } = await scoped.client.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual(['read-rows', 'sync-peers', 'sync-status', 'write-row']);
+      expect(tools.map((t) => t.name).sort()).toEqual([
+        'list-objects',
+        'query',
+        'read-rows',
+        'sync-peers',
+        'sync-push',
+        'sync-status',
+        'write-row',
+      ]);
       expect(JSON.parse(text(await scoped.client.callTool({ name: 'sync-status', arguments: {} })))).toMatchObject({
         status: 'member',
         relay: 'ready',
       });
-      expect(JSON.parse(text(await scoped.client.callTool({ name: 'sync-peers', arguments: {} })))).toEqual([
-        expect.objectContaining({ name: 'server', role: 'admin' }),
-      ]);
+      expect(JSON.parse(text(await scoped.client.callTool({ name: 'sync-peers', arguments: {} })))).toMatchObject({
+        machines: [expect.objectContaining({ name: 'server', role: 'admin' })],
+        peers: [],
+      });
       const read = await scoped.client.callTool({
         name: 'read-rows',
         arguments: { table: 'device_profiles', limit: 10 },
