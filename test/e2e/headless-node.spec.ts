@@ -13,7 +13,11 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Page } from '@playwright/test';
 import { readFileSync } from 'node:fs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { NodeApiClient, type NodeEvent } from '../../src/sdk/client.ts';
+import { samples } from './object-steps.ts';
 import { expect, foundMesh, freePort, profile, test, view } from './relay-process.ts';
 
 /** A running `sov node`, its output kept line by line. */
@@ -166,12 +170,16 @@ test('a headless server pairs, stores the objects it is placed, and reads only w
   }
 });
 
-test('a workstation and a headless node share rows through the node’s loopback API', async ({ browser, relay }) => {
+test('a workstation and a headless node share rows through the node’s loopback API, and objects through MCP', async ({
+  browser,
+  relay,
+}) => {
   const ws = await (await browser.newContext()).newPage();
   const ticket = await foundMesh(relay, ws);
   const data = mkdtempSync(join(tmpdir(), 'sov-headless-api-'));
   const port = await freePort();
-  const node = new HeadlessNode(data, true, ['--api', `127.0.0.1:${port}`]);
+  const node = new HeadlessNode(data, true, ['--api', `127.0.0.1:${port}`, '--mcp-domains', 'GENERAL']);
+  const clients: Client[] = [];
   try {
     await admit(node, ws, ticket);
     const api = new NodeApiClient({
@@ -198,7 +206,44 @@ test('a workstation and a headless node share rows through the node’s loopback
         return rows.ok ? rows.value.rows.map((r) => r.values['name']).sort() : [];
       })
       .toEqual(['Pump from the API', 'Pump from the workstation']);
+
+    // An object imported in the browser: MCP over the node's HTTP endpoint (GENERAL in its scope)
+    // lists and queries it; an MCP server scoped to no domain (stdio) neither lists nor queries it.
+    await samples(ws, 'GENERAL', 'pumps', 1);
+    const token = readFileSync(join(data, 'api.token'), 'utf8').trim();
+    const http = new Client({ name: 'e2e', version: '1' });
+    await http.connect(
+      new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
+    clients.push(http);
+    const call = async (client: Client, name: string, args: Record<string, unknown> = {}) => {
+      const result = await client.callTool({ name, arguments: args });
+      const text = (result.content as { text: string }[]).map((c) => c.text).join('');
+      return { error: result.isError === true, text };
+    };
+    await expect
+      .poll(async () => (await call(http, 'list-objects', { table: 'pumps' })).text, { timeout: 60_000 })
+      .toMatch(/"table":"pumps"/);
+    const counted = await call(http, 'query', { sql: 'SELECT count(*) AS n FROM pumps' });
+    expect(counted.error).toBe(false);
+    expect(JSON.parse(counted.text)).toMatchObject({ rows: [[5]], explain: { considered: 1 } });
+
+    const stdio = new Client({ name: 'e2e', version: '1' });
+    await stdio.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: ['src/cli/sov.mjs', 'mcp', '--data', data],
+        stderr: 'pipe',
+      }),
+    );
+    clients.push(stdio);
+    expect(await call(stdio, 'list-objects')).toEqual({ error: false, text: '{"objects":[]}' });
+    const refused = await call(stdio, 'query', { sql: 'SELECT count(*) AS n FROM pumps' });
+    expect(refused).toEqual({ error: true, text: expect.stringMatching(/^OutOfScope/) as unknown });
   } finally {
+    for (const c of clients) await c.close();
     await node.stop();
   }
 });
