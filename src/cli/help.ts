@@ -73,13 +73,17 @@ is the admins' choice (domain membership), not its role.
                           query, placement, sync, events; the OpenAPI document at
                           /v1/openapi.json) and MCP over HTTP at /mcp, with the bearer token in
                           DIR/api.token (mode 0600, made on first start); only loopback addresses
+                          unless --api-tls
+  --api-tls               serve the API over HTTPS with --tls-cert and --tls-key, on any address
+                          (clients must trust the certificate: NODE_EXTRA_CA_CERTS for sov mcp)
   --mcp-tools NAME,…      the tools /mcp offers (default all, as for sov mcp)
   --mcp-domains DOMAIN,…  the domains whose data may leave the node through /mcp (default: none)
   --serve-app ADDR:PORT   serve the built web app too (only the app: its relays serve the rest),
                           so that the mesh's code comes from a machine of the mesh, not a relay
   --static DIR            the built app to serve (default dist/)
   --tls-cert FILE --tls-key FILE
-                          serve it over HTTPS (PEM); required on any address but the loopback
+                          serve the app (and, with --api-tls, the API) over HTTPS (PEM); the app
+                          needs them on any address but the loopback
   -h, --help              this text
 
 The invite form asks the node running in DIR (with --api) for a pairing ticket, prints it as text and as

@@ -26,7 +26,8 @@
  * `--api 127.0.0.1:PORT` serves the loopback API (src/node-api/server.ts) with the bearer token
  * in `<data>/api.token` (0600, made on first start; its path is printed, never the token), and
  * MCP over streamable HTTP at `/mcp` behind the same token, scoped by `--mcp-tools` and
- * `--mcp-domains` as `sov mcp` is (node-api/mcp.ts).
+ * `--mcp-domains` as `sov mcp` is (node-api/mcp.ts). With `--api-tls` (and `--tls-cert`,
+ * `--tls-key`) it serves HTTPS, on any address.
  *
  * Roles: both store what the admins' placement records name for them; an archive with
  * no record stores everything. What it may read is the admins' choice (domain
@@ -48,7 +49,7 @@ import { INVITE_USAGE, inviteMain } from './invite.js';
 import { stdinLines } from './stdin.js';
 
 export const NODE_USAGE =
-  'node --role server|archive --data DIR [--name NAME] [--join | --restore KIT | --found --relay URL] [--api 127.0.0.1:PORT [--mcp-tools NAME,…] [--mcp-domains DOMAIN,…]] [--serve-app ADDR:PORT [--static DIR] [--tls-cert FILE --tls-key FILE]]   (ticket or recovery code on stdin)';
+  'node --role server|archive --data DIR [--name NAME] [--join | --restore KIT | --found --relay URL] [--api 127.0.0.1:PORT [--api-tls] [--mcp-tools NAME,…] [--mcp-domains DOMAIN,…]] [--serve-app ADDR:PORT [--static DIR] [--tls-cert FILE --tls-key FILE]]   (ticket or recovery code on stdin)';
 
 type Role = 'server' | 'archive';
 
@@ -63,7 +64,7 @@ type Args = {
   /** Found a new mesh on this relay (first run). */
   found: string | undefined;
   /** Serve the loopback API (node-api/server.ts). */
-  api: { host: string; port: number } | undefined;
+  api: { host: string; port: number; tls: Tls | undefined } | undefined;
   /** What MCP clients of `/mcp` may do. */
   mcp: McpScope;
   /** Serve the built app too (app-server.ts). */
@@ -83,6 +84,7 @@ function parse(argv: readonly string[]): Args {
       found: { type: 'boolean' },
       relay: { type: 'string' },
       api: { type: 'string' },
+      'api-tls': { type: 'boolean' },
       'mcp-tools': { type: 'string' },
       'mcp-domains': { type: 'string' },
       'serve-app': { type: 'string' },
@@ -113,23 +115,35 @@ function parse(argv: readonly string[]): Args {
     join: values.join ?? false,
     restore: values.restore,
     found: values.found ? values.relay : undefined,
-    api: apiArgs(values.api),
+    api: apiArgs(values.api, values['api-tls'] ? tlsArgs(values) : undefined),
     mcp: mcp.scope,
     serveApp: serveAppArgs(values),
   };
 }
 
-function apiArgs(listen: string | undefined): { host: string; port: number } | undefined {
-  if (listen === undefined) return undefined;
+type Tls = { readonly cert: Buffer; readonly key: Buffer };
+
+/** The certificate and key `--tls-cert` and `--tls-key` name, read (both or neither). */
+function tlsArgs(values: { 'tls-cert'?: string | undefined; 'tls-key'?: string | undefined }): Tls | undefined {
+  const [cert, key] = [values['tls-cert'], values['tls-key']];
+  if ((cert === undefined) !== (key === undefined)) throw new UsageError('--tls-cert and --tls-key go together');
+  return cert && key ? { cert: readFileSync(cert), key: readFileSync(key) } : undefined;
+}
+
+function apiArgs(listen: string | undefined, tls: Tls | undefined): NonNullable<Args['api']> | undefined {
+  if (listen === undefined) {
+    if (tls) throw new UsageError('--api-tls goes with --api');
+    return undefined;
+  }
   let where: { host: string; port: number };
   try {
     where = parseListen(listen);
   } catch (e) {
     throw new UsageError(`--api ${(e as Error).message}`, { cause: e });
   }
-  const problem = apiAddressProblem(where.host);
+  const problem = apiAddressProblem(where.host, tls !== undefined);
   if (problem) throw new UsageError(`--api: ${problem}`);
-  return where;
+  return { ...where, tls };
 }
 
 function serveAppArgs(values: {
@@ -137,16 +151,19 @@ function serveAppArgs(values: {
   static?: string | undefined;
   'tls-cert'?: string | undefined;
   'tls-key'?: string | undefined;
+  'api-tls'?: boolean | undefined;
 }): AppServerOptions | undefined {
   const listen = values['serve-app'];
-  const [cert, key] = [values['tls-cert'], values['tls-key']];
+  const tls = values['api-tls'] || listen !== undefined ? tlsArgs(values) : undefined;
   if (listen === undefined) {
-    if (values.static !== undefined || cert !== undefined || key !== undefined) {
-      throw new UsageError('--static, --tls-cert and --tls-key go with --serve-app');
+    if (
+      values.static !== undefined ||
+      (!values['api-tls'] && (values['tls-cert'] ?? values['tls-key']) !== undefined)
+    ) {
+      throw new UsageError('--static, --tls-cert and --tls-key go with --serve-app (the last two also with --api-tls)');
     }
     return undefined;
   }
-  if ((cert === undefined) !== (key === undefined)) throw new UsageError('--tls-cert and --tls-key go together');
   let where: { host: string; port: number };
   try {
     where = parseListen(listen);
@@ -156,7 +173,7 @@ function serveAppArgs(values: {
   const options: AppServerOptions = {
     ...where,
     staticDir: resolve(values.static ?? fileURLToPath(new URL('../../dist', import.meta.url))),
-    tls: cert && key ? { cert: readFileSync(cert), key: readFileSync(key) } : undefined,
+    tls,
   };
   const problem = appServerProblem(options);
   if (problem) throw new UsageError(`--serve-app: ${problem}`);

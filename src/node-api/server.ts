@@ -11,6 +11,7 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import type { MeshNode, NodeSnapshot } from '../runtime/mesh-node.js';
 import type { ColumnValue } from '../core/schema.js';
@@ -27,6 +28,8 @@ export type NodeApiOptions = {
   readonly node: MeshNode;
   readonly fingerprint: () => string;
   readonly log: (line: string) => void;
+  /** Serve HTTPS with this certificate and key (PEM) rather than plain HTTP. */
+  readonly tls?: { readonly cert: Buffer; readonly key: Buffer } | undefined;
   /** MCP over streamable HTTP at `/mcp` (mcp.ts), behind the same token; none when not given. */
   readonly mcp?: (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 };
@@ -36,11 +39,11 @@ export type NodeApi = { readonly url: string; close(): Promise<void> };
 const MAX_BODY = 256 * 1024;
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
-/** Why an address may not serve the API (only the loopback, until `--api-tls` exists); undefined if it may. */
-export function apiAddressProblem(host: string): string | undefined {
-  return LOOPBACK.has(host)
+/** Why an address may not serve the API (plain HTTP only on the loopback); undefined if it may. */
+export function apiAddressProblem(host: string, tls: boolean): string | undefined {
+  return tls || LOOPBACK.has(host)
     ? undefined
-    : `${host} is not a loopback address: the API serves 127.0.0.1 or ::1 only (TLS for other addresses is not built)`;
+    : `${host} is not a loopback address: plain HTTP serves 127.0.0.1 or ::1 only; elsewhere give --api-tls with --tls-cert and --tls-key`;
 }
 
 function compile() {
@@ -244,7 +247,7 @@ export async function startNodeApi(options: NodeApiOptions): Promise<NodeApi> {
     });
   };
 
-  const server: Server = createServer((req, res) => {
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const url = new URL(req.url ?? '/', 'http://api.invalid');
     // The log names the route, never a row key or a query (they may be data).
     const shown = url.pathname
@@ -265,7 +268,8 @@ export async function startNodeApi(options: NodeApiOptions): Promise<NodeApi> {
         log(`api: ${req.method} ${shown} ${r.status} ${r.type}`);
       },
     );
-  });
+  };
+  const server: Server = options.tls ? createHttpsServer(options.tls, handle) : createServer(handle);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => resolve());
@@ -274,7 +278,7 @@ export async function startNodeApi(options: NodeApiOptions): Promise<NodeApi> {
   const port = typeof address === 'object' && address ? address.port : options.port;
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
   return {
-    url: `http://${host}:${port}/v1`,
+    url: `${options.tls ? 'https' : 'http'}://${host}:${port}/v1`,
     close: async () => {
       unsubscribe();
       unRows();

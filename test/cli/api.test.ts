@@ -5,7 +5,9 @@
  * (a write's event within a second, resumed after a drop with no gap and no duplicate), a
  * non-loopback address refused, and every answer checked against the node's own document.
  */
+import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -207,6 +209,54 @@ describe('the headless node API', () => {
       /not a loopback/,
     );
     expect(await node.exited).toBe(2);
+    const bare = await sovNode(
+      ['--role', 'server', '--data', join(dir, 'off'), '--api', '0.0.0.0:7420', '--api-tls'],
+      /go together|needs|tls/,
+    );
+    expect(await bare.exited).toBe(2);
+  });
+
+  it('serves HTTPS with --api-tls and a certificate, behind the same token', async () => {
+    execFileSync(
+      'openssl',
+      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1']
+        .concat(['-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-subj', '/CN=127.0.0.1'])
+        .concat(['-addext', 'subjectAltName=IP:127.0.0.1']),
+      { stdio: 'ignore' },
+    );
+    const port = await freePort();
+    const relayPort = await freePort();
+    const relay = await spawnRelay(relayPort, join(dir, 'relay-tls'));
+    const data = join(dir, 'tls');
+    const tls = ['--api-tls', '--tls-cert', join(dir, 'cert.pem'), '--tls-key', join(dir, 'key.pem')];
+    const node = await sovNode(
+      [
+        ...['--role', 'server', '--data', data, '--api', `127.0.0.1:${port}`, ...tls],
+        ...['--found', '--relay', `ws://127.0.0.1:${relayPort}/ws`],
+      ],
+      /relay=ready/,
+    );
+    try {
+      expect(node.lines.join('\n')).toContain(`api listening at https://127.0.0.1:${port}/v1`);
+      const get = (token: string) =>
+        new Promise<number>((resolve, reject) => {
+          httpsRequest(
+            `https://127.0.0.1:${port}/v1/openapi.json`,
+            { ca: readFileSync(join(dir, 'cert.pem')), headers: { authorization: `Bearer ${token}` } },
+            (res) => {
+              res.resume();
+              resolve(res.statusCode ?? 0);
+            },
+          )
+            .on('error', reject)
+            .end();
+        });
+      expect(await get(readFileSync(join(data, 'api.token'), 'utf8').trim())).toBe(200);
+      expect(await get('wrong')).toBe(401);
+    } finally {
+      await stop(node);
+      relay.kill('SIGTERM');
+    }
   });
 
   it('invites and admits a machine, and streams that machine’s edits', async () => {
