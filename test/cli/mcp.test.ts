@@ -84,6 +84,14 @@ describe('sov mcp', () => {
       });
       expect(wrote.isError).toBeFalsy();
       expect(await api.rows('device_profiles')).toMatchObject({ ok: true, value: { total: 2 } });
+      expect(JSON.parse(text(await scoped.client.callTool({ name: 'sync-push', arguments: {} })))).toEqual({
+        online: true,
+      });
+      expect(JSON.parse(text(await scoped.client.callTool({ name: 'list-objects', arguments: {} })))).toEqual({
+        objects: [],
+      });
+      const noObjects = await scoped.client.callTool({ name: 'query', arguments: { sql: 'SELECT count(*) FROM t' } });
+      expect([noObjects.isError, text(noObjects)]).toEqual([true, expect.stringMatching(/^UnknownTable/)]);
       // Bad arguments are refused by the tool's schema.
       const bad = await scoped.client.callTool({
         name: 'read-rows',
