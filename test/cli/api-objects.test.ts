@@ -15,6 +15,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SCHEMAS } from '../../src/node-api/openapi.ts';
+import { MCP_TOOLS } from '../../src/node-api/mcp.ts';
 import { NodeApiClient } from '../../src/sdk/client.ts';
 import { freePort, spawnRelay } from '../helpers/relay-child.ts';
 import { sovNode, stop } from '../helpers/sov-node.ts';
@@ -205,15 +206,7 @@ describe('the headless node API: objects, queries, placement, MCP over HTTP', ()
       expect((await fetch(mcpUrl, { method: 'POST' })).status).toBe(401);
       const mcp = await mcpOverHttp(mcpUrl, token);
       clients.push(mcp);
-      expect((await mcp.listTools()).tools.map((t) => t.name).sort()).toEqual([
-        'list-objects',
-        'query',
-        'read-rows',
-        'sync-peers',
-        'sync-push',
-        'sync-status',
-        'write-row',
-      ]);
+      expect((await mcp.listTools()).tools.map((t) => t.name).sort()).toEqual([...MCP_TOOLS].sort());
       const objects = JSON.parse(text(await mcp.callTool({ name: 'list-objects', arguments: {} }))) as {
         objects: { id: string }[];
       };

@@ -5,12 +5,12 @@
  * (a write's event within a second, resumed after a drop with no gap and no duplicate), a
  * non-loopback address refused, and every answer checked against the node's own document.
  */
-import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { selfSignedCert } from '../helpers/tls-cert.ts';
 import { afterAll, describe, expect, it } from 'vitest';
 import { OPENAPI, SCHEMAS } from '../../src/node-api/openapi.ts';
 import { NodeApiClient, type NodeEvent, type Pairing } from '../../src/sdk/client.ts';
@@ -217,13 +217,7 @@ describe('the headless node API', () => {
   });
 
   it('serves HTTPS with --api-tls and a certificate, behind the same token', async () => {
-    execFileSync(
-      'openssl',
-      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1']
-        .concat(['-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-subj', '/CN=127.0.0.1'])
-        .concat(['-addext', 'subjectAltName=IP:127.0.0.1']),
-      { stdio: 'ignore' },
-    );
+    selfSignedCert(dir);
     const port = await freePort();
     const relayPort = await freePort();
     const relay = await spawnRelay(relayPort, join(dir, 'relay-tls'));

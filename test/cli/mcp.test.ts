@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, describe, expect, it } from 'vitest';
+import { MCP_TOOLS } from '../../src/node-api/mcp.ts';
 import { NodeApiClient } from '../../src/sdk/client.ts';
 import { freePort, spawnRelay } from '../helpers/relay-child.ts';
 import { sovNode, stop } from '../helpers/sov-node.ts';
@@ -56,15 +57,7 @@ describe('sov mcp', () => {
       const scoped = await mcpClient(data, ['--mcp-domains', 'GENERAL']);
       clients.push(scoped.client);
       const { tools } = await scoped.client.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual([
-        'list-objects',
-        'query',
-        'read-rows',
-        'sync-peers',
-        'sync-push',
-        'sync-status',
-        'write-row',
-      ]);
+      expect(tools.map((t) => t.name).sort()).toEqual([...MCP_TOOLS].sort());
       expect(JSON.parse(text(await scoped.client.callTool({ name: 'sync-status', arguments: {} })))).toMatchObject({
         status: 'member',
         relay: 'ready',

@@ -3,11 +3,12 @@
  * with the relay's security headers; over HTTPS with a certificate, and never as plain HTTP on
  * an address other than the loopback.
  */
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { selfSignedCert } from '../helpers/tls-cert.ts';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseListen } from '../../src/cli/app-server.js';
 import { freePort } from '../helpers/relay-child.ts';
@@ -72,13 +73,7 @@ describe('sov node --serve-app', () => {
   });
 
   it('serves HTTPS with a certificate on any address', async () => {
-    execFileSync(
-      'openssl',
-      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1']
-        .concat(['-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-subj', '/CN=127.0.0.1'])
-        .concat(['-addext', 'subjectAltName=IP:127.0.0.1']),
-      { stdio: 'ignore' },
-    );
+    selfSignedCert(dir);
     const port = await freePort();
     const tls = ['--tls-cert', join(dir, 'cert.pem'), '--tls-key', join(dir, 'key.pem')];
     const url = await serving(['--serve-app', `127.0.0.1:${port}`, '--static', app, ...tls]);

@@ -88,3 +88,52 @@ describe('pipelined offers and contiguous acknowledgements', () => {
     expect(await b.store.watermark('A')).toBe(await a.store.lastPos());
   });
 });
+
+describe('re-offers while a peer catches up', () => {
+  /** A has written `events` rows and offered them all to B (nothing acknowledged yet). */
+  async function inFlight(name: string, events: number) {
+    const mesh = makeMesh(name);
+    const a = makeMachine('A', `${name}/A`, mesh, { fastSignatures: true });
+    mesh.anchors.push(a.id);
+    for (let i = 0; i < events; i++) await a.replica.write('device_profiles', `r${i}`, { name: `n${i}` });
+    const sent: DeliveryMessage[] = [];
+    const engine = new SyncEngine(a.replica, a.store, { send: async (_peer, m) => void sent.push(m) });
+    engine.setPeers(['B']);
+    await engine.connected();
+    const batches = sent.filter((m): m is Extract<DeliveryMessage, { t: 'events' }> => m.t === 'events');
+    expect(batches.length).toBeGreaterThanOrEqual(4);
+    sent.length = 0;
+    return { engine, batches, sent };
+  }
+
+  it('sends only the frame at the cursor again while the peer’s cursor moves, not the whole window', async () => {
+    const { engine, batches, sent } = await inFlight('flowing', 900);
+    // The peer takes in the first batch, then the second: the cursor moves every cycle.
+    await engine.resend();
+    sent.length = 0;
+    await engine.receive('B', { t: 'ack', upto: batches[0]!.upto });
+    await engine.resend();
+    expect(sent.map((m) => (m.t === 'events' ? [m.after, m.upto] : m.t))).toEqual([
+      [batches[1]!.after, batches[1]!.upto],
+    ]);
+    sent.length = 0;
+    await engine.receive('B', { t: 'ack', upto: batches[2]!.upto });
+    await engine.resend();
+    expect(sent.map((m) => (m.t === 'events' ? [m.after, m.upto] : m.t))).toEqual([
+      [batches[3]!.after, batches[3]!.upto],
+    ]);
+  });
+
+  it('sends the whole window again when the frame it sent again was all the cursor moved by (the rest was lost)', async () => {
+    const { engine, batches, sent } = await inFlight('refused', 900);
+    await engine.resend();
+    await engine.receive('B', { t: 'ack', upto: batches[0]!.upto });
+    await engine.resend(); // flowing: batch 1 again
+    sent.length = 0;
+    // Only the frame sent again arrived: batches 2 … were refused by the relay (mailbox full).
+    await engine.receive('B', { t: 'ack', upto: batches[1]!.upto });
+    await engine.resend();
+    const again = sent.filter((m): m is Extract<DeliveryMessage, { t: 'events' }> => m.t === 'events');
+    expect(again.map((m) => m.after)).toEqual(batches.slice(2).map((m) => m.after));
+  });
+});
