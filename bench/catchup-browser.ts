@@ -82,6 +82,8 @@ async function pair(a: Page, b: Page, url: string): Promise<void> {
   await a.getByTestId('machine-name').fill('writer');
   await a.getByTestId('create-mesh').click();
   await a.getByTestId('relay-state').filter({ hasText: 'ready' }).waitFor({ timeout: STEP_MS });
+  // Inviting is on the Machines view.
+  await a.getByTestId('nav-machines').click();
   await a.getByTestId('invite').click();
   const ticketField = a.getByTestId('ticket');
   await until(a, 'ticket', () => document.querySelector<HTMLInputElement>('[data-testid="ticket"]')?.value);

@@ -88,7 +88,7 @@ export class SyncEngine {
   readonly #peers = new Set<string>();
   readonly #rejections = new Map<string, number>();
   /** Re-offer pacing per peer: the cursor last seen, the current interval and cycles left to skip. */
-  readonly #pace = new Map<string, { cursor: number; every: number; skip: number; head?: number }>();
+  readonly #pace = new Map<string, { cursor: number; every: number; skip: number }>();
   /** Per peer, the `(after, upto]` ranges of batches applied past a gap in its log (`#rememberAhead`). */
   readonly #ahead = new Map<string, [number, number][]>();
   #online = false;
@@ -148,13 +148,11 @@ export class SyncEngine {
    * so its mailbox does not fill with copies of the same batch; any progress
    * resets the pace. `force` re-offers to every peer now (a user's "sync now").
    *
-   * A peer whose cursor moved is taking in what is in flight: only the frame at its
-   * cursor goes again (a frame lost mid-window stops the cursor right there), so a lost
-   * frame is sent again within a cycle, before the envelopes behind it fill the peer's
-   * parking — without the whole window going again too (which, every cycle of a long
-   * catch-up, filled the peer's mailbox with copies it then had to open and drop). When
-   * that frame was all the cursor moved by, the rest of the window is taken to be lost
-   * too (a relay refused it: mailbox full) and goes again whole.
+   * A peer whose cursor moves is re-offered from its cursor every cycle, even though
+   * most of that is still in flight: a frame lost mid-window is then sent again
+   * within a cycle, before the envelopes behind it fill the peer's parking (tried
+   * the other way, topping up only, a 100,000-event catch-up parked past its
+   * limit behind one lost frame and stalled).
    */
   async resend(force = false): Promise<void> {
     if (this.#online) await this.#republish();
@@ -171,29 +169,11 @@ export class SyncEngine {
         pace.every = Math.min(pace.every * 2, MAX_RESEND_BACKOFF);
         pace.skip = pace.every - 1;
       } else {
-        const flowing = !force && pace !== undefined && cursor > (pace.head ?? pace.cursor);
         this.#pace.set(peer, { cursor, every: 1, skip: 0 });
-        if (flowing && this.#online) {
-          const head = await this.#offerHead(peer, cursor);
-          if (head !== undefined) this.#pace.set(peer, { cursor, every: 1, skip: 0, head });
-          await this.#offer(peer);
-          continue;
-        }
       }
       this.#offered.delete(peer);
       if (this.#online) await this.#offer(peer);
     }
-  }
-
-  /** Sends the frame at `peer`'s cursor again; the position it covers up to, or undefined at the log's end. */
-  async #offerHead(peer: string, cursor: number): Promise<number | undefined> {
-    const offered = this.#offered.get(peer) ?? 0;
-    if (offered <= cursor) return undefined;
-    await this.#readRemoved();
-    const batch = await this.#nextBatch(peer, cursor);
-    if (!batch) return undefined;
-    await this.#channel.send(peer, { t: 'events', after: cursor, upto: batch.upto, events: batch.events });
-    return batch.upto;
   }
 
   /** Realtime push: offer whatever is new to every peer. */
