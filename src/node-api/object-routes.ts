@@ -8,7 +8,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { QueryResult } from '../core/query/execute.js';
-import { isDomainName } from '../core/schema.js';
+import { isDomainName, type DomainName } from '../core/schema.js';
 import type { MeshNode, NodeSnapshot } from '../runtime/mesh-node.js';
 import type { ObjectEntry } from '../runtime/mesh-objects.js';
 import { Bytes, checked, readBody, readJson, refusal, refusalOf } from './http.js';
@@ -29,6 +29,11 @@ export type ObjectValidators = {
   readonly setPlacement: ValidateFunction;
   readonly written: ValidateFunction;
   readonly synced: ValidateFunction;
+  readonly deleteRows: ValidateFunction;
+  readonly deleted: ValidateFunction;
+  readonly compact: ValidateFunction;
+  readonly compacted: ValidateFunction;
+  readonly deletable: ValidateFunction;
   readonly objectsQuery: ValidateFunction;
   readonly importQuery: ValidateFunction;
   readonly downloadQuery: ValidateFunction;
@@ -71,6 +76,7 @@ function queryAnswer(r: QueryResult, limit: number) {
     table: r.table,
     columns: r.columns.map((c) => ({ name: c.name, type: c.type })),
     rows: r.rows.slice(0, limit).map((row) => row.map(jsonCell)),
+    ...(r.rowIds ? { rowIds: r.rowIds.slice(0, limit) } : {}),
     truncated: r.rows.length > limit,
     explain: {
       considered: e.considered,
@@ -86,7 +92,8 @@ function queryAnswer(r: QueryResult, limit: number) {
 }
 
 /**
- * The routes under `/v1/objects`, `/v1/query`, `/v1/placement`, `/v1/peers` and `/v1/sync`;
+ * The routes under `/v1/objects` (deletes and compactions too), `/v1/object-tables`, `/v1/query`,
+ * `/v1/placement`, `/v1/peers` and `/v1/sync`;
  * the handler answers undefined for any other path.
  */
 export function objectRoutes({ node, snapshot, v, maxJson }: Deps) {
@@ -170,6 +177,33 @@ export function objectRoutes({ node, snapshot, v, maxJson }: Deps) {
     return checked(v.queryResult, queryAnswer(result.value, limit ?? QUERY_ROWS));
   };
 
+  const deleteRows = async (req: IncomingMessage) => {
+    const body = await readJson(req, maxJson);
+    if (!v.deleteRows(body)) throw refusal(400, 'BadRequest', v.describe(v.deleteRows));
+    const { table, rows } = body as { table: string; rows: string[] };
+    const formed = await node.objects.deleteRows(table, rows);
+    if (!formed.ok) throw refusalOf(422, formed.error);
+    return checked(v.deleted, { deleteObjects: formed.value.map((p) => p.id) });
+  };
+
+  const compact = async (req: IncomingMessage) => {
+    const body = await readJson(req, maxJson);
+    if (!v.compact(body)) throw refusal(400, 'BadRequest', v.describe(v.compact));
+    const { domain, table } = body as { domain: DomainName; table: string };
+    const done = await node.objects.compact(domain, table);
+    if (!done.ok) throw refusalOf(422, done.error);
+    const c = done.value;
+    return checked(v.compacted, {
+      compacted: c ? { object: c.object.id, inputs: c.inputs, rows: c.rows, dropped: c.dropped } : null,
+    });
+  };
+
+  const allowDeletes = async (table: string) => {
+    const allowed = await node.objects.allowDeletes(table);
+    if (!allowed.ok) throw refusalOf(422, allowed.error);
+    return checked(v.deletable, { tables: [...new Set([...ready().deletableTables, table])].sort() });
+  };
+
   const peers = () => {
     const { sync } = ready();
     return checked(v.peers, {
@@ -217,6 +251,19 @@ export function objectRoutes({ node, snapshot, v, maxJson }: Deps) {
       if (method === 'POST') return importCsv(req, url);
       only('GET');
       return list(url);
+    }
+    if (path === '/v1/objects/deletes') {
+      only('POST');
+      return deleteRows(req);
+    }
+    if (path === '/v1/objects/compactions') {
+      only('POST');
+      return compact(req);
+    }
+    const objectTable = /^\/v1\/object-tables\/([a-z][a-z0-9_]{0,63})$/.exec(path);
+    if (objectTable) {
+      only('PUT');
+      return allowDeletes(objectTable[1]!);
     }
     const object = /^\/v1\/objects\/([^/]+)(\/data)?$/.exec(path);
     if (object) {

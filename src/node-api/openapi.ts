@@ -248,6 +248,7 @@ export const SCHEMAS = {
         },
       },
       rows: { type: 'array', items: { type: 'array', items: cell } },
+      rowIds: { type: 'array', items: { type: 'string' } },
       truncated: { type: 'boolean' },
       explain: {
         type: 'object',
@@ -328,6 +329,56 @@ export const SCHEMAS = {
     required: ['domains'],
     additionalProperties: false,
     properties: { domains: { type: 'string', maxLength: 2000, pattern: '^(\\*|[A-Z0-9_, ]*)$' } },
+  },
+  DeleteRows: {
+    type: 'object',
+    required: ['table', 'rows'],
+    additionalProperties: false,
+    properties: {
+      table: objectTable,
+      rows: { type: 'array', minItems: 1, maxItems: 5000, items: { type: 'string', pattern: '^[0-9a-f]{32}$' } },
+    },
+  },
+  Deleted: {
+    type: 'object',
+    required: ['deleteObjects'],
+    additionalProperties: false,
+    properties: { deleteObjects: { type: 'array', items: { type: 'string' } } },
+  },
+  Deletable: {
+    type: 'object',
+    required: ['tables'],
+    additionalProperties: false,
+    properties: { tables: { type: 'array', items: { type: 'string' } } },
+  },
+  Compact: {
+    type: 'object',
+    required: ['domain', 'table'],
+    additionalProperties: false,
+    properties: { domain: domainName, table: objectTable },
+  },
+  Compacted: {
+    type: 'object',
+    required: ['compacted'],
+    additionalProperties: false,
+    properties: {
+      compacted: {
+        oneOf: [
+          { type: 'null' },
+          {
+            type: 'object',
+            required: ['object', 'inputs', 'rows', 'dropped'],
+            additionalProperties: false,
+            properties: {
+              object: { type: 'string' },
+              inputs: { type: 'integer', minimum: 0 },
+              rows: { type: 'integer', minimum: 0 },
+              dropped: { type: 'integer', minimum: 0 },
+            },
+          },
+        ],
+      },
+    },
   },
   Synced: {
     type: 'object',
@@ -554,6 +605,47 @@ export const OPENAPI = {
         responses: {
           '200': { description: 'The result', content: json('QueryResult') },
           '422': { description: 'The query is refused or fails', content: json('Error') },
+          ...refusals,
+        },
+      },
+    },
+    '/objects/deletes': {
+      post: {
+        operationId: 'deleteObjectRows',
+        summary:
+          'Deletes rows of an object table by their identities (a query’s `rowIds`): a signed delete object, a tombstone for good',
+        requestBody: { required: true, content: json('DeleteRows') },
+        responses: {
+          '200': { description: 'The delete objects formed', content: json('Deleted') },
+          '422': { description: 'The table’s rows may not be deleted', content: json('Error') },
+          ...refusals,
+        },
+      },
+    },
+    '/objects/compactions': {
+      post: {
+        operationId: 'compact',
+        summary:
+          'Merges the small objects of a table in a domain into one under the current generation, leaving deleted rows out',
+        requestBody: { required: true, content: json('Compact') },
+        responses: {
+          '200': {
+            description: 'The compaction, or null when there was nothing to compact',
+            content: json('Compacted'),
+          },
+          '422': { description: 'This machine cannot compact there', content: json('Error') },
+          ...refusals,
+        },
+      },
+    },
+    '/object-tables/{table}': {
+      put: {
+        operationId: 'allowDeletes',
+        summary: 'An admin lets the rows of an object table be deleted, for good',
+        parameters: [{ name: 'table', in: 'path', required: true, schema: objectTable }],
+        responses: {
+          '200': { description: 'The object tables whose rows may now be deleted', content: json('Deletable') },
+          '422': { description: 'Only admins may', content: json('Error') },
           ...refusals,
         },
       },

@@ -69,6 +69,11 @@ function compile() {
     placement: of('Placement'),
     setPlacement: of('SetPlacement'),
     synced: of('Synced'),
+    deleteRows: of('DeleteRows'),
+    deleted: of('Deleted'),
+    compact: of('Compact'),
+    compacted: of('Compacted'),
+    deletable: of('Deletable'),
     rowsQuery: ajv.compile(ROWS_QUERY),
     objectsQuery: ajv.compile(OBJECTS_QUERY),
     importQuery: ajv.compile(IMPORT_QUERY),
@@ -253,7 +258,8 @@ export async function startNodeApi(options: NodeApiOptions): Promise<NodeApi> {
     const shown = url.pathname
       .replace(/^(\/v1\/tables\/[^/]+\/rows)\/[^/]+$/, '$1/{row}')
       .replace(/^\/v1\/pairings\/[^/]+$/, '/v1/pairings/{inv}')
-      .replace(/^\/v1\/objects\/[^/]+/, '/v1/objects/{id}')
+      .replace(/^\/v1\/objects\/[0-9a-f]+/, '/v1/objects/{id}')
+      .replace(/^\/v1\/object-tables\/[^/]+$/, '/v1/object-tables/{table}')
       .replace(/^\/v1\/placement\/[^/]+$/, '/v1/placement/{signer}');
     route(req, res, url).then(
       (body) => {

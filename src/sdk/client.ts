@@ -93,6 +93,8 @@ export type QueryAnswer = {
   readonly table: string;
   readonly columns: readonly { readonly name: string; readonly type: string }[];
   readonly rows: readonly (readonly Cell[])[];
+  /** Each row's identity (hex), when the query neither groups nor aggregates: what `deleteObjectRows` takes. */
+  readonly rowIds?: readonly string[];
   /** More rows matched than the request's limit (10,000 by default). */
   readonly truncated: boolean;
   readonly explain: {
@@ -232,6 +234,36 @@ export class NodeApiClient {
   /** SQL over the catalog; `domains` reads only those domains' objects, `limit` caps the rows answered. */
   query(sql: string, options: { limit?: number; domains?: readonly string[] } = {}): Promise<ApiResult<QueryAnswer>> {
     return this.#call('POST', '/query', { sql, ...options });
+  }
+
+  /** Deletes rows of an object table by their identities (a query's `rowIds`), for good. */
+  deleteObjectRows(
+    table: string,
+    rows: readonly string[],
+  ): Promise<ApiResult<{ readonly deleteObjects: readonly string[] }>> {
+    return this.#call('POST', '/objects/deletes', { table, rows });
+  }
+
+  /** Compacts a table's small objects in a domain into one; `compacted` is null when there was nothing to do. */
+  compact(
+    domain: string,
+    table: string,
+  ): Promise<
+    ApiResult<{
+      readonly compacted: {
+        readonly object: string;
+        readonly inputs: number;
+        readonly rows: number;
+        readonly dropped: number;
+      } | null;
+    }>
+  > {
+    return this.#call('POST', '/objects/compactions', { domain, table });
+  }
+
+  /** An admin lets the rows of an object table be deleted, for good. */
+  allowDeletes(table: string): Promise<ApiResult<{ readonly tables: readonly string[] }>> {
+    return this.#call('PUT', `/object-tables/${encodeURIComponent(table)}`);
   }
 
   placement(): Promise<ApiResult<Placement>> {
