@@ -7,6 +7,9 @@
 import { expect, pair, test, view } from './relay-process.ts';
 
 test('a third machine is vouched in by two members, then admitted by an admin', async ({ browser, relay }) => {
+  // Three browsers and a relay on a loaded 2-core CI machine: the whole took 3 minutes there (CI run on
+  // a954d35, session 32; 30 s alone here), and B's vouch had not reached A within the default 20 s.
+  test.setTimeout(360_000);
   const [a, b] = [await (await browser.newContext()).newPage(), await (await browser.newContext()).newPage()];
   await pair(relay, a, b);
   for (const member of [a, b]) await view(member, 'machines');
@@ -38,8 +41,8 @@ test('a third machine is vouched in by two members, then admitted by an admin', 
       await expect(request.getByTestId('pairing-admit-vouched')).toHaveCount(0);
     }
   }
-  // B's vouch reached A through the state plane.
-  await expect(request.getByTestId('pairing-vouches')).toHaveAttribute('data-count', '2');
+  // B's vouch reached A through the state plane (within a batch cycle or two, however loaded).
+  await expect(request.getByTestId('pairing-vouches')).toHaveAttribute('data-count', '2', { timeout: 60_000 });
   await expect(request.getByTestId('pairing-vouches')).toContainText('collector');
 
   await c.getByTestId('join-confirm').click();
