@@ -26,6 +26,7 @@ import { z } from 'zod';
 import { parseSql } from '../core/query/sql.js';
 import { domainOf, tableSpec } from '../core/schema.js';
 import { NodeApiClient, type ApiResult, type Cell } from '../sdk/client.js';
+import { refusal } from './http.js';
 import { TOKEN_FILE, URL_FILE } from './token.js';
 
 export const MCP_TOOLS = [
@@ -189,12 +190,14 @@ export function meshMcpServer(api: NodeApiClient, scope: McpScope, log: (line: s
  * stateless, one server and transport per request, JSON responses.
  */
 export function mcpHttp(
-  api: () => NodeApiClient,
+  api: () => NodeApiClient | undefined,
   scope: McpScope,
   log: (line: string) => void,
 ): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   return async (req, res) => {
-    const server = meshMcpServer(api(), scope, log);
+    const client = api();
+    if (!client) throw refusal(503, 'Starting', 'the node is starting');
+    const server = meshMcpServer(client, scope, log);
     // No session id generator: stateless, as the SDK's own stateless example.
     const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true });
     res.once('close', () => {
