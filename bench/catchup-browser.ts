@@ -21,8 +21,10 @@
  *            one transaction on a fresh database — what Dexie `bulkPut` issues, without
  *            Dexie's wrapper.
  * Events default to 100,000 (SOV_BENCH_EVENTS overrides, for a quick run); SOV_BENCH_PROFILE=DIR
- * writes CPU profiles of the pages and workers during the catch-up, and of the peer edits in
- * DIR/peer-edits (bench/lib/cpu-profile.ts).
+ * writes CPU profiles of the pages and workers during the catch-up, of A's saves in
+ * DIR/local-writes and of the peer edits in DIR/peer-edits (bench/lib/cpu-profile.ts).
+ * Progress (B's watermark, and what it has parked or refused) is printed every 10 s
+ * (SOV_BENCH_PROGRESS_MS overrides).
  */
 import { chromium, type Browser, type BrowserContext, type Page } from '@playwright/test';
 import { spawn } from 'node:child_process';
@@ -43,7 +45,7 @@ const CHROMIUM = process.env['SOV_CHROMIUM'] ?? '/usr/bin/chromium';
 const STEP_MS = 120_000;
 const CATCHUP_MS = 60 * 60_000;
 /** How often the catch-up's progress (B's watermark) is printed to stderr. */
-const PROGRESS_MS = 10_000;
+const PROGRESS_MS = Number(process.env['SOV_BENCH_PROGRESS_MS'] ?? 10_000);
 /** Where CPU profiles of B's page and workers during the catch-up go (bench/lib/cpu-profile.ts); none if unset. */
 const PROFILE_DIR = process.env['SOV_BENCH_PROFILE'];
 
@@ -236,7 +238,9 @@ export async function run(): Promise<BenchResult> {
     const usedBefore = await storageUsed(b);
     await b.close();
 
+    const writeProfiles_ = PROFILE_DIR ? await CpuProfiles.start(browser, url) : undefined;
     const windowSeconds = await writeProfiles(a, EVENTS, LOCAL_WINDOW);
+    await writeProfiles_?.stop(join(PROFILE_DIR!, 'local-writes'));
     const target = await logLength(a);
 
     b = await contextB.newPage();
@@ -246,10 +250,15 @@ export async function run(): Promise<BenchResult> {
     const profiles = PROFILE_DIR ? await CpuProfiles.start(browser, url) : undefined;
     const progress = setInterval(() => {
       void b
-        .evaluate(() => Math.max(0, ...(globalThis.sovAutomation?.sync()?.peers ?? []).map((p) => p.watermark)))
-        .then((watermark) => {
+        .evaluate(() => {
+          const sync = globalThis.sovAutomation?.sync();
+          const watermark = Math.max(0, ...(sync?.peers ?? []).map((p) => p.watermark));
+          return { watermark, mode: sync?.mode, parked: sync?.parked, rejected: sync?.rejected };
+        })
+        .then(({ watermark, mode, parked, rejected }) => {
           const seconds = ((performance.now() - started) / 1000).toFixed(0);
-          process.stderr.write(`catchup-browser: ${seconds} s: watermark ${watermark} of ${target}\n`);
+          const waiting = JSON.stringify({ mode, parked, rejected });
+          process.stderr.write(`catchup-browser: ${seconds} s: watermark ${watermark} of ${target} ${waiting}\n`);
         })
         .catch(() => undefined);
     }, PROGRESS_MS);

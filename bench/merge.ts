@@ -43,6 +43,18 @@
  * left is the I/O of durable commits of 256 events: the catch-up joins consecutive
  * frames into one transaction (runtime/frame-dispatch.ts), this benchmark does not.
  *
+ * What did not help, measured at the full 1,000,000 writes on 2026-12-07 (this side alone,
+ * 203–209 s that day, loro 9.8–13.6 s): a 256 MiB page cache instead of 64 MiB (203 s
+ * against 209 s: reading index pages is not the cost); one transaction per 16,384 events,
+ * as a catch-up joins 64 frames (156 s: still 16x loro); `synchronous = NORMAL` (no
+ * gain at 300,000 writes); pages of 1 or 2 KiB (slower: 59 and 57 s against 45 s at
+ * 300,000). The same schema's bare statements, with no apply logic at all, took 73 s
+ * for 1,000,000 rows at 16,384 per transaction: the floor of this layout is SQLite's
+ * B-tree upkeep of the randomly keyed indexes (outer id, row key, the rows table) and
+ * every page written twice (WAL, then the database). What is left to try for the aim
+ * (3x loro) is another layout — the sealed bytes out of the log's B-tree, a shorter
+ * dedupe key, no row-key index on the log — rather than tuning.
+ *
  * The script of writes is generated once from a fixed seed: each write picks a
  * row uniformly, 2% are deletes, the rest set one of the five columns; writers
  * are four signers taking turns, each with its own hash chain and a strictly
