@@ -7,13 +7,16 @@
  *   endpoint → relay  auth      {t, topic: 32B, endpoint: 32B, sig: 64B, cnonce: 32B [, invite: 16B]}
  *                     sig = Ed25519(endpoint key, "sov/1/relay-auth" ‖ nonce ‖ topic ‖ endpoint)
  *                     invite: the invitation id of a pairing ticket, for a joiner not yet admitted
- *   relay → endpoint  ready     {t, endpoint: 32B, proof: 64B}
+ *   relay → endpoint  ready     {t, endpoint: 32B, proof: 64B [, admission: uint]}
  *                     proof = Ed25519(relay key, "sov/1/relay-proof" ‖ nonce ‖ cnonce ‖ topic ‖ endpoint)
+ *                     admission: the version of the topic's admission list in force, if any — an
+ *                     admin's next list is numbered one above it (a counter, not a clock)
  *   endpoint → relay  send      {t, to: 32B, body: bytes}          store-and-forward, opaque body
  *   relay → endpoint  frame     {t, id: uint, from: 32B, body: bytes}
  *   endpoint → relay  ack       {t, ids: uint[]}                   drop delivered frames from the mailbox
  *   endpoint → relay  admit     {t, record: bytes}                 an admin-signed admission list (core/admission.ts)
- *   relay → endpoint  admitted  {t, version: uint}                 the list now in force for this topic
+ *   relay → endpoint  admitted  {t, version: uint}                 the list now in force for this topic, to
+ *                     every session of the topic whenever a list is taken
  *   relay → endpoint  error     {t, code: string, message: string} the relay closes after a fatal one
  *   relay → endpoint  ping      {t, n: uint}                       liveness, once per heartbeat round
  *   endpoint → relay  pong      {t, n: uint}                       the application's answer (same n)
@@ -65,7 +68,7 @@ const MAX_WIRE_GROUP = 255;
 
 export type RelayToEndpoint =
   | { readonly t: 'challenge'; readonly v: number; readonly nonce: Uint8Array; readonly relay: Uint8Array }
-  | { readonly t: 'ready'; readonly endpoint: Uint8Array; readonly proof: Uint8Array }
+  | { readonly t: 'ready'; readonly endpoint: Uint8Array; readonly proof: Uint8Array; readonly admission?: number }
   | { readonly t: 'admitted'; readonly version: number }
   | { readonly t: 'frame'; readonly id: number; readonly from: Uint8Array; readonly body: Uint8Array }
   | { readonly t: 'error'; readonly code: RelayErrorCode; readonly message: string }
@@ -215,11 +218,16 @@ export function decodeRelayMessage(bytes: Uint8Array): Result<RelayToEndpoint, R
       }
       if (!isBytes(m['relay'], 32)) return malformed('challenge: relay key');
       return ok({ t: 'challenge', v: m['v'], nonce: m['nonce'], relay: m['relay'] });
-    case 'ready':
-      if (!keys(m, ['t', 'endpoint', 'proof']) || !isBytes(m['endpoint'], 32) || !isBytes(m['proof'], 64)) {
+    case 'ready': {
+      const inForce = m['admission'];
+      const fields = inForce === undefined ? ['t', 'endpoint', 'proof'] : ['t', 'endpoint', 'proof', 'admission'];
+      if (!keys(m, fields) || !isBytes(m['endpoint'], 32) || !isBytes(m['proof'], 64)) {
         return malformed('ready: fields');
       }
-      return ok({ t: 'ready', endpoint: m['endpoint'], proof: m['proof'] });
+      if (inForce !== undefined && !isUint(inForce)) return malformed('ready: admission version');
+      const ready = { t: 'ready' as const, endpoint: m['endpoint'], proof: m['proof'] };
+      return ok(inForce === undefined ? ready : { ...ready, admission: inForce });
+    }
     case 'admitted':
       if (!keys(m, ['t', 'version']) || !isUint(m['version'])) return malformed('admitted: fields');
       return ok({ t: 'admitted', version: m['version'] });

@@ -339,7 +339,9 @@ export class RelayHub {
     else if (standing.kind === 'invited' && msg.invite) store.noteInvited(topic, endpoint, msg.invite);
     this.#opts.log(`relay: #${c.serial} auth endpoint=${peer.label} topic=${short(topic)} as ${standing.kind}`);
     const proof = ed25519.sign(relayProofPayload(c.nonce, msg.cnonce, topic, endpoint), this.#opts.identity.secretKey);
-    this.#write(c, { t: 'ready', endpoint, proof });
+    // The version in force, so that an admin numbers its next list by counting on from it.
+    const inForce = this.#list(topic)?.version;
+    this.#write(c, { t: 'ready', endpoint, proof, ...(inForce === undefined ? {} : { admission: inForce }) });
     this.#pump(c);
   }
 
@@ -388,8 +390,14 @@ export class RelayHub {
     this.#opts.log(
       `relay: topic=${short(peer.topic)} admission list version ${version}: ${endpoints.length} endpoints, ${invites.length} invites`,
     );
-    this.#write(c, { t: 'admitted', version: next.value.version });
     this.#enforce(peer.topic);
+    // Every member's session of the topic is told (the list's own pusher too), so that each
+    // admin numbers its next list above this one; sessions the list removed were closed above.
+    for (const session of this.#sessions.values()) {
+      const p = session.peer;
+      if (p?.topicHex !== peer.topicHex || this.#standing(p.topic, p.endpoint, p.invite)?.kind !== 'member') continue;
+      this.#write(session, { t: 'admitted', version });
+    }
   }
 
   /** Closes the sessions and drops the mailboxes the list in force no longer serves. */

@@ -30,8 +30,13 @@ export type RelayHandlers = {
    */
   pinnedRelayKey(): Uint8Array | undefined;
   onRelayKey(key: Uint8Array): void;
-  /** Admission lists to push whenever the session becomes ready (admins only). */
-  admissionRecord?(): Promise<Uint8Array | undefined>;
+  /**
+   * Admission lists to push whenever the session becomes ready (admins only); `inForce` is
+   * the version of the list the relay enforces, if it has one.
+   */
+  admissionRecord?(inForce: number | undefined): Promise<Uint8Array | undefined>;
+  /** The relay took an admission list of this topic (anyone's): the version now in force. */
+  onAdmitted?(version: number): void;
   onState(state: RelayState, detail?: string): void;
   onFrame(frame: Extract<RelayToEndpoint, { t: 'frame' }>): void;
   /** The blind sequencer's answers and pushes (runtime/sequencer-port.ts). */
@@ -181,13 +186,13 @@ export class RelayConnection {
         // The admission list goes out before anything else this session sends: the relay takes
         // messages in order, so what the list names (this founder, a machine just admitted) is
         // served before its commits or fetches reach the sequencer.
-        const record = await this.#handlers.admissionRecord?.();
+        const record = await this.#handlers.admissionRecord?.(message.admission);
         if (record && socket.readyState === WebSocket.OPEN) socket.send(encodeRelayMessage({ t: 'admit', record }));
         this.#setState('ready', toHex(message.endpoint).slice(0, 8));
         return;
       }
       case 'admitted':
-        return;
+        return this.#handlers.onAdmitted?.(message.version);
       case 'ping':
         // Answered by this code, not the network stack: the relay learns the session is really read.
         if (socket.readyState === WebSocket.OPEN) socket.send(encodeRelayMessage({ t: 'pong', n: message.n }));

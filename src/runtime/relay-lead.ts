@@ -50,6 +50,8 @@ export class RelayLead {
   #session: RelaySession | undefined;
   /** Set until this tab leads: another tab holds the relay session for this machine. */
   #standby = false;
+  /** The highest admission-list version the relay has said it enforces (`#admissionRecord`). */
+  #inForce = 0;
 
   constructor(wiring: RelayLeadWiring) {
     this.#w = wiring;
@@ -97,14 +99,19 @@ export class RelayLead {
   /**
    * The admission list this machine would have the relay enforce (admins only): every machine
    * of the keyring not removed, the admins among them, and our open invitations. Versions only
-   * grow, so a later list always wins at the relay.
+   * grow, so a later list always wins at the relay. A version is a counter, one above the
+   * highest this machine knows of — its own last list, or the relay's list in force (`#inForce`:
+   * told at every session start, and to every session whenever any admin's list is taken) —
+   * never a clock reading, which would tell the relay when each change was made (issue 26). Two
+   * admins numbering a list alike in the same instant: the relay takes the first and refuses the
+   * second, which counts on from the first at its next push or session.
    */
   async #admissionRecord(joining?: string): Promise<Uint8Array | undefined> {
     const { meta, roster, crypto } = this.#w;
     const current = meta.value;
     if (!current || current.status !== 'member' || !roster.isAdmin()) return undefined;
     const lists = roster.admission(joining);
-    const version = Math.max(Date.now(), (current.admissionVersion ?? 0) + 1);
+    const version = Math.max(current.admissionVersion ?? 0, this.#inForce) + 1;
     await meta.save({ ...current, admissionVersion: version });
     return crypto.signAdmission(lists.admins, lists.endpoints, version, lists.stewards);
   }
@@ -124,7 +131,13 @@ export class RelayLead {
           const meta = w.meta.value;
           if (meta && !meta.relayKey) void w.meta.save({ ...meta, relayKey: toHex(key) });
         },
-        admissionRecord: () => this.#admissionRecord(),
+        admissionRecord: (inForce) => {
+          this.#inForce = Math.max(this.#inForce, inForce ?? 0);
+          return this.#admissionRecord();
+        },
+        admitted: (version) => {
+          this.#inForce = Math.max(this.#inForce, version);
+        },
         // Another tab may have led before: take the MLS states up from the key store, then connect.
         prepare: async () => {
           await w.mls.init();

@@ -34,8 +34,10 @@ export type SessionPort = {
   authenticate(nonce: Uint8Array): Promise<RelayAuth>;
   pinnedRelayKey(): Uint8Array | undefined;
   pinRelayKey(key: Uint8Array): void;
-  /** The admission list to push as the session's first message (admins), if any. */
-  admissionRecord(): Promise<Uint8Array | undefined>;
+  /** The admission list to push as the session's first message (admins), if any; `inForce`: the relay's version. */
+  admissionRecord(inForce: number | undefined): Promise<Uint8Array | undefined>;
+  /** The relay now enforces an admission list of this version (pushed by any admin). */
+  admitted?(version: number): void;
   /** Runs before the first connection: another tab may have led before (MLS state to reload). */
   prepare(): Promise<void>;
   /**
@@ -82,7 +84,8 @@ export class RelaySession {
       authenticate: (nonce) => port.authenticate(nonce),
       pinnedRelayKey: () => port.pinnedRelayKey(),
       onRelayKey: (key) => port.pinRelayKey(key),
-      admissionRecord: () => port.admissionRecord(),
+      admissionRecord: (inForce) => port.admissionRecord(inForce),
+      onAdmitted: (version) => port.admitted?.(version),
       onState: (state, detail) => {
         this.#state = state;
         this.#detail = detail ?? '';

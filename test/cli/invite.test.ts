@@ -41,7 +41,8 @@ function invite(data: string) {
 describe('sov node invite', () => {
   it('prints a ticket and its QR code, shows the joiner’s code, and admits it on y', async () => {
     const relayPort = await freePort();
-    const relay = await spawnRelay(relayPort, join(dir, 'relay'));
+    let relayLog = '';
+    const relay = await spawnRelay(relayPort, join(dir, 'relay'), [], (d) => (relayLog += d.toString()));
     const data = join(dir, 'inviter');
     const node = await sovNode(
       [
@@ -81,6 +82,12 @@ describe('sov node invite', () => {
       expect(await refusing.exited).toBe(1);
       expect(refusing.output()).toMatch(/refused: the machine is not admitted/);
       expect(stranger.node.status).not.toBe('member');
+
+      // The admission lists the inviter pushed are numbered 1, 2, 3 … — a counter, never its clock
+      // (issue 26: a version in milliseconds told the relay when each change was made).
+      const versions = [...relayLog.matchAll(/admission list version (\d+)/g)].map((m) => Number(m[1]));
+      expect(versions.length).toBeGreaterThanOrEqual(2);
+      expect(versions).toEqual(versions.map((_, i) => i + 1));
     } catch (e) {
       throw new Error(`${String(e)}\nnode:\n${node.lines.join('\n')}`, { cause: e });
     } finally {

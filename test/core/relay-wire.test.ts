@@ -129,6 +129,7 @@ describe('relay → endpoint', () => {
   const valid: RelayToEndpoint[] = [
     { t: 'challenge', v: 1, nonce: b(32), relay: b(32, 2) },
     { t: 'ready', endpoint: b(32), proof: b(64) },
+    { t: 'ready', endpoint: b(32), proof: b(64), admission: 7 },
     { t: 'admitted', version: 3 },
     { t: 'frame', id: 9, from: b(32), body: b(2) },
     { t: 'error', code: 'mailbox-full', message: 'full' },
@@ -153,6 +154,16 @@ describe('relay → endpoint', () => {
     ['ready with a short proof', { t: 'ready', endpoint: b(32), proof: b(63) }, 'ready: fields'],
     ['ready with a short endpoint', { t: 'ready', endpoint: b(31), proof: b(64) }, 'ready: fields'],
     ['ready with an extra field', { t: 'ready', endpoint: b(32), proof: b(64), x: 1 }, 'ready: fields'],
+    [
+      'ready of a negative admission version',
+      { t: 'ready', endpoint: b(32), proof: b(64), admission: -1 },
+      'ready: admission version',
+    ],
+    [
+      'ready of a text admission version',
+      { t: 'ready', endpoint: b(32), proof: b(64), admission: '7' },
+      'ready: admission version',
+    ],
     ['admitted of a negative version', { t: 'admitted', version: -1 }, 'admitted: fields'],
     ['admitted with an extra field', { t: 'admitted', version: 1, x: 1 }, 'admitted: fields'],
     ['frame of a text id', { t: 'frame', id: 'x', from: b(32), body: b(1) }, 'frame: fields'],

@@ -203,6 +203,30 @@ describe('relay admission (enforce)', () => {
     expect((refused as { message: string }).message).toMatch(/founding a mesh is closed/);
   });
 
+  it('ready tells a member the version of the list in force (a counter an admin goes on from)', async () => {
+    const relay = await start();
+    /** The `ready` of a fresh session of `who`. */
+    const readyOf = async (who: Key) => {
+      const client = await RelayTestClient.open(relay.wsUrl);
+      clients.push(client);
+      const challenge = await client.expect('challenge');
+      const { relayAuthPayload } = await import('../../src/core/relay-wire.js');
+      const sig = ed25519.sign(relayAuthPayload(challenge.nonce, TOPIC, who.id), who.secret);
+      client.send({ t: 'auth', topic: TOPIC, endpoint: who.id, sig, cnonce: new Uint8Array(32) });
+      const ready = await client.expect('ready');
+      client.ws.terminate();
+      return ready;
+    };
+    expect((await readyOf(ALICE)).admission).toBeUndefined(); // no list yet
+    const alice = await track(joinAs(relay, ALICE));
+    alice.send({ t: 'admit', record: signed(ADMIN, { version: 41, endpoints: [ALICE.id, BOB.id] }) });
+    expect((await alice.expect('admitted')).version).toBe(41);
+    expect((await readyOf(BOB)).admission).toBe(41);
+    alice.send({ t: 'admit', record: signed(ADMIN, { version: 41, endpoints: [ALICE.id] }) });
+    await alice.expectError('admission-refused'); // not above the list in force
+    expect((await readyOf(BOB)).admission).toBe(41);
+  });
+
   it('before any list a session may only push the first list; then only listed endpoints are served', async () => {
     const relay = await start();
     const alice = await track(joinAs(relay, ALICE));
@@ -235,6 +259,8 @@ describe('relay admission (enforce)', () => {
     await alice.expect('admitted');
     bob.send({ t: 'send', to: CAROL.id, body: bytes('now a member') });
     alice.send({ t: 'send', to: BOB.id, body: bytes('welcome') });
+    // Every member's session hears of the list now in force (an admin counts its next list on from it).
+    expect((await bob.expect('admitted')).version).toBe(2);
     expect((await bob.expect('frame')).body).toEqual(bytes('welcome'));
     // A member's record no longer says which invitation brought it in (issue 26: the relay kept it).
     expect(invitedRecords()).toBe(0);

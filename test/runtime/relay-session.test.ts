@@ -112,6 +112,20 @@ describe('relay session', () => {
   beforeEach(() => vi.useFakeTimers());
   afterEach(() => vi.useRealTimers());
 
+  it('hands the admission version on: the one in force at ready, and each list taken since', async () => {
+    const seen: string[] = [];
+    const s = setUp({
+      admissionRecord: async (inForce) => void seen.push(`record:${String(inForce)}`),
+      admitted: (version) => void seen.push(`admitted:${version}`),
+    });
+    await flush();
+    await s.handlers.current!.admissionRecord!(41);
+    await s.handlers.current!.admissionRecord!(undefined);
+    s.handlers.current!.onAdmitted!(42);
+    expect(seen).toEqual(['record:41', 'record:undefined', 'admitted:42']);
+    s.session.close();
+  });
+
   it('prepares, then connects', async () => {
     const s = setUp();
     await flush();
