@@ -28,6 +28,7 @@ import type { Codec } from '../core/parquet/write.js';
 import type { DomainView } from './mls-service.js';
 import { RewrapJob, type RewrapProgress } from './rewrap-job.js';
 import { ACCESS_TABLE, CATALOG_TABLE, CatalogRows } from './catalog-rows.js';
+import { ReadWriteTurn } from './read-write-turn.js';
 import type {
   CatalogEntry,
   HeldObject,
@@ -170,6 +171,11 @@ export class MeshObjects {
   readonly #rewrap: RewrapJob;
   #listed: { readonly at: number; readonly took: number; readonly entries: ObjectEntry[] } | undefined;
   readonly #catalogRows: CatalogRows;
+  /**
+   * Reads of the catalog with this machine's unpublished objects (`#withOwnPending`) against
+   * the end of publication, which deletes an object's pending record: never in the middle of one.
+   */
+  readonly #pendingTurn = new ReadWriteTurn();
 
   constructor(deps: ObjectsDeps) {
     this.#deps = deps;
@@ -314,7 +320,7 @@ export class MeshObjects {
       this.#deps.notice('warning', `object ${id.slice(0, 12)} not published: ${reason}`);
       return;
     }
-    await service.published(id);
+    await this.#pendingTurn.write(() => service.published(id));
   }
 
   async #place(): Promise<void> {
@@ -442,7 +448,11 @@ export class MeshObjects {
   }
 
   /** The object decrypted, for the user to save (fetched from the relay first if need be). */
-  async download(id: string, format: 'csv' | 'parquet'): Promise<Result<Uint8Array, ObjectError>> {
+  download(id: string, format: 'csv' | 'parquet'): Promise<Result<Uint8Array, ObjectError>> {
+    return this.#pendingTurn.read(() => this.#download(id, format));
+  }
+
+  async #download(id: string, format: 'csv' | 'parquet'): Promise<Result<Uint8Array, ObjectError>> {
     const entry = (await this.#catalog()).get(id);
     const pending = (await this.#deps.service.pending()).find((p) => p.id === id);
     const at: CatalogEntry | undefined =
@@ -462,18 +472,21 @@ export class MeshObjects {
   }
 
   /** Runs SQL over every object of this machine's catalog (objects it cannot read are not in it). */
-  async query(sql: string, options: QueryOptions = {}): Promise<Awaited<ReturnType<ObjectService['query']>>> {
-    // Rows this machine formed or deleted show here at once, before they are published.
-    const all = await this.#withOwnPending();
-    const scope = options.domains;
-    const entries = scope ? all.filter((e) => scope.has(e.domain)) : all;
-    const deletable = await this.deletable();
-    return this.#deps.service.query(sql, entries, options.id, options.progress, options.onRows, deletable);
+  query(sql: string, options: QueryOptions = {}): Promise<Awaited<ReturnType<ObjectService['query']>>> {
+    return this.#pendingTurn.read(async () => {
+      // Rows this machine formed or deleted show here at once, before they are published.
+      const all = await this.#withOwnPending();
+      const scope = options.domains;
+      const entries = scope ? all.filter((e) => scope.has(e.domain)) : all;
+      const deletable = await this.deletable();
+      return this.#deps.service.query(sql, entries, options.id, options.progress, options.onRows, deletable);
+    });
   }
 
   /**
    * The catalog and this machine's own unpublished objects, each once: its own are read first,
-   * so one published meanwhile is in the catalog read after (never in neither).
+   * so one published meanwhile is in the catalog read after (never in neither). Only in a read
+   * turn (`#pendingTurn`): the pending records stay until the read has resolved them.
    */
   async #withOwnPending(): Promise<CatalogEntry[]> {
     const own = await this.#ownPending();
@@ -545,8 +558,9 @@ export class MeshObjects {
     if (!(await this.deletable()).includes(table)) {
       return err({ type: 'InvalidDelete', detail: `rows of ${table} may not be deleted (no admin allowed it)` });
     }
-    const entries = await this.#withOwnPending();
-    const formed = await this.#deps.service.deleteRows({ table, rowIds, entries });
+    const formed = await this.#pendingTurn.read(async () =>
+      this.#deps.service.deleteRows({ table, rowIds, entries: await this.#withOwnPending() }),
+    );
     if (formed.ok) void this.sync();
     this.#deps.changed();
     return formed;
