@@ -376,6 +376,8 @@ export class MeshObjects {
 
   async #entries(): Promise<ObjectEntry[]> {
     const { service } = this.#deps;
+    // Pending first, as in `#withOwnPending`: one published meanwhile is in the catalog read after.
+    const pending = await service.pending();
     const catalog = await this.#catalog();
     const held = new Map<string, HeldObject>((await service.held()).map((h) => [h.id, h]));
     const out: ObjectEntry[] = [];
@@ -383,7 +385,7 @@ export class MeshObjects {
       const h = held.get(id);
       return { held: h !== undefined, size: h?.size, uploaded: h?.uploaded ?? false };
     };
-    for (const p of await service.pending()) {
+    for (const p of pending) {
       out.push({
         id: p.id,
         state: p.refused ? 'refused' : 'pending',
