@@ -26,7 +26,9 @@
  * `rid` is a random request id and `ts` the sender's clock: a receiver refuses
  * a frame from outside the time window or whose rid it has already accepted.
  * Store-and-forward means an ordinary frame may legitimately be days old, so the
- * window is wide for delivery and narrow for pairing requests.
+ * window is wide for delivery and narrow for pairing requests. The relay sees `ts`, so it is
+ * the sender's clock rounded down to the minute (`frameTime`): all the windows need, and no
+ * longer the sender's clock to the millisecond (issue 26).
  */
 import { bytesEqual, isBytes, toHex } from './bytes.js';
 import { decodeCbor, encodeCbor, isRecord } from './cbor.js';
@@ -41,6 +43,13 @@ export const MAX_FRAME_AGE_MS = 14 * 24 * 60 * 60 * 1000;
 export const MAX_REQUEST_AGE_MS = 10 * 60 * 1000;
 /** How far ahead of our clock a sender's may run. */
 export const MAX_FRAME_SKEW_MS = 5 * 60 * 1000;
+/** A header's `ts` is a multiple of this: the windows above are minutes to days wide. */
+export const FRAME_TIME_STEP_MS = 60 * 1000;
+
+/** The `ts` a frame sealed at `now` carries: the time rounded down to the minute. */
+export function frameTime(now: number): number {
+  return Math.floor(now / FRAME_TIME_STEP_MS) * FRAME_TIME_STEP_MS;
+}
 
 /** The version this release writes: a padded message. */
 export const FRAME_VERSION = 2;

@@ -27,6 +27,7 @@ import {
   FRAME_LABEL,
   FRAME_VERSION,
   frameAad,
+  frameTime,
   MAX_PADDED_MESSAGE,
   MAX_FRAME_AGE_MS,
   ReplayGuard,
@@ -131,7 +132,7 @@ export class FrameChannel {
       kid: frameKey.publicKey,
       enc: context.enc,
       rid: random.bytes(16),
-      ts: clock.now(),
+      ts: frameTime(clock.now()),
     };
     const headerBytes = encodeHeader(header);
     const nonce = random.bytes(NONCE_BYTES);

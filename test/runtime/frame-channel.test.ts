@@ -184,6 +184,18 @@ describe('end-to-end frames', () => {
     await expectRejected(bob.channel.open(retimed, alice.peer.endpoint, bindings(alice)), 'FrameUndecryptable');
   });
 
+  it('tells the relay the time only to the minute: the ts of a header is the sender clock rounded down', async () => {
+    const senderClock = testClock();
+    const [alice, bob] = [await party('alice', topic, senderClock), await party('bob', topic)];
+    senderClock.advance(59_999 - (senderClock.now() % 60_000)); // the last millisecond of a minute
+    const body = await alice.channel.seal(bob.peer, canary);
+    const [headerBytes] = (decodeCbor(body, 1 << 20) as { value: Uint8Array[] }).value as [Uint8Array];
+    const ts = (decodeCbor(headerBytes, 512) as { value: Record<string, unknown> }).value['ts'] as number;
+    expect(ts % 60_000).toBe(0);
+    expect(senderClock.now() - ts).toBe(59_999);
+    expect((await bob.channel.open(body, alice.peer.endpoint, bindings(alice))).ok).toBe(true);
+  });
+
   it('refuses stale and future frames, with a narrower window for requests', async () => {
     const senderClock = testClock();
     const receiverClock = testClock();
