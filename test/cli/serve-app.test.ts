@@ -100,5 +100,6 @@ describe('sov node --serve-app', () => {
     expect(parseListen('[::1]:8080')).toEqual({ host: '::1', port: 8080 });
     expect(parseListen('127.0.0.1:1')).toEqual({ host: '127.0.0.1', port: 1 });
     expect(() => parseListen('127.0.0.1:70000')).toThrow(/ADDR:PORT/);
-  });
+    // Three processes started one after another: on a loaded machine each took several seconds.
+  }, 60_000);
 });
